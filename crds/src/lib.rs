@@ -1,0 +1,1 @@
+//! The ProofJob and ProverPool API types (filled in by the operator issue).

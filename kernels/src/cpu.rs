@@ -1,0 +1,177 @@
+//! The CPU backend: bellperson's FFT and ec-gpu-gen's CPU multiexp over all cores.
+
+use std::sync::Arc;
+
+use bellperson::domain::EvaluationDomain;
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use ec_gpu_gen::multiexp_cpu::{FullDensity, multiexp_cpu};
+use ec_gpu_gen::threadpool::Worker;
+use ff::PrimeField;
+use group::prime::PrimeCurveAffine;
+
+use crate::{Bases, Density, FrRepr, KernelError, ProvingBackend};
+
+/// Runs every kernel on the CPU thread pool shared by the process.
+#[derive(Default)]
+pub struct CpuBackend {
+    worker: Worker,
+}
+
+impl CpuBackend {
+    pub fn new() -> Self {
+        Self { worker: Worker::new() }
+    }
+
+    fn msm<G: PrimeCurveAffine>(
+        &self,
+        what: &'static str,
+        bases: &Bases<G>,
+        density: &Density,
+        exponents: &Arc<Vec<FrRepr>>,
+    ) -> Result<G::Curve, KernelError>
+    where
+        G::Scalar: PrimeField<Repr = FrRepr>,
+    {
+        let available = bases.points.len().saturating_sub(bases.skip);
+        let needed = match density {
+            Density::Full => exponents.len(),
+            Density::Sparse(d) => d.get_total_density(),
+        };
+        if available < needed {
+            return Err(KernelError::BasesTooShort {
+                bases: bases.points.len(),
+                skip: bases.skip,
+                exponents: needed,
+            });
+        }
+        let source = (bases.points.clone(), bases.skip);
+        let waiter = match density {
+            Density::Full => multiexp_cpu(&self.worker, source, FullDensity, exponents.clone()),
+            Density::Sparse(d) => multiexp_cpu(&self.worker, source, d.clone(), exponents.clone()),
+        };
+        waiter.wait().map_err(|e| KernelError::Msm { what, message: e.to_string() })
+    }
+}
+
+impl ProvingBackend for CpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn quotient(&self, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Result<Vec<FrRepr>, KernelError> {
+        if a.len() != b.len() || b.len() != c.len() {
+            return Err(KernelError::MismatchedEvaluations { a: a.len(), b: b.len(), c: c.len() });
+        }
+        let n = a.len();
+        let domain = |v| EvaluationDomain::from_coeffs(v).map_err(|_| KernelError::DomainTooLarge(n));
+        let (mut a, mut b, mut c) = (domain(a)?, domain(b)?, domain(c)?);
+        let mut no_gpu = None;
+        let worker = &self.worker;
+        // The GPU-less FFT never fails; the Result only exists for bellperson's GPU path.
+        EvaluationDomain::ifft_many(&mut [&mut a, &mut b, &mut c], worker, &mut no_gpu)
+            .expect("CPU FFT is infallible");
+        EvaluationDomain::coset_fft_many(&mut [&mut a, &mut b, &mut c], worker, &mut no_gpu)
+            .expect("CPU FFT is infallible");
+        a.mul_assign(worker, &b);
+        drop(b);
+        a.sub_assign(worker, &c);
+        drop(c);
+        a.divide_by_z_on_coset(worker);
+        a.icoset_fft(worker, &mut no_gpu).expect("CPU FFT is infallible");
+        let mut coeffs = a.into_coeffs();
+        // deg(h) = m - 2: the top coefficient is zero and the h query has m - 1 points.
+        coeffs.pop();
+        Ok(coeffs.into_iter().map(|s| s.to_repr()).collect())
+    }
+
+    fn msm_g1(
+        &self,
+        bases: &Bases<G1Affine>,
+        density: &Density,
+        exponents: &Arc<Vec<FrRepr>>,
+    ) -> Result<G1Projective, KernelError> {
+        self.msm("G1", bases, density, exponents)
+    }
+
+    fn msm_g2(
+        &self,
+        bases: &Bases<G2Affine>,
+        density: &Density,
+        exponents: &Arc<Vec<FrRepr>>,
+    ) -> Result<G2Projective, KernelError> {
+        self.msm("G2", bases, density, exponents)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DensityTracker;
+    use ff::Field;
+    use group::{Curve, Group};
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::SeedableRng;
+
+    fn naive_msm(bases: &[G1Affine], scalars: &[Fr]) -> G1Projective {
+        bases.iter().zip(scalars).map(|(b, s)| b.to_curve() * s).sum()
+    }
+
+    #[test]
+    fn msm_matches_naive_sum_full_and_sparse() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let n = 100;
+        let points: Vec<G1Affine> =
+            (0..n + 3).map(|_| G1Projective::random(&mut rng).to_affine()).collect();
+        let scalars: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
+        let exps = Arc::new(scalars.iter().map(|s| s.to_repr()).collect::<Vec<_>>());
+        let backend = CpuBackend::new();
+        let bases = Bases::new(Arc::new(points.clone()), 3);
+        let got = backend.msm_g1(&bases, &Density::Full, &exps).unwrap();
+        assert_eq!(got, naive_msm(&points[3..], &scalars));
+
+        // Sparse: only variables that occur get a base; here every even one.
+        let mut tracker = DensityTracker::new();
+        for i in 0..n {
+            tracker.add_element();
+            if i % 2 == 0 {
+                tracker.inc(i);
+            }
+        }
+        let dense_points: Vec<G1Affine> = points[..n / 2].to_vec();
+        let even_scalars: Vec<Fr> = scalars.iter().step_by(2).copied().collect();
+        let got = backend
+            .msm_g1(
+                &Bases::new(Arc::new(dense_points.clone()), 0),
+                &Density::Sparse(Arc::new(tracker)),
+                &exps,
+            )
+            .unwrap();
+        assert_eq!(got, naive_msm(&dense_points, &even_scalars));
+    }
+
+    #[test]
+    fn msm_rejects_short_bases() {
+        let backend = CpuBackend::new();
+        let exps = Arc::new(vec![Fr::ONE.to_repr(); 4]);
+        let bases = Bases::new(Arc::new(vec![G1Affine::generator(); 4]), 1);
+        let err = backend.msm_g1(&bases, &Density::Full, &exps).unwrap_err();
+        assert!(matches!(err, KernelError::BasesTooShort { .. }), "{err}");
+    }
+
+    #[test]
+    fn quotient_of_satisfied_system_is_exact() {
+        // a*b = c at every point: the quotient exists and has m - 1 coefficients.
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let a: Vec<Fr> = (0..5).map(|_| Fr::random(&mut rng)).collect();
+        let b: Vec<Fr> = (0..5).map(|_| Fr::random(&mut rng)).collect();
+        let c: Vec<Fr> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+        let h = CpuBackend::new().quotient(a, b, c).unwrap();
+        assert_eq!(h.len(), 8 - 1);
+    }
+
+    #[test]
+    fn quotient_rejects_mismatched_lengths() {
+        let err = CpuBackend::new().quotient(vec![Fr::ONE; 3], vec![Fr::ONE; 2], vec![Fr::ONE; 3]);
+        assert!(matches!(err, Err(KernelError::MismatchedEvaluations { .. })));
+    }
+}

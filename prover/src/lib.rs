@@ -1,0 +1,20 @@
+//! proofpipe's prover: Groth16 proofs through a bounded-channel pipeline whose memory is
+//! sized from the process's memory limit.
+//!
+//! - [`circuits`]: the benchmark circuits and their deterministic witnesses;
+//! - [`params`]: cached, checked Groth16 parameters;
+//! - [`groth16`]: the prove split into stages over bellperson's public pieces;
+//! - [`sizing`]: the memory model and the planner (pure), and where the limit comes from;
+//! - [`pipeline`]: the stages, their threads and the buffer tracker;
+//! - [`metrics`], [`rss`]: what is measured.
+
+pub mod circuits;
+pub mod error;
+pub mod groth16;
+pub mod metrics;
+pub mod params;
+pub mod pipeline;
+pub mod rss;
+pub mod sizing;
+
+pub use error::ProverError;

@@ -1,0 +1,79 @@
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::circuits::CircuitKind;
+
+/// Every way the prover can fail, each with what to do about it.
+#[derive(Debug, Error)]
+pub enum ProverError {
+    #[error("unknown circuit {0:?}: use one of mul-chain, merkle-sha256")]
+    UnknownCircuit(String),
+    #[error("{circuit} needs at least {min} constraints per partition; got {constraints}")]
+    CircuitTooSmall { circuit: CircuitKind, constraints: usize, min: usize },
+    #[error("{circuit} with {constraints} constraints per partition is larger than the maximum {max}")]
+    CircuitTooLarge { circuit: CircuitKind, constraints: usize, max: usize },
+    #[error("a job needs at least one partition; got 0")]
+    ZeroPartitions,
+    #[error("invalid {what}: {reason}")]
+    InvalidArgument { what: &'static str, reason: String },
+
+    #[error(
+        "memory limit {limit} is too small: {circuit} at {constraints} constraints needs at least \
+         {minimum} (parameters {params}, one partition synthesizing plus one queued plus one on the \
+         GPU stage, and headroom); raise the limit or use a smaller circuit"
+    )]
+    MemoryLimitTooSmall {
+        circuit: CircuitKind,
+        constraints: usize,
+        limit: bytesize::ByteSize,
+        minimum: bytesize::ByteSize,
+        params: bytesize::ByteSize,
+    },
+
+    #[error("{action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "parameter file {path} is corrupt or was made for another circuit ({reason}); \
+         delete it or run `proofpipe-prover params --regenerate` to make a new one"
+    )]
+    CorruptParams { path: PathBuf, reason: String },
+    #[error("generating parameters for {circuit} at {constraints} constraints failed: {message}")]
+    ParamsGeneration { circuit: CircuitKind, constraints: usize, message: String },
+
+    #[error("synthesis of partition {partition} failed: {message}")]
+    Synthesis { partition: u32, message: String },
+    #[error("proving partition {partition} failed: {message}")]
+    Proving { partition: u32, message: String },
+    #[error("partition {partition} produced a proof that does not verify")]
+    ProofInvalid { partition: u32 },
+    #[error("job {job} was cancelled")]
+    Cancelled { job: u64 },
+    #[error("the pipeline has shut down")]
+    PipelineClosed,
+}
+
+impl ProverError {
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| ProverError::Io { action, path, source }
+    }
+
+    /// The process exit code for this error: 2 for bad input, 1 for everything else.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ProverError::UnknownCircuit(_)
+            | ProverError::CircuitTooSmall { .. }
+            | ProverError::CircuitTooLarge { .. }
+            | ProverError::ZeroPartitions
+            | ProverError::InvalidArgument { .. }
+            | ProverError::MemoryLimitTooSmall { .. } => 2,
+            _ => 1,
+        }
+    }
+}

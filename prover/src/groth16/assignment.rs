@@ -1,0 +1,162 @@
+//! Synthesis into a proving assignment: the a/b/c evaluations of every constraint, the
+//! variable assignment, and which variables each query touches.
+
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar as Fr;
+use ff::Field;
+use proofpipe_kernels::{DensityTracker, domain_size};
+
+use crate::circuits::CircuitShape;
+
+/// One synthesized partition: what the GPU stage consumes.
+pub struct Synthesized {
+    /// Evaluations of the A, B, C polynomials, one per constraint. Reserved to the FFT domain
+    /// size up front so neither synthesis nor the FFT's zero padding reallocates.
+    pub a: Vec<Fr>,
+    pub b: Vec<Fr>,
+    pub c: Vec<Fr>,
+    /// Public inputs, the constant ONE first.
+    pub inputs: Vec<Fr>,
+    pub aux: Vec<Fr>,
+    pub a_aux_density: DensityTracker,
+    pub b_input_density: DensityTracker,
+    pub b_aux_density: DensityTracker,
+}
+
+impl Synthesized {
+    fn with_shape(shape: CircuitShape) -> Self {
+        let m = domain_size(shape.constraints);
+        Self {
+            a: Vec::with_capacity(m),
+            b: Vec::with_capacity(m),
+            c: Vec::with_capacity(m),
+            inputs: Vec::with_capacity(shape.inputs),
+            aux: Vec::with_capacity(shape.aux),
+            a_aux_density: DensityTracker::new(),
+            b_input_density: DensityTracker::new(),
+            b_aux_density: DensityTracker::new(),
+        }
+    }
+
+    /// Heap bytes held, by capacity (what the allocator really gave out).
+    pub fn heap_bytes(&self) -> u64 {
+        let scalars = self.a.capacity()
+            + self.b.capacity()
+            + self.c.capacity()
+            + self.inputs.capacity()
+            + self.aux.capacity();
+        let density_bits = self.aux.capacity() * 2 + self.inputs.capacity();
+        (scalars * size_of::<Fr>() + density_bits / 8) as u64
+    }
+
+    /// The public inputs a verifier needs (without the constant ONE).
+    pub fn public_inputs(&self) -> &[Fr] {
+        &self.inputs[1..]
+    }
+}
+
+/// Synthesizes `circuit`, laid out as `shape`, into a proving assignment.
+pub fn synthesize<C: Circuit<Fr>>(circuit: C, shape: CircuitShape) -> Result<Synthesized, SynthesisError> {
+    let mut cs = Synthesized::with_shape(shape);
+    cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    // Groth16 needs the input polynomials linearly independent: one x * 0 = 0 per input.
+    for i in 0..cs.inputs.len() {
+        cs.enforce(|| "input", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+    }
+    Ok(cs)
+}
+
+/// Evaluates a linear combination and marks the variables it touches in the trackers.
+fn eval_tracked(
+    lc: &LinearCombination<Fr>,
+    input_density: Option<&mut DensityTracker>,
+    aux_density: Option<&mut DensityTracker>,
+    inputs: &[Fr],
+    aux: &[Fr],
+) -> Fr {
+    fn sum<'a>(
+        terms: impl Iterator<Item = (&'a usize, &'a Fr)>,
+        values: &[Fr],
+        mut density: Option<&mut DensityTracker>,
+    ) -> Fr {
+        let mut acc = Fr::ZERO;
+        for (&index, coeff) in terms {
+            if coeff.is_zero_vartime() {
+                continue;
+            }
+            let value = values[index];
+            acc += if *coeff == Fr::ONE { value } else { value * coeff };
+            if let Some(d) = density.as_deref_mut() {
+                d.inc(index);
+            }
+        }
+        acc
+    }
+    sum(lc.iter_inputs(), inputs, input_density) + sum(lc.iter_aux(), aux, aux_density)
+}
+
+impl ConstraintSystem<Fr> for Synthesized {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(f()?);
+        self.a_aux_density.add_element();
+        self.b_aux_density.add_element();
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        self.b_input_density.add_element();
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        let (a, b, c) = (a(LinearCombination::zero()), b(LinearCombination::zero()), c(LinearCombination::zero()));
+        // Inputs are dense in A by construction (the x * 0 = 0 constraints), so A tracks aux only.
+        let a = eval_tracked(&a, None, Some(&mut self.a_aux_density), &self.inputs, &self.aux);
+        let b = eval_tracked(
+            &b,
+            Some(&mut self.b_input_density),
+            Some(&mut self.b_aux_density),
+            &self.inputs,
+            &self.aux,
+        );
+        // C has no query of its own; it enters the quotient only.
+        let c = c.eval(&self.inputs, &self.aux);
+        self.a.push(a);
+        self.b.push(b);
+        self.c.push(c);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}

@@ -1,0 +1,30 @@
+//! Groth16 split into the pipeline's stages, over bellperson's public pieces.
+//!
+//! bellperson proves a batch in one call; a pipeline needs the phases apart:
+//! [`synthesize`] (CPU) -> [`prove_start`] (the GPU stage: quotient polynomial and MSMs; the
+//! a/b/c evaluations are freed inside it) -> [`finalize`] (CPU: the G2 MSM when it is not on
+//! the GPU stage, and proof assembly) -> [`verify`].
+
+mod assignment;
+mod prove;
+
+pub use assignment::{Synthesized, synthesize};
+pub use prove::{G2Placement, Started, finalize, prove_start};
+
+use bellperson::groth16::{PreparedVerifyingKey, Proof, verify_proof};
+use blstrs::{Bls12, Scalar as Fr};
+
+/// Checks a proof with bellperson's verifier.
+pub fn verify(pvk: &PreparedVerifyingKey<Bls12>, proof: &Proof<Bls12>, public_inputs: &[Fr]) -> bool {
+    verify_proof(pvk, proof, public_inputs).unwrap_or(false)
+}
+
+/// A proof in bellperson's compressed wire form (192 bytes).
+pub fn proof_bytes(proof: &Proof<Bls12>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(192);
+    proof.write(&mut out).expect("writing to a Vec cannot fail");
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,184 @@
+//! The GPU stage ("prove start") and the CPU finalize stage of a Groth16 proof.
+
+use std::ops::{AddAssign, Mul, MulAssign};
+use std::sync::Arc;
+
+use bellperson::groth16::{Parameters, Proof};
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
+use ff::PrimeField;
+use group::Curve;
+use group::prime::PrimeCurveAffine;
+use proofpipe_kernels::{Bases, Density, DensityTracker, FrRepr, KernelError, ProvingBackend};
+use serde::{Deserialize, Serialize};
+
+use super::Synthesized;
+
+/// Where the G2 MSM (the B query over G2) runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum G2Placement {
+    /// In the GPU stage, with the G1 MSMs.
+    #[default]
+    GpuStage,
+    /// In the CPU finalize stage, overlapping the next partition's GPU work.
+    Finalize,
+}
+
+/// A partition after the GPU stage: the a/b/c evaluations are gone; what remains is the
+/// assignment (for a G2 MSM still to run) and the G1 results.
+pub struct Started {
+    h: G1Projective,
+    l: G1Projective,
+    a: G1Projective,
+    b_g1: G1Projective,
+    b_g2: Option<G2Projective>,
+    inputs: Arc<Vec<FrRepr>>,
+    aux: Arc<Vec<FrRepr>>,
+    b_input_density: Arc<DensityTracker>,
+    b_aux_density: Arc<DensityTracker>,
+    public_inputs: Vec<Fr>,
+}
+
+impl Started {
+    /// Heap bytes still held (the exponents kept for the G2 MSM, and the densities).
+    pub fn heap_bytes(&self) -> u64 {
+        let exps = self.inputs.capacity() + self.aux.capacity();
+        (exps * size_of::<FrRepr>() + exps / 4) as u64
+    }
+
+    pub fn public_inputs(&self) -> &[Fr] {
+        &self.public_inputs
+    }
+}
+
+/// Fails unless `params` were made for a circuit of this shape.
+fn check_params(params: &Parameters<Bls12>, s: &Synthesized) -> Result<(), KernelError> {
+    let mismatch = |what: &'static str, have: usize, want: usize| {
+        if have == want {
+            Ok(())
+        } else {
+            Err(KernelError::Msm {
+                what,
+                message: format!(
+                    "the parameters have {have} points where this circuit needs {want}: they were made for another circuit or size"
+                ),
+            })
+        }
+    };
+    mismatch("L query", params.l.len(), s.aux.len())?;
+    mismatch("IC (public inputs)", params.vk.ic.len(), s.inputs.len())?;
+    mismatch("H query", params.h.len(), proofpipe_kernels::domain_size(s.a.len()) - 1)?;
+    mismatch("A query", params.a.len(), s.inputs.len() + s.a_aux_density.get_total_density())
+}
+
+/// The GPU stage: the quotient polynomial and the G1 MSMs (and the G2 MSM when placed here).
+///
+/// The a/b/c evaluations are consumed by the quotient computation and freed before any MSM
+/// runs, so a partition holds its largest buffers only for the FFT phase.
+pub fn prove_start(
+    backend: &dyn ProvingBackend,
+    params: &Parameters<Bls12>,
+    s: Synthesized,
+    g2: G2Placement,
+) -> Result<Started, KernelError> {
+    check_params(params, &s)?;
+    let Synthesized { a, b, c, inputs, aux, a_aux_density, b_input_density, b_aux_density } = s;
+    let public_inputs = inputs[1..].to_vec();
+    let h_exps = Arc::new(backend.quotient(a, b, c)?);
+    let inputs = Arc::new(inputs.iter().map(PrimeField::to_repr).collect::<Vec<_>>());
+    let aux = Arc::new(aux.into_iter().map(|s| s.to_repr()).collect::<Vec<_>>());
+
+    let h = backend.msm_g1(&Bases::new(params.h.clone(), 0), &Density::Full, &h_exps)?;
+    drop(h_exps);
+    let l = backend.msm_g1(&Bases::new(params.l.clone(), 0), &Density::Full, &aux)?;
+
+    let a_aux_density = Density::Sparse(Arc::new(a_aux_density));
+    let b_input_density = Arc::new(b_input_density);
+    let b_aux_density = Arc::new(b_aux_density);
+    let (b_in, b_aux) = (Density::Sparse(b_input_density.clone()), Density::Sparse(b_aux_density.clone()));
+    let n_in = inputs.len();
+
+    let mut a_sum = backend.msm_g1(&Bases::new(params.a.clone(), 0), &Density::Full, &inputs)?;
+    a_sum += backend.msm_g1(&Bases::new(params.a.clone(), n_in), &a_aux_density, &aux)?;
+    let b_in_count = b_input_density.get_total_density();
+    let mut b_g1 = backend.msm_g1(&Bases::new(params.b_g1.clone(), 0), &b_in, &inputs)?;
+    b_g1 += backend.msm_g1(&Bases::new(params.b_g1.clone(), b_in_count), &b_aux, &aux)?;
+
+    let mut started = Started {
+        h,
+        l,
+        a: a_sum,
+        b_g1,
+        b_g2: None,
+        inputs,
+        aux,
+        b_input_density,
+        b_aux_density,
+        public_inputs,
+    };
+    if g2 == G2Placement::GpuStage {
+        started.b_g2 = Some(msm_b_g2(backend, params, &started)?);
+    }
+    Ok(started)
+}
+
+fn msm_b_g2(
+    backend: &dyn ProvingBackend,
+    params: &Parameters<Bls12>,
+    s: &Started,
+) -> Result<G2Projective, KernelError> {
+    let b_in_count = s.b_input_density.get_total_density();
+    let mut sum = backend.msm_g2(
+        &Bases::new(params.b_g2.clone(), 0),
+        &Density::Sparse(s.b_input_density.clone()),
+        &s.inputs,
+    )?;
+    sum += backend.msm_g2(
+        &Bases::new(params.b_g2.clone(), b_in_count),
+        &Density::Sparse(s.b_aux_density.clone()),
+        &s.aux,
+    )?;
+    Ok(sum)
+}
+
+/// Finalize: the G2 MSM if the GPU stage left it, then the proof from the MSM results and
+/// the randomizers `r`, `s` (which make the proof zero-knowledge).
+pub fn finalize(
+    backend: &dyn ProvingBackend,
+    params: &Parameters<Bls12>,
+    started: Started,
+    r: Fr,
+    s: Fr,
+) -> Result<(Proof<Bls12>, Vec<Fr>), KernelError> {
+    let b_g2 = match started.b_g2 {
+        Some(b) => b,
+        None => msm_b_g2(backend, params, &started)?,
+    };
+    let vk = &params.vk;
+    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+        // A zero delta means a subverted setup; refuse rather than leak the witness.
+        return Err(KernelError::Msm { what: "verifying key", message: "delta is the identity".into() });
+    }
+
+    let mut g_a = vk.delta_g1.mul(r);
+    g_a.add_assign(&vk.alpha_g1);
+    g_a.add_assign(&started.a);
+
+    let mut g_b = vk.delta_g2.mul(s);
+    g_b.add_assign(&vk.beta_g2);
+    g_b.add_assign(&b_g2);
+
+    let mut g_c = started.a;
+    g_c.mul_assign(s);
+    let mut b1 = started.b_g1;
+    b1.mul_assign(r);
+    g_c.add_assign(&b1);
+    g_c.add_assign(vk.delta_g1.mul(r * s));
+    g_c.add_assign(&vk.alpha_g1.mul(s));
+    g_c.add_assign(&vk.beta_g1.mul(r));
+    g_c.add_assign(&started.h);
+    g_c.add_assign(&started.l);
+
+    let proof = Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() };
+    Ok((proof, started.public_inputs))
+}

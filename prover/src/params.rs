@@ -1,0 +1,374 @@
+//! Groth16 parameters: generated once per (circuit, size), deterministically, cached on disk,
+//! loaded once per process and shared by every job.
+//!
+//! File layout: `MAGIC`, a little-endian u32 header length, the JSON [`ParamsHeader`], the
+//! parameters in bellperson's format, and a trailer: the BLAKE3 hash of everything before it.
+//! Files are written to a temporary name and renamed, so a crash never leaves a partial file
+//! under the real name; any corruption or mismatch is detected on load and reported.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use bellperson::groth16::{Parameters, PreparedVerifyingKey, generate_random_parameters, prepare_verifying_key};
+use blstrs::{Bls12, G1Affine, G2Affine};
+use parking_lot::Mutex;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use serde::{Deserialize, Serialize};
+
+use crate::circuits::{CircuitKind, CircuitShape};
+use crate::error::ProverError;
+
+const MAGIC: &[u8; 8] = b"PPPARAM1";
+const FORMAT_VERSION: u32 = 1;
+
+/// Which parameters a file holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParamsHeader {
+    pub format: u32,
+    pub circuit: CircuitKind,
+    pub constraints: usize,
+    /// Hex of the 32-byte seed the trusted setup was drawn from (test parameters: anyone
+    /// who knows the seed can forge proofs).
+    pub setup_seed: String,
+    pub bellperson: String,
+}
+
+/// Parameters ready to prove and verify with.
+pub struct CircuitParams {
+    pub circuit: CircuitKind,
+    pub constraints: usize,
+    pub shape: CircuitShape,
+    pub params: Parameters<Bls12>,
+    pub pvk: PreparedVerifyingKey<Bls12>,
+}
+
+impl CircuitParams {
+    /// Generates parameters in memory only (tests, benchmarks of tiny circuits).
+    pub fn generate(circuit: CircuitKind, constraints: usize) -> Result<Self, ProverError> {
+        let params = generate(circuit, constraints)?;
+        Ok(Self {
+            circuit,
+            constraints,
+            shape: circuit.shape(constraints)?,
+            pvk: prepare_verifying_key(&params.vk),
+            params,
+        })
+    }
+
+    /// Heap bytes of the proving key's points.
+    pub fn heap_bytes(&self) -> u64 {
+        let p = &self.params;
+        let g1 = p.h.len() + p.l.len() + p.a.len() + p.b_g1.len();
+        (g1 * size_of::<G1Affine>() + p.b_g2.len() * size_of::<G2Affine>()) as u64
+    }
+}
+
+/// An upper bound on the proving key's heap bytes for a circuit shape, before it is loaded.
+pub fn estimated_params_bytes(shape: CircuitShape) -> u64 {
+    let m = proofpipe_kernels::domain_size(shape.constraints) as u64;
+    let vars = (shape.inputs + shape.aux) as u64;
+    let g1 = (m - 1) + shape.aux as u64 + 2 * vars;
+    g1 * size_of::<G1Affine>() as u64 + vars * size_of::<G2Affine>() as u64
+}
+
+fn setup_seed(circuit: CircuitKind, constraints: usize) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(b"proofpipe test setup v1\0");
+    h.update(circuit.name().as_bytes());
+    h.update(&(constraints as u64).to_le_bytes());
+    *h.finalize().as_bytes()
+}
+
+fn header_for(circuit: CircuitKind, constraints: usize) -> ParamsHeader {
+    ParamsHeader {
+        format: FORMAT_VERSION,
+        circuit,
+        constraints,
+        setup_seed: blake3::Hash::from_bytes(setup_seed(circuit, constraints)).to_hex().to_string(),
+        bellperson: bellperson::BELLMAN_VERSION.to_string(),
+    }
+}
+
+/// The on-disk cache of parameters, with an in-process memo so each set loads once.
+pub struct ParamsStore {
+    dir: PathBuf,
+    loaded: Mutex<HashMap<(CircuitKind, usize), Arc<OnceLock<Arc<CircuitParams>>>>>,
+}
+
+/// What `ensure` did to get parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ParamsOrigin {
+    Memory,
+    Disk,
+    Generated,
+}
+
+impl ParamsStore {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into(), loaded: Mutex::new(HashMap::new()) }
+    }
+
+    /// The default directory: `$XDG_CACHE_HOME/proofpipe/params` or its platform equivalent.
+    pub fn default_dir() -> PathBuf {
+        dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("proofpipe").join("params")
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn path_for(&self, circuit: CircuitKind, constraints: usize) -> PathBuf {
+        self.dir.join(format!("{}-{}.params", circuit.name(), constraints))
+    }
+
+    /// The parameters for `(circuit, constraints)`: from memory, else from disk, else
+    /// generated and written to disk. Concurrent callers for the same key share one load.
+    pub fn get(&self, circuit: CircuitKind, constraints: usize) -> Result<(Arc<CircuitParams>, ParamsOrigin), ProverError> {
+        let cell = self.loaded.lock().entry((circuit, constraints)).or_default().clone();
+        if let Some(p) = cell.get() {
+            return Ok((p.clone(), ParamsOrigin::Memory));
+        }
+        // Serialise loads of one key; other keys proceed.
+        static LOADING: Mutex<()> = Mutex::new(());
+        let _guard = LOADING.lock();
+        if let Some(p) = cell.get() {
+            return Ok((p.clone(), ParamsOrigin::Memory));
+        }
+        let path = self.path_for(circuit, constraints);
+        let (params, origin) = if path.exists() {
+            (read_params(&path, circuit, constraints)?, ParamsOrigin::Disk)
+        } else {
+            let params = generate(circuit, constraints)?;
+            write_params(&path, &header_for(circuit, constraints), &params)?;
+            (params, ParamsOrigin::Generated)
+        };
+        let ready = Arc::new(CircuitParams {
+            circuit,
+            constraints,
+            shape: circuit.shape(constraints)?,
+            pvk: prepare_verifying_key(&params.vk),
+            params,
+        });
+        let _ = cell.set(ready.clone());
+        Ok((ready, origin))
+    }
+
+    /// Generates parameters and overwrites the cached file.
+    pub fn regenerate(&self, circuit: CircuitKind, constraints: usize) -> Result<PathBuf, ProverError> {
+        let params = generate(circuit, constraints)?;
+        let path = self.path_for(circuit, constraints);
+        write_params(&path, &header_for(circuit, constraints), &params)?;
+        self.loaded.lock().remove(&(circuit, constraints));
+        Ok(path)
+    }
+
+    /// Every parameter file in the directory, with its header or why it cannot be read.
+    pub fn list(&self) -> Result<Vec<(PathBuf, Result<ParamsHeader, ProverError>, u64)>, ProverError> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(ProverError::io("listing", &self.dir)(e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let path = entry.map_err(ProverError::io("listing", &self.dir))?.path();
+            if path.extension().is_some_and(|e| e == "params") {
+                let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                out.push((path.clone(), read_header(&path).map(|(h, _)| h), len));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    /// Reads a file whole and checks its hash and header.
+    pub fn check_file(path: &Path) -> Result<ParamsHeader, ProverError> {
+        let (header, _) = read_header(path)?;
+        read_params(path, header.circuit, header.constraints)?;
+        Ok(header)
+    }
+}
+
+fn generate(circuit: CircuitKind, constraints: usize) -> Result<Parameters<Bls12>, ProverError> {
+    let started = Instant::now();
+    tracing::info!(%circuit, constraints, "generating Groth16 parameters (once per circuit and size)");
+    let mut rng = ChaCha20Rng::from_seed(setup_seed(circuit, constraints));
+    let params = generate_random_parameters::<Bls12, _, _>(circuit.partition(constraints, 0, 0)?, &mut rng)
+        .map_err(|e| ProverError::ParamsGeneration { circuit, constraints, message: e.to_string() })?;
+    tracing::info!(%circuit, constraints, seconds = started.elapsed().as_secs_f64(), "parameters generated");
+    Ok(params)
+}
+
+/// Hashes everything written through it.
+struct HashingWriter<W> {
+    inner: W,
+    hasher: blake3::Hasher,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Hashes everything read through it.
+struct HashingReader<R> {
+    inner: R,
+    hasher: blake3::Hasher,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+fn write_params(path: &Path, header: &ParamsHeader, params: &Parameters<Bls12>) -> Result<(), ProverError> {
+    let dir = path.parent().expect("params paths have a directory");
+    std::fs::create_dir_all(dir).map_err(ProverError::io("creating params directory", dir))?;
+    let tmp = path.with_extension("params.partial");
+    let write = || -> io::Result<()> {
+        let file = File::create(&tmp)?;
+        let mut w = HashingWriter { inner: BufWriter::new(file), hasher: blake3::Hasher::new() };
+        let header = serde_json::to_vec(header).expect("header serializes");
+        w.write_all(MAGIC)?;
+        w.write_all(&(header.len() as u32).to_le_bytes())?;
+        w.write_all(&header)?;
+        params.write(&mut w)?;
+        let digest = w.hasher.finalize();
+        let mut inner = w.inner;
+        inner.write_all(digest.as_bytes())?;
+        inner.into_inner().map_err(|e| e.into_error())?.sync_all()
+    };
+    write().map_err(ProverError::io("writing parameters to", &tmp))?;
+    std::fs::rename(&tmp, path).map_err(ProverError::io("renaming parameters into place at", path))
+}
+
+fn corrupt(path: &Path, reason: impl Into<String>) -> ProverError {
+    ProverError::CorruptParams { path: path.to_path_buf(), reason: reason.into() }
+}
+
+fn read_header_from<R: Read>(path: &Path, r: &mut R) -> Result<ParamsHeader, ProverError> {
+    let mut magic = [0u8; 8];
+    r.read_exact(&mut magic).map_err(|_| corrupt(path, "shorter than its header"))?;
+    if &magic != MAGIC {
+        return Err(corrupt(path, "not a proofpipe parameter file (bad magic)"));
+    }
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len).map_err(|_| corrupt(path, "truncated header"))?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > 64 * 1024 {
+        return Err(corrupt(path, format!("header length {len} is implausible")));
+    }
+    let mut json = vec![0u8; len];
+    r.read_exact(&mut json).map_err(|_| corrupt(path, "truncated header"))?;
+    serde_json::from_slice(&json).map_err(|e| corrupt(path, format!("unreadable header: {e}")))
+}
+
+fn read_header(path: &Path) -> Result<(ParamsHeader, u64), ProverError> {
+    let file = File::open(path).map_err(ProverError::io("opening parameters", path))?;
+    let len = file.metadata().map_err(ProverError::io("reading metadata of", path))?.len();
+    Ok((read_header_from(path, &mut BufReader::new(file))?, len))
+}
+
+fn read_params(path: &Path, circuit: CircuitKind, constraints: usize) -> Result<Parameters<Bls12>, ProverError> {
+    let started = Instant::now();
+    let file = File::open(path).map_err(ProverError::io("opening parameters", path))?;
+    let len = file.metadata().map_err(ProverError::io("reading metadata of", path))?.len();
+    if len < 32 {
+        return Err(corrupt(path, "too short"));
+    }
+    // Hash exactly the bytes before the 32-byte trailer.
+    let mut r = HashingReader { inner: BufReader::with_capacity(1 << 20, file).take(len - 32), hasher: blake3::Hasher::new() };
+    let header = read_header_from(path, &mut r)?;
+    let expected = header_for(circuit, constraints);
+    if header != expected {
+        return Err(corrupt(
+            path,
+            format!(
+                "header says {} at {} constraints (format {}, setup seed {}), wanted {} at {} (format {}, setup seed {})",
+                header.circuit, header.constraints, header.format, header.setup_seed,
+                expected.circuit, expected.constraints, expected.format, expected.setup_seed
+            ),
+        ));
+    }
+    // Points are not subgroup-checked here: the hash below proves the bytes are the ones we wrote.
+    let params = Parameters::<Bls12>::read(&mut r, false)
+        .map_err(|e| corrupt(path, format!("unreadable parameters: {e}")))?;
+    let mut rest = Vec::new();
+    r.read_to_end(&mut rest).map_err(ProverError::io("reading parameters", path))?;
+    if !rest.is_empty() {
+        return Err(corrupt(path, format!("{} unexpected bytes after the parameters", rest.len())));
+    }
+    let digest = r.hasher.finalize();
+    let mut trailer = [0u8; 32];
+    // The trailer follows in the same buffered reader (the file itself may be read ahead).
+    let mut rest_of_file = r.inner.into_inner();
+    rest_of_file.read_exact(&mut trailer).map_err(ProverError::io("reading parameters", path))?;
+    if digest.as_bytes() != &trailer {
+        return Err(corrupt(path, "checksum mismatch"));
+    }
+    tracing::info!(%circuit, constraints, path = %path.display(), seconds = started.elapsed().as_secs_f64(), "parameters loaded");
+    Ok(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_params_round_trip_and_load_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ParamsStore::new(dir.path());
+        let (p, origin) = store.get(CircuitKind::MulChain, 64).unwrap();
+        assert_eq!(origin, ParamsOrigin::Generated);
+        let (q, origin) = store.get(CircuitKind::MulChain, 64).unwrap();
+        assert_eq!(origin, ParamsOrigin::Memory);
+        assert!(Arc::ptr_eq(&p, &q));
+
+        let fresh = ParamsStore::new(dir.path());
+        let (r, origin) = fresh.get(CircuitKind::MulChain, 64).unwrap();
+        assert_eq!(origin, ParamsOrigin::Disk);
+        assert_eq!(r.params.vk, p.params.vk, "generation is deterministic and the file round-trips");
+        assert!(r.heap_bytes() <= estimated_params_bytes(r.shape));
+    }
+
+    #[test]
+    fn corrupt_and_mismatched_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ParamsStore::new(dir.path());
+        store.get(CircuitKind::MulChain, 64).unwrap();
+        let path = store.path_for(CircuitKind::MulChain, 64);
+
+        // One flipped byte in the body.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x40;
+        std::fs::write(&path, &bytes).unwrap();
+        let err = ParamsStore::new(dir.path()).get(CircuitKind::MulChain, 64).err().unwrap();
+        assert!(matches!(err, ProverError::CorruptParams { .. }), "{err}");
+
+        // A valid file for another size, under this size's name.
+        store.get(CircuitKind::MulChain, 32).unwrap();
+        std::fs::copy(store.path_for(CircuitKind::MulChain, 32), &path).unwrap();
+        let err = ParamsStore::new(dir.path()).get(CircuitKind::MulChain, 64).err().unwrap().to_string();
+        assert!(err.contains("at 32 constraints") && err.contains("--regenerate"), "{err}");
+
+        // Truncated.
+        std::fs::write(&path, &bytes[..100]).unwrap();
+        assert!(ParamsStore::new(dir.path()).get(CircuitKind::MulChain, 64).is_err());
+    }
+}

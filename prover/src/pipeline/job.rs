@@ -1,0 +1,158 @@
+//! Jobs as the pipeline sees them: what to prove, and the events it reports back.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender};
+use serde::Serialize;
+
+use crate::circuits::CircuitKind;
+use crate::params::CircuitParams;
+
+/// A proof workload: `partitions` independent partitions of one circuit.
+#[derive(Clone, Debug, Serialize)]
+pub struct JobSpec {
+    pub circuit: CircuitKind,
+    pub constraints: usize,
+    pub partitions: u32,
+    pub seed: u64,
+    /// Higher goes first.
+    pub priority: i32,
+    /// Partitions already proved elsewhere (e.g. before a crash): not proved again.
+    pub skip: Vec<u32>,
+}
+
+impl JobSpec {
+    pub fn new(circuit: CircuitKind, constraints: usize, partitions: u32) -> Self {
+        Self { circuit, constraints, partitions, seed: 0, priority: 0, skip: Vec::new() }
+    }
+
+    /// The partitions this job still has to prove, in order.
+    pub fn todo(&self) -> Vec<u32> {
+        (0..self.partitions).filter(|p| !self.skip.contains(p)).collect()
+    }
+}
+
+/// Seconds one partition spent in each stage.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct StageTimings {
+    pub synthesis: Duration,
+    /// From synthesized to picked up by a GPU-stage worker.
+    pub queue_wait: Duration,
+    pub gpu: Duration,
+    /// From the end of the GPU stage to a verified proof (waiting included).
+    pub finalize: Duration,
+}
+
+/// One proved partition.
+#[derive(Clone, Debug, Serialize)]
+pub struct PartitionProof {
+    pub partition: u32,
+    /// bellperson's compressed proof bytes.
+    pub proof: Vec<u8>,
+    /// Public inputs, each as 32 little-endian bytes.
+    pub public_inputs: Vec<[u8; 32]>,
+    pub verified: bool,
+    pub timings: StageTimings,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", content = "error", rename_all = "kebab-case")]
+pub enum JobOutcome {
+    Succeeded,
+    Failed(String),
+    Cancelled,
+}
+
+#[derive(Clone, Debug)]
+pub enum JobEvent {
+    PartitionProved(PartitionProof),
+    /// The last event of every job.
+    Finished(JobOutcome),
+}
+
+/// The pipeline's side of a job.
+pub(crate) struct Job {
+    pub id: u64,
+    /// Submission order: older jobs first among equal priorities.
+    pub seq: u64,
+    pub spec: JobSpec,
+    pub params: Arc<CircuitParams>,
+    remaining: AtomicUsize,
+    finished: AtomicBool,
+    events: Sender<JobEvent>,
+}
+
+impl Job {
+    pub fn new(id: u64, spec: JobSpec, params: Arc<CircuitParams>, todo: usize, events: Sender<JobEvent>) -> Self {
+        Self { id, seq: id, spec, params, remaining: AtomicUsize::new(todo), finished: AtomicBool::new(false), events }
+    }
+
+    /// Still wants its partitions worked on.
+    pub fn is_live(&self) -> bool {
+        !self.finished.load(Ordering::Acquire)
+    }
+
+    /// Ends the job with `outcome` unless it already ended; true if this call ended it.
+    pub fn finish(&self, outcome: JobOutcome) -> bool {
+        if self.finished.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        // The receiver may be gone (the caller lost interest); the job still ends.
+        let _ = self.events.send(JobEvent::Finished(outcome));
+        true
+    }
+
+    /// Reports a proved partition; true if it was the job's last.
+    pub fn partition_proved(&self, proof: PartitionProof) -> bool {
+        let _ = self.events.send(JobEvent::PartitionProved(proof));
+        self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 && self.finish(JobOutcome::Succeeded)
+    }
+}
+
+/// The caller's side of a job: its events, and a way to cancel it.
+pub struct JobHandle {
+    pub(crate) job: Arc<Job>,
+    pub(crate) on_cancel: Arc<dyn Fn() + Send + Sync>,
+    pub events: Receiver<JobEvent>,
+}
+
+/// Everything a finished job produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct JobReport {
+    pub id: u64,
+    pub outcome: JobOutcome,
+    pub proofs: Vec<PartitionProof>,
+}
+
+impl JobHandle {
+    pub fn id(&self) -> u64 {
+        self.job.id
+    }
+
+    /// Stops the job: its queued partitions are dropped, those in flight are discarded at
+    /// their next stage boundary. A job that already finished is unaffected.
+    pub fn cancel(&self) {
+        if self.job.finish(JobOutcome::Cancelled) {
+            (self.on_cancel)();
+        }
+    }
+
+    /// Blocks until the job finishes; proofs sorted by partition.
+    pub fn wait(self) -> JobReport {
+        let mut proofs = Vec::new();
+        let mut outcome = JobOutcome::Failed("the pipeline stopped before the job finished".into());
+        for event in self.events.iter() {
+            match event {
+                JobEvent::PartitionProved(p) => proofs.push(p),
+                JobEvent::Finished(o) => {
+                    outcome = o;
+                    break;
+                }
+            }
+        }
+        proofs.sort_by_key(|p| p.partition);
+        JobReport { id: self.job.id, outcome, proofs }
+    }
+}

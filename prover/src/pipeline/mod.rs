@@ -1,0 +1,253 @@
+//! The proving pipeline: synthesis workers -> bounded channel -> GPU-stage workers ->
+//! finalize workers, shared by every job of the process.
+//!
+//! Memory is bounded by construction: each of the `partition_workers` synthesis threads holds
+//! at most one synthesized partition and blocks on the channel send while it is full, so at
+//! most `partition_workers + channel_capacity` synthesized partitions exist outside the GPU
+//! stage. There is no semaphore to release early: the channel is the backpressure.
+//! All heavy work runs on these dedicated threads, never on an async runtime.
+
+mod job;
+mod queue;
+pub mod tracker;
+mod workers;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use prometheus::Registry;
+use proofpipe_kernels::ProvingBackend;
+use serde::Serialize;
+
+pub use job::{JobEvent, JobHandle, JobOutcome, JobReport, JobSpec, PartitionProof, StageTimings};
+pub use tracker::{BufferSnapshot, BufferTracker, Stage, TimelinePoint};
+
+use crate::error::ProverError;
+use crate::groth16::G2Placement;
+use crate::metrics::PipelineMetrics;
+use crate::params::CircuitParams;
+use crate::sizing::Plan;
+use job::Job;
+use queue::{Task, WorkQueue};
+
+/// How many workers each stage has and how long the channels are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PipelineConfig {
+    pub partition_workers: usize,
+    pub channel_capacity: usize,
+    pub gpu_workers: usize,
+    pub finalize_workers: usize,
+    pub finalize_queue: usize,
+    pub g2: G2Placement,
+    /// Keep every buffer transition and busy span for plots (bench).
+    pub record_timeline: bool,
+}
+
+impl PipelineConfig {
+    pub fn from_plan(plan: &Plan) -> Self {
+        Self {
+            partition_workers: plan.partition_workers,
+            channel_capacity: plan.channel_capacity,
+            gpu_workers: plan.gpu_workers,
+            finalize_workers: plan.finalize_workers,
+            finalize_queue: plan.finalize_queue,
+            g2: plan.g2,
+            record_timeline: false,
+        }
+    }
+}
+
+/// A stage's worker was busy from `start` to `end` (seconds since the pipeline started).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct BusySpan {
+    pub stage: Stage,
+    pub worker: usize,
+    pub start: f64,
+    pub end: f64,
+}
+
+/// Busy time per stage, for utilisation figures.
+#[derive(Default)]
+pub(crate) struct StageClock {
+    busy_nanos: [AtomicU64; 4],
+    spans: Option<Mutex<Vec<BusySpan>>>,
+}
+
+impl StageClock {
+    fn record(&self, origin: Instant, stage: Stage, worker: usize, start: Instant, end: Instant) {
+        self.busy_nanos[stage as usize].fetch_add((end - start).as_nanos() as u64, Ordering::Relaxed);
+        if let Some(spans) = &self.spans {
+            spans.lock().push(BusySpan {
+                stage,
+                worker,
+                start: (start - origin).as_secs_f64(),
+                end: (end - origin).as_secs_f64(),
+            });
+        }
+    }
+}
+
+/// Busy seconds per stage since the pipeline started.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct StageBusy {
+    pub synthesis: f64,
+    pub gpu: f64,
+    pub finalize: f64,
+}
+
+pub(crate) struct Shared {
+    pub config: PipelineConfig,
+    pub backend: Arc<dyn ProvingBackend>,
+    pub queue: WorkQueue,
+    pub tracker: Arc<BufferTracker>,
+    pub metrics: PipelineMetrics,
+    pub clock: StageClock,
+    pub started: Instant,
+}
+
+pub struct Pipeline {
+    shared: Arc<Shared>,
+    registry: Registry,
+    next_job: AtomicU64,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Pipeline {
+    /// Starts the stage threads. Metrics go to a registry of the pipeline's own.
+    pub fn start(config: PipelineConfig, backend: Arc<dyn ProvingBackend>) -> Result<Self, ProverError> {
+        if config.partition_workers == 0 || config.channel_capacity == 0 || config.gpu_workers == 0 || config.finalize_workers == 0 {
+            return Err(ProverError::InvalidArgument {
+                what: "pipeline config",
+                reason: format!("every stage needs at least one worker and the channel at least one slot: {config:?}"),
+            });
+        }
+        let registry = Registry::new();
+        let metric_err = |e: prometheus::Error| ProverError::InvalidArgument { what: "metrics", reason: e.to_string() };
+        let tracker = BufferTracker::new(&registry, config.record_timeline).map_err(metric_err)?;
+        let metrics = PipelineMetrics::new(&registry).map_err(metric_err)?;
+        let shared = Arc::new(Shared {
+            config,
+            backend,
+            queue: WorkQueue::default(),
+            tracker,
+            metrics,
+            clock: StageClock {
+                spans: config.record_timeline.then(|| Mutex::new(Vec::new())),
+                ..StageClock::default()
+            },
+            started: Instant::now(),
+        });
+        let threads = workers::spawn(&shared);
+        tracing::info!(
+            backend = shared.backend.name(),
+            partition_workers = config.partition_workers,
+            channel_capacity = config.channel_capacity,
+            gpu_workers = config.gpu_workers,
+            "pipeline started"
+        );
+        Ok(Self { shared, registry, next_job: AtomicU64::new(1), threads: Mutex::new(threads) })
+    }
+
+    /// Queues a job; its partitions start as synthesis workers free up, by priority.
+    pub fn submit(&self, spec: JobSpec, params: Arc<CircuitParams>) -> Result<JobHandle, ProverError> {
+        if spec.partitions == 0 {
+            return Err(ProverError::ZeroPartitions);
+        }
+        spec.circuit.shape(spec.constraints)?;
+        if params.circuit != spec.circuit || params.constraints != spec.constraints {
+            return Err(ProverError::InvalidArgument {
+                what: "parameters",
+                reason: format!(
+                    "the job is {} at {} constraints but the parameters are for {} at {}",
+                    spec.circuit, spec.constraints, params.circuit, params.constraints
+                ),
+            });
+        }
+        let todo = spec.todo();
+        let id = self.next_job.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let job = Arc::new(Job::new(id, spec, params, todo.len(), tx));
+        let shared = self.shared.clone();
+        let handle = JobHandle {
+            job: job.clone(),
+            on_cancel: Arc::new(move || {
+                shared.queue.purge_dead();
+                shared.metrics.pending_partitions.set(shared.queue.len() as i64);
+                shared.metrics.jobs.with_label_values(&["cancelled"]).inc();
+            }),
+            events: rx,
+        };
+        if todo.is_empty() {
+            job.finish(JobOutcome::Succeeded);
+            return Ok(handle);
+        }
+        if !self.shared.queue.push_all(todo.into_iter().map(|partition| Task { job: job.clone(), partition })) {
+            return Err(ProverError::PipelineClosed);
+        }
+        self.shared.metrics.pending_partitions.set(self.shared.queue.len() as i64);
+        Ok(handle)
+    }
+
+    pub fn config(&self) -> PipelineConfig {
+        self.shared.config
+    }
+
+    pub fn backend_name(&self) -> &'static str {
+        self.shared.backend.name()
+    }
+
+    pub fn buffers(&self) -> BufferSnapshot {
+        self.shared.tracker.snapshot()
+    }
+
+    pub fn buffer_timeline(&self) -> Vec<TimelinePoint> {
+        self.shared.tracker.timeline()
+    }
+
+    pub fn busy_spans(&self) -> Vec<BusySpan> {
+        self.shared.clock.spans.as_ref().map(|s| s.lock().clone()).unwrap_or_default()
+    }
+
+    /// Partitions waiting for a synthesis worker.
+    pub fn pending_partitions(&self) -> usize {
+        self.shared.queue.len()
+    }
+
+    pub fn stage_busy(&self) -> StageBusy {
+        let secs = |s: Stage| self.shared.clock.busy_nanos[s as usize].load(Ordering::Relaxed) as f64 / 1e9;
+        StageBusy { synthesis: secs(Stage::Synthesizing), gpu: secs(Stage::Gpu), finalize: secs(Stage::Finalizing) }
+    }
+
+    pub fn uptime(&self) -> Duration {
+        self.shared.started.elapsed()
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The pipeline's metrics in Prometheus' text format.
+    pub fn metrics_text(&self) -> String {
+        crate::metrics::encode(&self.registry)
+    }
+
+    /// Lets queued work finish, then stops every thread.
+    pub fn shutdown(&self) {
+        self.shared.queue.close();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests;

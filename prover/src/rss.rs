@@ -1,0 +1,41 @@
+//! Measured memory of this process, from /proc (Linux).
+
+/// Peak resident set size (VmHWM) in bytes, if the kernel reports it.
+pub fn peak_rss_bytes() -> Option<u64> {
+    status_kib("VmHWM:").map(|k| k * 1024)
+}
+
+/// Current resident set size (VmRSS) in bytes.
+pub fn current_rss_bytes() -> Option<u64> {
+    status_kib("VmRSS:").map(|k| k * 1024)
+}
+
+/// Resets the peak to the current RSS, so a later peak measures only what follows (used
+/// after one-time parameter generation, whose transient memory the pipeline never needs).
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    parse_status_kib(&status, field)
+}
+
+fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
+    status.lines().find(|l| l.starts_with(field))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parses_proc_status() {
+        let s = "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t 1024 kB\n";
+        assert_eq!(super::parse_status_kib(s, "VmHWM:"), Some(2048));
+        assert_eq!(super::parse_status_kib(s, "VmSwap:"), None);
+    }
+
+    #[test]
+    fn reads_this_process() {
+        assert!(super::peak_rss_bytes().unwrap() >= super::current_rss_bytes().unwrap() / 2);
+    }
+}

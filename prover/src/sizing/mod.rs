@@ -1,0 +1,213 @@
+//! Sizing the pipeline from a memory limit: a pure function over a memory model of the
+//! real data structures, so the pipeline stays under the limit by construction.
+//!
+//! At most `partition_workers + channel_capacity` synthesized partitions exist outside the GPU
+//! stage (each worker holds one, the channel holds the rest), each GPU-stage worker holds one,
+//! and the finalize stage holds a few much smaller ones. The peak is the sum of those plus
+//! the parameters and the process's own base.
+
+mod memory_limit;
+
+use bytesize::ByteSize;
+use serde::Serialize;
+
+pub use memory_limit::{LimitSource, MemoryLimit, detect_memory_limit, parse_memory_size};
+
+use crate::circuits::{CircuitKind, CircuitShape};
+use crate::error::ProverError;
+use crate::groth16::G2Placement;
+
+const SCALAR: u64 = 32;
+
+/// Bytes one partition holds in each stage, from the circuit's shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PartitionBytes {
+    /// After synthesis: a, b, c reserved to the FFT domain, the assignment, the densities.
+    pub synthesized: u64,
+    /// Peak inside the GPU stage: a, b, c during the FFTs, or the h exponents plus both forms
+    /// of the assignment while it is converted for the MSMs.
+    pub gpu_stage: u64,
+    /// After the GPU stage: the assignment exponents (kept for the G2 MSM) and densities.
+    pub finalize: u64,
+}
+
+impl PartitionBytes {
+    pub fn for_shape(shape: CircuitShape) -> Self {
+        let m = proofpipe_kernels::domain_size(shape.constraints) as u64;
+        let (aux, inputs) = (shape.aux as u64, shape.inputs as u64);
+        let densities = (2 * aux + inputs).div_ceil(8);
+        let assignment = SCALAR * (aux + inputs);
+        let fft_phase = 3 * SCALAR * m + assignment;
+        let msm_phase = SCALAR * m + 2 * assignment;
+        Self {
+            synthesized: 3 * SCALAR * m + assignment + densities,
+            gpu_stage: fft_phase.max(msm_phase) + densities,
+            finalize: assignment + densities,
+        }
+    }
+}
+
+/// What the planner needs to know about the work and the machine.
+#[derive(Clone, Debug, Serialize)]
+pub struct SizingInput {
+    pub circuit: CircuitKind,
+    pub shape: CircuitShape,
+    /// Memory the process may use.
+    pub memory_limit: u64,
+    /// Proving-key bytes held in memory (measured once loaded, else estimated).
+    pub params_bytes: u64,
+    /// Fraction of the limit kept free for allocator slack and the unexpected.
+    pub headroom: f64,
+    /// CPU cores available: more synthesis workers than cores only add memory.
+    pub cpu_cores: usize,
+    /// GPU devices in use (0: the GPU stage runs on the CPU backend).
+    pub gpu_devices: usize,
+    /// The most partitions that can be in flight at once (a single job's size), if known.
+    pub max_parallel_partitions: Option<usize>,
+    pub overrides: Overrides,
+}
+
+/// Fixed values that replace the planner's choice ("auto" when `None`).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Overrides {
+    pub partition_workers: Option<usize>,
+    pub channel_capacity: Option<usize>,
+    pub gpu_workers: Option<usize>,
+}
+
+/// The pipeline's shape and its predicted peak memory.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Plan {
+    pub partition_workers: usize,
+    pub channel_capacity: usize,
+    pub gpu_workers: usize,
+    pub finalize_workers: usize,
+    /// Partitions waiting between the GPU stage and finalize.
+    pub finalize_queue: usize,
+    pub g2: G2Placement,
+    pub predicted_peak_bytes: u64,
+    pub memory_limit: u64,
+    pub breakdown: Breakdown,
+}
+
+/// Where the predicted peak goes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Breakdown {
+    pub base_bytes: u64,
+    pub params_bytes: u64,
+    pub per_partition: PartitionBytes,
+    pub synthesized_bytes: u64,
+    pub gpu_stage_bytes: u64,
+    pub finalize_bytes: u64,
+    pub headroom_bytes: u64,
+}
+
+/// The process itself: code, thread stacks, allocator arenas, the verifying key.
+pub const BASE_BYTES: u64 = 96 << 20;
+
+impl Plan {
+    /// The most synthesized partitions that may exist outside the GPU stage.
+    pub fn max_synthesized_in_flight(&self) -> usize {
+        self.partition_workers + self.channel_capacity
+    }
+}
+
+fn predicted_peak(
+    base: u64,
+    params: u64,
+    per: PartitionBytes,
+    pw: usize,
+    cap: usize,
+    gw: usize,
+    finalize_slots: usize,
+) -> (u64, u64, u64, u64) {
+    let synthesized = (pw + cap) as u64 * per.synthesized;
+    let gpu = gw as u64 * per.gpu_stage;
+    let fin = finalize_slots as u64 * per.finalize;
+    (base + params + synthesized + gpu + fin, synthesized, gpu, fin)
+}
+
+/// A channel long enough to absorb several workers finishing at once, no longer: beyond
+/// that it only adds memory.
+pub fn default_capacity(partition_workers: usize) -> usize {
+    partition_workers.div_ceil(2).max(1)
+}
+
+/// Sizes the pipeline. Picks the most synthesis workers that fit the memory left after the
+/// parameters, the GPU stage and finalize (bounded by cores and by useful parallelism),
+/// with a channel sized from them; fails with the minimum limit if not even one fits.
+pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
+    if !(0.0..0.9).contains(&input.headroom) {
+        return Err(ProverError::InvalidArgument {
+            what: "headroom",
+            reason: format!("{} is outside [0, 0.9)", input.headroom),
+        });
+    }
+    let per = PartitionBytes::for_shape(input.shape);
+    let gw = input.overrides.gpu_workers.unwrap_or(if input.gpu_devices == 0 { 1 } else { 2 * input.gpu_devices });
+    let (finalize_workers, finalize_queue) = (1, 1);
+    let finalize_slots = finalize_workers + finalize_queue;
+    let usable = (input.memory_limit as f64 * (1.0 - input.headroom)) as u64;
+    let fits = |pw, cap| {
+        let (peak, ..) = predicted_peak(BASE_BYTES, input.params_bytes, per, pw, cap, gw, finalize_slots);
+        peak <= usable
+    };
+
+    let cpu_bound = input.cpu_cores.max(1);
+    let useful = input.max_parallel_partitions.unwrap_or(usize::MAX).max(1);
+    let (pw, cap) = match (input.overrides.partition_workers, input.overrides.channel_capacity) {
+        (Some(pw), Some(cap)) => (pw, cap),
+        (Some(pw), None) => (pw, default_capacity(pw)),
+        (None, fixed_cap) => {
+            let cap_for = |pw| fixed_cap.unwrap_or_else(|| default_capacity(pw));
+            let most = cpu_bound.min(useful);
+            let mut pw = most;
+            while pw > 1 && !fits(pw, cap_for(pw)) {
+                pw -= 1;
+            }
+            (pw, cap_for(pw))
+        }
+    };
+    if pw == 0 || cap == 0 {
+        return Err(ProverError::InvalidArgument {
+            what: "pipeline overrides",
+            reason: "partition workers and channel capacity must be at least 1".into(),
+        });
+    }
+    if !fits(pw, cap) {
+        let (min_peak, ..) = predicted_peak(BASE_BYTES, input.params_bytes, per, 1, 1, gw, finalize_slots);
+        let (wanted, ..) = predicted_peak(BASE_BYTES, input.params_bytes, per, pw, cap, gw, finalize_slots);
+        let needed = if input.overrides.partition_workers.is_some() { wanted } else { min_peak };
+        return Err(ProverError::MemoryLimitTooSmall {
+            circuit: input.circuit,
+            constraints: input.shape.constraints,
+            limit: ByteSize(input.memory_limit),
+            minimum: ByteSize((needed as f64 / (1.0 - input.headroom)).ceil() as u64),
+            params: ByteSize(input.params_bytes),
+        });
+    }
+    let (peak, synthesized, gpu, fin) =
+        predicted_peak(BASE_BYTES, input.params_bytes, per, pw, cap, gw, finalize_slots);
+    Ok(Plan {
+        partition_workers: pw,
+        channel_capacity: cap,
+        gpu_workers: gw,
+        finalize_workers,
+        finalize_queue,
+        g2: G2Placement::GpuStage,
+        predicted_peak_bytes: peak,
+        memory_limit: input.memory_limit,
+        breakdown: Breakdown {
+            base_bytes: BASE_BYTES,
+            params_bytes: input.params_bytes,
+            per_partition: per,
+            synthesized_bytes: synthesized,
+            gpu_stage_bytes: gpu,
+            finalize_bytes: fin,
+            headroom_bytes: input.memory_limit - usable,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests;

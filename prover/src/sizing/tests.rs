@@ -1,0 +1,95 @@
+use proptest::prelude::*;
+
+use super::*;
+
+fn input(limit: u64, constraints: usize, cores: usize) -> SizingInput {
+    let circuit = CircuitKind::MulChain;
+    let shape = circuit.shape(constraints).unwrap();
+    SizingInput {
+        circuit,
+        shape,
+        memory_limit: limit,
+        params_bytes: crate::params::estimated_params_bytes(shape),
+        headroom: 0.1,
+        cpu_cores: cores,
+        gpu_devices: 0,
+        max_parallel_partitions: None,
+        overrides: Overrides::default(),
+    }
+}
+
+const GIB: u64 = 1 << 30;
+
+#[test]
+fn filecoin_scale_partitions_fit_as_the_engine_measured() {
+    // ~2^27 constraints per partition: ~16 GiB synthesized, as the seed engine measured.
+    let shape = CircuitShape { constraints: 130_000_000, aux: 130_000_000, inputs: 20 };
+    let per = PartitionBytes::for_shape(shape);
+    assert!((15 * GIB..=20 * GIB).contains(&per.synthesized), "{}", ByteSize(per.synthesized));
+    let mut i = input(512 * GIB, 1 << 20, 96);
+    i.shape = shape;
+    i.params_bytes = 44 * GIB;
+    i.gpu_devices = 1;
+    let p = plan(&i).unwrap();
+    assert!(p.predicted_peak_bytes <= 512 * GIB);
+    assert!(p.partition_workers >= 10, "{p:?}");
+}
+
+#[test]
+fn too_small_a_limit_names_the_minimum() {
+    let err = plan(&input(64 << 20, 1 << 16, 2)).unwrap_err();
+    let ProverError::MemoryLimitTooSmall { minimum, .. } = &err else { panic!("{err}") };
+    assert!(err.to_string().contains("at least"), "{err}");
+    let ok = plan(&input(minimum.0, 1 << 16, 2)).unwrap();
+    assert_eq!((ok.partition_workers, ok.channel_capacity), (1, 1));
+}
+
+#[test]
+fn overrides_are_respected_or_refused() {
+    let mut i = input(8 * GIB, 1 << 16, 2);
+    i.overrides = Overrides { partition_workers: Some(3), channel_capacity: Some(5), gpu_workers: Some(1) };
+    let p = plan(&i).unwrap();
+    assert_eq!((p.partition_workers, p.channel_capacity, p.gpu_workers), (3, 5, 1));
+    i.memory_limit = 200 << 20;
+    assert!(matches!(plan(&i), Err(ProverError::MemoryLimitTooSmall { .. })));
+    i.overrides.partition_workers = Some(0);
+    assert!(plan(&i).is_err());
+}
+
+#[test]
+fn workers_never_exceed_useful_parallelism() {
+    let mut i = input(64 * GIB, 1 << 12, 16);
+    i.max_parallel_partitions = Some(3);
+    assert_eq!(plan(&i).unwrap().partition_workers, 3);
+}
+
+proptest! {
+    #[test]
+    fn plans_stay_under_the_limit(limit_mib in 64u64..65_536, log_n in 10u32..22, cores in 1usize..64) {
+        let i = input(limit_mib << 20, 1 << log_n, cores);
+        match plan(&i) {
+            Ok(p) => {
+                prop_assert!(p.predicted_peak_bytes <= i.memory_limit);
+                prop_assert!(p.partition_workers >= 1 && p.partition_workers <= cores);
+                prop_assert!(p.channel_capacity >= 1 && p.channel_capacity <= p.partition_workers);
+                prop_assert_eq!(p.breakdown.synthesized_bytes, p.max_synthesized_in_flight() as u64 * p.breakdown.per_partition.synthesized);
+            }
+            Err(ProverError::MemoryLimitTooSmall { minimum, .. }) => {
+                prop_assert!(minimum.0 > i.memory_limit);
+                let mut at_min = i.clone();
+                at_min.memory_limit = minimum.0;
+                prop_assert!(plan(&at_min).is_ok());
+            }
+            Err(e) => prop_assert!(false, "unexpected error {e}"),
+        }
+    }
+
+    #[test]
+    fn more_memory_never_means_fewer_workers(limit_mib in 256u64..32_768, extra in 0u64..32_768, log_n in 10u32..20) {
+        let a = plan(&input(limit_mib << 20, 1 << log_n, 32));
+        let b = plan(&input((limit_mib + extra) << 20, 1 << log_n, 32));
+        if let (Ok(a), Ok(b)) = (a, b) {
+            prop_assert!(b.partition_workers >= a.partition_workers);
+        }
+    }
+}

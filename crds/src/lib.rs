@@ -1,1 +1,37 @@
-//! The ProofJob and ProverPool API types (filled in by the operator issue).
+//! proofpipe's Kubernetes API, group `proofpipe.dev`, version `v1alpha1`:
+//!
+//! - [`ProofJob`] asks for Groth16 proofs of one circuit instance, split into partitions;
+//! - [`ProverPool`] runs the GPU prover pods that take those jobs from a shared queue.
+//!
+//! Validation lives in the generated schemas (bounds, defaults and CEL rules enforced by the
+//! API server), so this crate is plain data plus pure helpers: no client, no I/O.
+
+mod pipeline;
+mod proof_job;
+mod prover_pool;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+
+pub use pipeline::{InvalidPipelineOverride, PipelineOverride, parse_pipeline_override};
+pub use proof_job::{
+    CIRCUITS, MAX_CONSTRAINTS, MAX_PARTITIONS, MIN_CONSTRAINTS, PartitionProof, ProofJob,
+    ProofJobPhase, ProofJobSpec, ProofJobStatus, StageSeconds,
+};
+pub use prover_pool::{
+    AutoscalingSpec, PipelineSizing, PipelineSpec, ProverPhase, ProverPool, ProverPoolSpec,
+    ProverPoolStatus, ProverStatus, ProverTemplate, StageBuffers,
+};
+
+/// Label on prover pods naming the ProverPool they belong to; the pool's scale selector
+/// matches on it.
+pub const POOL_LABEL: &str = "proofpipe.dev/pool";
+
+/// Label on a ProofJob naming the prover pod it is assigned to, so a prover can watch just
+/// its own jobs.
+pub const ASSIGNED_POD_LABEL: &str = "proofpipe.dev/assigned-pod";
+
+/// Both CustomResourceDefinitions, ProofJob first.
+pub fn crds() -> [CustomResourceDefinition; 2] {
+    [ProofJob::crd(), ProverPool::crd()]
+}

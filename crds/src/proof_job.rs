@@ -1,0 +1,297 @@
+//! `ProofJob`: one circuit instance, split into partitions, proved on a ProverPool.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::core::Rule;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The circuits a ProofJob may name in `spec.circuit`.
+///
+/// The API server's CEL rule is generated from this list, so supporting a new circuit is a
+/// one-line change here (plus regenerating the CRD YAML).
+pub const CIRCUITS: &[&str] = &["mul-chain", "merkle-sha256"];
+
+/// The fewest constraints per partition a ProofJob may ask for.
+pub const MIN_CONSTRAINTS: i32 = 1024;
+
+/// The most constraints per partition a ProofJob may ask for (2^27).
+pub const MAX_CONSTRAINTS: i32 = 1 << 27;
+
+/// The most partitions a ProofJob may be split into.
+pub const MAX_PARTITIONS: i32 = 1024;
+
+/// The work a ProofJob asks for.
+// Each printer column repeats `type_`, which clippy mistakes for a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "proofpipe.dev",
+    version = "v1alpha1",
+    kind = "ProofJob",
+    namespaced,
+    shortname = "pj",
+    category = "proofpipe",
+    status = "ProofJobStatus",
+    derive = "PartialEq",
+    doc = "A ProofJob asks a ProverPool for Groth16 proofs of one circuit instance, split into \
+           independently proved partitions.",
+    printcolumn(
+        name = "Phase",
+        type_ = "string",
+        json_path = ".status.phase",
+        description = "Lifecycle phase of the job"
+    ),
+    printcolumn(
+        name = "Pool",
+        type_ = "string",
+        json_path = ".spec.pool",
+        description = "ProverPool the job runs on"
+    ),
+    printcolumn(
+        name = "Pod",
+        type_ = "string",
+        json_path = ".status.pod",
+        description = "Prover pod the job is assigned to"
+    ),
+    printcolumn(
+        name = "Progress",
+        type_ = "string",
+        json_path = ".status.progress",
+        description = "Partitions proved out of the total"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[x_kube(validation = Rule::new(
+    "self.circuit == oldSelf.circuit && self.constraints == oldSelf.constraints \
+     && self.partitions == oldSelf.partitions && self.seed == oldSelf.seed"
+).message("circuit, constraints, partitions and seed cannot change; create a new ProofJob"))]
+#[serde(rename_all = "camelCase")]
+pub struct ProofJobSpec {
+    /// Name of the ProverPool, in the ProofJob's namespace, whose provers run this job.
+    /// Immutable.
+    #[x_kube(validation = Rule::new("self == oldSelf").message("pool is immutable"))]
+    #[schemars(length(min = 1, max = 253))]
+    pub pool: String,
+
+    /// Circuit to prove: `mul-chain` (dense arithmetic: a chain of multiplications) or
+    /// `merkle-sha256` (boolean-heavy: SHA-256 Merkle inclusion proofs). Immutable.
+    #[x_kube(validation = circuit_rule())]
+    #[schemars(length(min = 1, max = 63))]
+    pub circuit: String,
+
+    /// Constraints in each partition's circuit, from 1024 to 134217728 (2^27). Immutable.
+    #[schemars(range(min = MIN_CONSTRAINTS, max = MAX_CONSTRAINTS))]
+    pub constraints: i32,
+
+    /// Number of partitions the job is split into; each is proved separately and yields one
+    /// proof. From 1 to 1024. Immutable.
+    #[schemars(range(min = 1, max = MAX_PARTITIONS))]
+    pub partitions: i32,
+
+    /// Seed of the deterministic witness: partition `i` of a job is built from `(seed, i)`, so
+    /// the same spec always proves the same statements. Immutable.
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub seed: i64,
+
+    /// Scheduling priority within the pool's queue: higher values are assigned first; equal
+    /// priorities are served oldest first.
+    #[serde(default)]
+    pub priority: i32,
+
+    /// While true, no new partitions of this job are assigned to provers. Partitions already
+    /// in flight finish.
+    #[serde(default)]
+    pub suspend: bool,
+
+    /// How many times a failed attempt is retried before the job is marked Failed.
+    #[serde(default = "default_backoff_limit")]
+    #[schemars(range(min = 0))]
+    pub backoff_limit: i32,
+
+    /// Wall-clock seconds, counted from the job's start, after which it is marked Failed.
+    /// Unset means no deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub active_deadline_seconds: Option<i64>,
+
+    /// Seconds after the job finishes (Succeeded or Failed) before it is deleted. Unset means
+    /// it is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub ttl_seconds_after_finished: Option<i32>,
+}
+
+fn default_backoff_limit() -> i32 {
+    3
+}
+
+/// The CEL rule that keeps `spec.circuit` within [`CIRCUITS`].
+fn circuit_rule() -> Rule {
+    let quoted: Vec<String> = CIRCUITS.iter().map(|c| format!("'{c}'")).collect();
+    Rule::new(format!("self in [{}]", quoted.join(", ")))
+        .message(format!("circuit must be one of {}", CIRCUITS.join(", ")).as_str())
+}
+
+/// Where a ProofJob is in its lifecycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+// No type-level schema description: kube hoists an `Option<enum>`'s schema into the field's,
+// and the enum's description would replace the documentation of `status.phase`.
+#[schemars(description = "")]
+pub enum ProofJobPhase {
+    /// Accepted, not yet queued on its pool.
+    Pending,
+    /// Waiting in the pool's queue for a prover.
+    Queued,
+    /// Assigned to a prover pod that is proving its partitions.
+    Running,
+    /// Every partition was proved and verified.
+    Succeeded,
+    /// Gave up: retries exhausted or the deadline passed; `message` says which.
+    Failed,
+}
+
+impl ProofJobPhase {
+    /// Whether the job has reached a terminal phase (Succeeded or Failed).
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed)
+    }
+}
+
+/// What the operator and provers have observed about a ProofJob.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProofJobStatus {
+    /// Lifecycle phase: Pending, Queued, Running, Succeeded or Failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<ProofJobPhase>,
+
+    /// Name of the prover pod the job is assigned to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+
+    /// When the job was assigned to `pod`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assigned_at: Option<Time>,
+
+    /// Partitions proved so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions_done: Option<i32>,
+
+    /// Partitions in the job (a copy of `spec.partitions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions_total: Option<i32>,
+
+    /// `partitionsDone/partitionsTotal`, e.g. `7/10`, for `kubectl get`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
+
+    /// Attempts started so far, including the current one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<i32>,
+
+    /// Mean seconds per partition spent in each pipeline stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage_seconds: Option<StageSeconds>,
+
+    /// Proofs produced so far, one per partition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["partition".into()]))]
+    pub proofs: Option<Vec<PartitionProof>>,
+
+    /// When the first attempt started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
+
+    /// When the job reached Succeeded or Failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<Time>,
+
+    /// Human-readable detail about the current phase, e.g. why the job failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+
+    /// Standard conditions, keyed by `type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Option<Vec<Condition>>,
+
+    /// The `metadata.generation` this status reflects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// Mean seconds per partition spent in each stage of the proving pipeline.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StageSeconds {
+    /// Building the circuit and its witness on the CPU.
+    pub synthesis: f64,
+    /// Waiting in the channel between synthesis and the GPU.
+    pub queue_wait: f64,
+    /// Multi-scalar multiplications and FFTs on the GPU.
+    pub gpu: f64,
+    /// Assembling the proof and verifying it on the CPU.
+    pub finalize: f64,
+}
+
+/// The proof of one partition.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PartitionProof {
+    /// Index of the partition, from 0 to `spec.partitions - 1`.
+    pub partition: i32,
+    /// The Groth16 proof, compressed and base64-encoded.
+    pub proof: String,
+    /// Whether the proof passed verification against the public inputs.
+    pub verified: bool,
+    /// The partition's public inputs, as hex-encoded field elements.
+    pub public_inputs: Vec<String>,
+    /// Name of the prover pod that produced the proof.
+    pub proved_by: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_succeeded_and_failed_are_finished() {
+        use ProofJobPhase::*;
+        let finished: Vec<_> = [Pending, Queued, Running, Succeeded, Failed]
+            .into_iter()
+            .filter(|phase| phase.is_finished())
+            .collect();
+        assert_eq!(finished, [Succeeded, Failed]);
+    }
+
+    #[test]
+    fn phases_serialize_as_their_names() {
+        let json = serde_json::to_string(&ProofJobPhase::Succeeded).unwrap();
+        assert_eq!(json, r#""Succeeded""#);
+    }
+
+    #[test]
+    fn circuit_rule_lists_every_circuit() {
+        let rule = circuit_rule();
+        assert_eq!(rule.rule, "self in ['mul-chain', 'merkle-sha256']");
+        let message = serde_json::to_value(&rule).unwrap()["message"].clone();
+        assert_eq!(message, "circuit must be one of mul-chain, merkle-sha256");
+    }
+
+    #[test]
+    fn omitted_fields_take_their_defaults() {
+        let spec: ProofJobSpec = serde_json::from_value(serde_json::json!({
+            "pool": "gpu", "circuit": "mul-chain", "constraints": 4096, "partitions": 2,
+        }))
+        .unwrap();
+        assert_eq!((spec.seed, spec.priority, spec.suspend), (0, 0, false));
+        assert_eq!(spec.backoff_limit, 3);
+        assert_eq!(spec.active_deadline_seconds, None);
+    }
+}

@@ -1,0 +1,297 @@
+//! `ProverPool`: a set of GPU prover pods that take ProofJobs from a shared queue.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::PipelineOverride;
+
+/// The provers a ProverPool runs and how they are sized.
+// Each printer column repeats `type_`, which clippy mistakes for a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "proofpipe.dev",
+    version = "v1alpha1",
+    kind = "ProverPool",
+    namespaced,
+    shortname = "pp",
+    category = "proofpipe",
+    status = "ProverPoolStatus",
+    derive = "PartialEq",
+    doc = "A ProverPool runs GPU prover pods that take ProofJobs naming it from a shared, \
+           priority-ordered queue.",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "integer",
+        json_path = ".status.readyReplicas",
+        description = "Prover pods ready to take work"
+    ),
+    printcolumn(
+        name = "Desired",
+        type_ = "integer",
+        json_path = ".spec.replicas",
+        description = "Prover pods requested"
+    ),
+    printcolumn(
+        name = "Queue",
+        type_ = "integer",
+        json_path = ".status.queuedPartitions",
+        description = "Partitions waiting for a prover"
+    ),
+    printcolumn(
+        name = "PW",
+        type_ = "integer",
+        json_path = ".status.sizing.partitionWorkers",
+        description = "Partition workers per prover"
+    ),
+    printcolumn(
+        name = "Capacity",
+        type_ = "integer",
+        json_path = ".status.sizing.channelCapacity",
+        description = "Capacity of the channel from synthesis to the GPU"
+    ),
+    printcolumn(
+        name = "Memory",
+        type_ = "string",
+        json_path = ".status.sizing.memoryEstimate",
+        description = "Predicted peak memory of a prover against its limit"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ProverPoolSpec {
+    /// Number of prover pods. Also set through the scale subresource (`kubectl scale`, HPA,
+    /// KEDA); when `autoscaling` is set, the operator adjusts it within those bounds.
+    #[serde(default = "default_replicas")]
+    #[schemars(range(min = 0))]
+    pub replicas: i32,
+
+    /// The pod every prover in the pool is created from.
+    pub template: ProverTemplate,
+
+    /// Overrides for the proving pipeline's sizing; `auto` lets the operator derive each
+    /// value from the memory limit and the circuit sizes.
+    #[serde(default)]
+    pub pipeline: PipelineSpec,
+
+    /// Scale the pool with its queue. Unset means `replicas` is left as set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<AutoscalingSpec>,
+}
+
+fn default_replicas() -> i32 {
+    1
+}
+
+/// The pod every prover in the pool is created from.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProverTemplate {
+    /// Container image of the prover.
+    #[schemars(length(min = 1))]
+    pub image: String,
+
+    /// When to pull the image: Always, IfNotPresent or Never. Unset follows the Kubernetes
+    /// default (Always for `:latest`, IfNotPresent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self in ['Always', 'IfNotPresent', 'Never']")
+        .message("imagePullPolicy must be one of Always, IfNotPresent, Never"))]
+    pub image_pull_policy: Option<String>,
+
+    /// Compute resources of the prover container. `limits.memory` sizes the pipeline: the
+    /// operator picks buffer counts whose predicted peak fits under it. `limits["nvidia.com/gpu"]`
+    /// requests GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+
+    /// Node labels a prover pod must match to be scheduled, e.g. a GPU model label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+
+    /// Taints the prover pods tolerate, e.g. `nvidia.com/gpu:NoSchedule`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
+
+    /// PriorityClass of the prover pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
+
+    /// Extra environment variables of the prover container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<Vec<EnvVar>>,
+
+    /// Extra arguments appended to the prover command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+}
+
+/// Sizing overrides for each prover's proving pipeline. Each is `auto` or a positive integer.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PipelineSpec {
+    /// Partitions synthesized concurrently on the CPU.
+    #[serde(default)]
+    pub partition_workers: PipelineOverride,
+
+    /// Synthesized partitions that may wait for the GPU at once.
+    #[serde(default)]
+    pub channel_capacity: PipelineOverride,
+
+    /// Partitions on the GPU at once.
+    #[serde(default)]
+    pub gpu_workers: PipelineOverride,
+}
+
+/// Bounds and targets for scaling the pool with its queue.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[x_kube(validation = Rule::new("self.minReplicas <= self.maxReplicas")
+    .message("minReplicas must not exceed maxReplicas"))]
+#[serde(rename_all = "camelCase")]
+pub struct AutoscalingSpec {
+    /// Fewest prover pods; 0 lets an idle pool scale to zero.
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub min_replicas: i32,
+
+    /// Most prover pods. At least 1 and at least `minReplicas`.
+    #[schemars(range(min = 1))]
+    pub max_replicas: i32,
+
+    /// Queued partitions per prover the pool is scaled to hold.
+    #[serde(default = "default_target_queued_partitions_per_prover")]
+    #[schemars(range(min = 1))]
+    pub target_queued_partitions_per_prover: i32,
+
+    /// Seconds the queue must stay short before the pool scales down.
+    #[serde(default = "default_scale_down_delay_seconds")]
+    #[schemars(range(min = 0))]
+    pub scale_down_delay_seconds: i32,
+}
+
+fn default_target_queued_partitions_per_prover() -> i32 {
+    4
+}
+
+fn default_scale_down_delay_seconds() -> i32 {
+    300
+}
+
+/// What the operator and provers have observed about a ProverPool.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProverPoolStatus {
+    /// Prover pods that exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+
+    /// Prover pods ready to take work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
+
+    /// Label selector of the pool's prover pods, in string form, for the scale subresource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+
+    /// The pipeline sizing the provers run with, after resolving `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizing: Option<PipelineSizing>,
+
+    /// ProofJobs waiting for a prover.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_jobs: Option<i32>,
+
+    /// Partitions of those jobs waiting for a prover.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_partitions: Option<i32>,
+
+    /// The pool's prover pods as they last reported, keyed by `pod`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["pod".into()]))]
+    pub provers: Option<Vec<ProverStatus>>,
+
+    /// Standard conditions, keyed by `type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Option<Vec<Condition>>,
+
+    /// The `metadata.generation` this status reflects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// Resolved pipeline sizing and the memory it is predicted to need.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PipelineSizing {
+    /// Partitions synthesized concurrently on the CPU.
+    pub partition_workers: i32,
+    /// Synthesized partitions that may wait for the GPU at once.
+    pub channel_capacity: i32,
+    /// Partitions on the GPU at once.
+    pub gpu_workers: i32,
+    /// Predicted peak memory of one prover with this sizing, in bytes.
+    pub predicted_peak_bytes: i64,
+    /// The prover container's memory limit in bytes; unset when the template sets none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<i64>,
+    /// Predicted peak against the limit, e.g. `41.2GiB/64GiB`, for `kubectl get`.
+    pub memory_estimate: String,
+}
+
+/// One prover pod as it last reported.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProverStatus {
+    /// Name of the prover pod.
+    pub pod: String,
+    /// Idle (waiting for a job) or Busy (proving one).
+    pub phase: ProverPhase,
+    /// The ProofJob the prover is working on, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_job: Option<String>,
+    /// Partitions in each pipeline stage.
+    pub buffers: StageBuffers,
+    /// The prover's own estimate of its current memory use, in bytes.
+    pub estimated_bytes: i64,
+    /// Partitions the prover has proved since it started.
+    pub proofs_completed: i64,
+    /// When the prover last reported.
+    pub last_report: Time,
+}
+
+/// Whether a prover is working on a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum ProverPhase {
+    /// Waiting for a job.
+    Idle,
+    /// Proving a job's partitions.
+    Busy,
+}
+
+/// Partitions in each stage of a prover's pipeline.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct StageBuffers {
+    /// Being synthesized on the CPU.
+    pub synthesizing: i32,
+    /// Synthesized, waiting for the GPU.
+    pub queued: i32,
+    /// On the GPU.
+    pub gpu: i32,
+    /// Being assembled into proofs and verified.
+    pub finalizing: i32,
+}

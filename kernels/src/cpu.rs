@@ -1,13 +1,14 @@
-//! The CPU backend: bellperson's FFT and ec-gpu-gen's CPU multiexp over all cores.
+//! The CPU backend: bellperson's FFT, and blst's multi-threaded Pippenger for the MSMs
+//! (tens of times faster than ec-gpu-gen's CPU multiexp, which bellperson uses).
 
 use std::sync::Arc;
 
 use bellperson::domain::EvaluationDomain;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
-use ec_gpu_gen::multiexp_cpu::{FullDensity, multiexp_cpu};
+use blst::{MultiPoint, blst_p1_affine, blst_p2_affine};
 use ec_gpu_gen::threadpool::Worker;
 use ff::PrimeField;
-use group::prime::PrimeCurveAffine;
+use group::Group;
 
 use crate::{Bases, Density, FrRepr, KernelError, ProvingBackend};
 
@@ -22,36 +23,36 @@ impl CpuBackend {
         Self { worker: Worker::new() }
     }
 
-    fn msm<G: PrimeCurveAffine>(
-        &self,
-        what: &'static str,
-        bases: &Bases<G>,
+    /// Checks the bases cover the exponents and gathers the exponents of the variables the
+    /// query uses into one contiguous little-endian byte array, as blst expects.
+    fn gather<'a, G>(
+        bases: &'a Bases<G>,
         density: &Density,
-        exponents: &Arc<Vec<FrRepr>>,
-    ) -> Result<G::Curve, KernelError>
-    where
-        G::Scalar: PrimeField<Repr = FrRepr>,
-    {
-        let available = bases.points.len().saturating_sub(bases.skip);
-        let needed = match density {
-            Density::Full => exponents.len(),
-            Density::Sparse(d) => d.get_total_density(),
+        exponents: &'a [FrRepr],
+    ) -> Result<(&'a [G], std::borrow::Cow<'a, [FrRepr]>), KernelError> {
+        let exps: std::borrow::Cow<'a, [FrRepr]> = match density {
+            Density::Full => exponents.into(),
+            Density::Sparse(d) => exponents
+                .iter()
+                .zip(d.bv.iter())
+                .filter_map(|(e, used)| used.then_some(*e))
+                .collect::<Vec<_>>()
+                .into(),
         };
-        if available < needed {
+        let available = bases.points.len().saturating_sub(bases.skip);
+        if available < exps.len() {
             return Err(KernelError::BasesTooShort {
                 bases: bases.points.len(),
                 skip: bases.skip,
-                exponents: needed,
+                exponents: exps.len(),
             });
         }
-        let source = (bases.points.clone(), bases.skip);
-        let waiter = match density {
-            Density::Full => multiexp_cpu(&self.worker, source, FullDensity, exponents.clone()),
-            Density::Sparse(d) => multiexp_cpu(&self.worker, source, d.clone(), exponents.clone()),
-        };
-        waiter.wait().map_err(|e| KernelError::Msm { what, message: e.to_string() })
+        Ok((&bases.points[bases.skip..bases.skip + exps.len()], exps))
     }
 }
+
+/// Scalars of BLS12-381's Fr are 255 bits wide.
+const SCALAR_BITS: usize = 255;
 
 impl ProvingBackend for CpuBackend {
     fn name(&self) -> &'static str {
@@ -90,7 +91,16 @@ impl ProvingBackend for CpuBackend {
         density: &Density,
         exponents: &Arc<Vec<FrRepr>>,
     ) -> Result<G1Projective, KernelError> {
-        self.msm("G1", bases, density, exponents)
+        let (points, exps) = Self::gather(bases, density, exponents)?;
+        if exps.is_empty() {
+            return Ok(G1Projective::identity());
+        }
+        // SAFETY: blstrs' G1Affine is `#[repr(transparent)]` over blst_p1_affine.
+        let points: &[blst_p1_affine] =
+            unsafe { std::slice::from_raw_parts(points.as_ptr().cast(), points.len()) };
+        let mut sum = G1Projective::identity();
+        *sum.as_mut() = points.mult(exps.as_flattened(), SCALAR_BITS);
+        Ok(sum)
     }
 
     fn msm_g2(
@@ -99,7 +109,16 @@ impl ProvingBackend for CpuBackend {
         density: &Density,
         exponents: &Arc<Vec<FrRepr>>,
     ) -> Result<G2Projective, KernelError> {
-        self.msm("G2", bases, density, exponents)
+        let (points, exps) = Self::gather(bases, density, exponents)?;
+        if exps.is_empty() {
+            return Ok(G2Projective::identity());
+        }
+        // SAFETY: blstrs' G2Affine is `#[repr(transparent)]` over blst_p2_affine.
+        let points: &[blst_p2_affine] =
+            unsafe { std::slice::from_raw_parts(points.as_ptr().cast(), points.len()) };
+        let mut sum = G2Projective::identity();
+        *sum.as_mut() = points.mult(exps.as_flattened(), SCALAR_BITS);
+        Ok(sum)
     }
 }
 
@@ -108,7 +127,8 @@ mod tests {
     use super::*;
     use crate::DensityTracker;
     use ff::Field;
-    use group::{Curve, Group};
+    use group::Curve;
+    use group::prime::PrimeCurveAffine;
     use rand_chacha::ChaCha8Rng;
     use rand_core::SeedableRng;
 

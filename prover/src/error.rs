@@ -59,7 +59,8 @@ pub enum ProverError {
 }
 
 impl ProverError {
-    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+    /// Adds what was being done, and to which path, to an I/O error.
+    pub fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
         move |source| ProverError::Io { action, path, source }
     }

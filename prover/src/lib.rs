@@ -6,7 +6,7 @@
 //! - [`groth16`]: the prove split into stages over bellperson's public pieces;
 //! - [`sizing`]: the memory model and the planner (pure), and where the limit comes from;
 //! - [`pipeline`]: the stages, their threads and the buffer tracker;
-//! - [`metrics`], [`rss`]: what is measured.
+//! - [`metrics`], [`rss`]: what is measured; [`bench`], [`plot`]: comparing and drawing it.
 
 pub mod circuits;
 pub mod error;
@@ -18,3 +18,5 @@ pub mod rss;
 pub mod sizing;
 
 pub use error::ProverError;
+pub mod bench;
+pub mod plot;

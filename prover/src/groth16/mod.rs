@@ -26,5 +26,12 @@ pub fn proof_bytes(proof: &Proof<Bls12>) -> Vec<u8> {
     out
 }
 
+
+/// The first bytes of a proof in hex, enough to tell proofs apart in logs.
+pub fn short_hex(bytes: &[u8]) -> String {
+    let head: String = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("{head}…")
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,163 @@
+//! Throughput of the pipeline against bellperson's stock batch prover
+//! (`create_random_proof_batch`) on the same circuit, parameters and machine, in one run.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bellperson::groth16::create_random_proof_batch;
+use blstrs::Bls12;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use serde::Serialize;
+
+use crate::circuits::CircuitKind;
+use crate::error::ProverError;
+use crate::groth16;
+use crate::params::CircuitParams;
+use crate::pipeline::{BusySpan, JobOutcome, JobSpec, Pipeline, PipelineConfig, TimelinePoint};
+use crate::rss;
+
+/// One prover's run over the same partitions.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResult {
+    pub seconds: f64,
+    pub proofs: usize,
+    pub verified: usize,
+    pub proofs_per_second: f64,
+    pub seconds_per_proof: f64,
+    /// Peak RSS during this run (the parameters included), if measurable.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// Fraction of wall time each stage's workers were busy.
+#[derive(Clone, Debug, Serialize)]
+pub struct BusyFractions {
+    pub synthesis: f64,
+    pub gpu: f64,
+    pub finalize: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PipelineRun {
+    #[serde(flatten)]
+    pub result: RunResult,
+    pub backend: &'static str,
+    pub config: PipelineConfig,
+    pub busy: BusyFractions,
+    pub max_synthesized_in_flight: u64,
+    #[serde(skip)]
+    pub timeline: Vec<TimelinePoint>,
+    #[serde(skip)]
+    pub spans: Vec<BusySpan>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    pub circuit: CircuitKind,
+    pub constraints: usize,
+    pub partitions: u32,
+    pub cpu_cores: usize,
+    pub stock: RunResult,
+    pub pipeline: PipelineRun,
+    /// Pipeline throughput over stock throughput: above 1 means the pipeline is faster.
+    pub throughput_ratio: f64,
+}
+
+fn run_result(seconds: f64, proofs: usize, verified: usize, peak: Option<u64>) -> RunResult {
+    RunResult {
+        seconds,
+        proofs,
+        verified,
+        proofs_per_second: proofs as f64 / seconds,
+        seconds_per_proof: seconds / proofs.max(1) as f64,
+        peak_rss_bytes: peak,
+    }
+}
+
+/// bellperson's stock batch prover: synthesizes every partition at once, then proves them
+/// in one batch.
+pub fn run_stock(params: &CircuitParams, partitions: u32, seed: u64) -> Result<RunResult, ProverError> {
+    rss::reset_peak_rss();
+    let start = Instant::now();
+    let circuits = (0..partitions)
+        .map(|p| params.circuit.partition(params.constraints, seed, p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut rng = ChaCha20Rng::from_entropy();
+    let proofs = create_random_proof_batch::<Bls12, _, _, _>(circuits, &params.params, &mut rng)
+        .map_err(|e| ProverError::Proving { partition: 0, message: format!("stock batch prover: {e}") })?;
+    let seconds = start.elapsed().as_secs_f64();
+    let peak = rss::peak_rss_bytes();
+    // Verify outside the timing, against the public inputs our own synthesis computes.
+    let mut verified = 0;
+    for (p, proof) in proofs.iter().enumerate() {
+        let circuit = params.circuit.partition(params.constraints, seed, p as u32)?;
+        let s = groth16::synthesize(circuit, params.shape)
+            .map_err(|e| ProverError::Synthesis { partition: p as u32, message: e.to_string() })?;
+        verified += usize::from(groth16::verify(&params.pvk, proof, s.public_inputs()));
+    }
+    Ok(run_result(seconds, proofs.len(), verified, peak))
+}
+
+/// The pipeline on the same partitions, in a pipeline of its own.
+pub fn run_pipeline(
+    params: Arc<CircuitParams>,
+    partitions: u32,
+    seed: u64,
+    mut config: PipelineConfig,
+    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Result<PipelineRun, ProverError> {
+    config.record_timeline = true;
+    rss::reset_peak_rss();
+    let pipeline = Pipeline::start(config, backend)?;
+    let start = Instant::now();
+    let mut spec = JobSpec::new(params.circuit, params.constraints, partitions);
+    spec.seed = seed;
+    let report = pipeline.submit(spec, params)?.wait();
+    let seconds = start.elapsed().as_secs_f64();
+    let peak = rss::peak_rss_bytes();
+    if let JobOutcome::Failed(e) = &report.outcome {
+        return Err(ProverError::Proving { partition: 0, message: e.clone() });
+    }
+    let busy = pipeline.stage_busy();
+    let c = pipeline.config();
+    let fraction = |busy: f64, workers: usize| busy / (seconds * workers as f64);
+    let verified = report.proofs.iter().filter(|p| p.verified).count();
+    let run = PipelineRun {
+        result: run_result(seconds, report.proofs.len(), verified, peak),
+        backend: pipeline.backend_name(),
+        config: c,
+        busy: BusyFractions {
+            synthesis: fraction(busy.synthesis, c.partition_workers),
+            gpu: fraction(busy.gpu, c.gpu_workers),
+            finalize: fraction(busy.finalize, c.finalize_workers),
+        },
+        max_synthesized_in_flight: pipeline.buffers().max_synthesized_in_flight,
+        timeline: pipeline.buffer_timeline(),
+        spans: pipeline.busy_spans(),
+    };
+    pipeline.shutdown();
+    Ok(run)
+}
+
+/// Runs both provers on the same partitions and compares their throughput.
+pub fn compare(
+    params: Arc<CircuitParams>,
+    partitions: u32,
+    config: PipelineConfig,
+    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Result<BenchReport, ProverError> {
+    let seed = 1;
+    // A small warm-up so neither side pays for first-touch page faults of the parameters.
+    run_pipeline(params.clone(), 1, seed + 1, config, backend.clone())?;
+    let stock = run_stock(&params, partitions, seed)?;
+    let pipeline = run_pipeline(params.clone(), partitions, seed, config, backend)?;
+    Ok(BenchReport {
+        circuit: params.circuit,
+        constraints: params.constraints,
+        partitions,
+        cpu_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        throughput_ratio: pipeline.result.proofs_per_second / stock.proofs_per_second,
+        stock,
+        pipeline,
+    })
+}

@@ -1,0 +1,180 @@
+//! Command-line interface: argument parsing and the commands, over the library.
+
+mod bench;
+mod output;
+mod params;
+mod plan;
+mod prove;
+mod setup;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use proofpipe_prover::ProverError;
+use proofpipe_prover::circuits::CircuitKind;
+use proofpipe_prover::params::ParamsStore;
+use proofpipe_prover::sizing::{Overrides, parse_memory_size};
+
+#[derive(Parser, Debug)]
+#[command(name = "proofpipe-prover", version, about = "Groth16 proving through a memory-bounded pipeline")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Log filter (tracing's EnvFilter syntax), e.g. `info`, `proofpipe=debug`.
+    #[arg(long, global = true, env = "PROOFPIPE_LOG", default_value = "info")]
+    log: String,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Prove a job locally: synthesize, prove and verify every partition.
+    Prove(ProveArgs),
+    /// Show how the pipeline would be sized for a circuit under a memory limit.
+    Plan(PlanArgs),
+    /// Generate, list and check cached Groth16 parameters.
+    Params(ParamsArgs),
+    /// Compare the pipeline's throughput with bellperson's stock batch prover.
+    Bench(BenchArgs),
+}
+
+/// What to prove.
+#[derive(Args, Debug, Clone)]
+struct JobArgs {
+    /// Circuit: mul-chain (dense arithmetic) or merkle-sha256 (boolean-heavy).
+    #[arg(long, default_value = "mul-chain", value_parser = parse_circuit)]
+    circuit: CircuitKind,
+    /// Constraints per partition.
+    #[arg(long, default_value_t = 4096)]
+    constraints: usize,
+    /// Independent partitions in the job.
+    #[arg(long, default_value_t = 4)]
+    partitions: u32,
+}
+
+/// How the pipeline is sized.
+#[derive(Args, Debug, Clone)]
+struct SizingArgs {
+    /// Memory the prover may use (e.g. 64GiB). Default: the cgroup limit, else MemTotal.
+    #[arg(long, value_parser = parse_size)]
+    memory_limit: Option<u64>,
+    /// Fraction of the limit kept free.
+    #[arg(long, default_value_t = 0.1)]
+    headroom: f64,
+    /// Fixed number of synthesis workers instead of the planner's choice.
+    #[arg(long)]
+    partition_workers: Option<usize>,
+    /// Fixed channel capacity instead of the planner's choice.
+    #[arg(long)]
+    channel_capacity: Option<usize>,
+    /// Fixed number of GPU-stage workers instead of the planner's choice.
+    #[arg(long)]
+    gpu_workers: Option<usize>,
+}
+
+impl SizingArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            partition_workers: self.partition_workers,
+            channel_capacity: self.channel_capacity,
+            gpu_workers: self.gpu_workers,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct ProveArgs {
+    #[command(flatten)]
+    job: JobArgs,
+    #[command(flatten)]
+    sizing: SizingArgs,
+    /// Witness seed: the same seed gives the same statements.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Directory of cached parameters.
+    #[arg(long)]
+    params_dir: Option<PathBuf>,
+    /// End with one JSON object on the last line of stdout.
+    #[arg(long)]
+    json: bool,
+    /// Write the pipeline's Prometheus metrics (text format) to this file at the end.
+    #[arg(long)]
+    metrics_file: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct PlanArgs {
+    #[command(flatten)]
+    job: JobArgs,
+    #[command(flatten)]
+    sizing: SizingArgs,
+    /// CPU cores to plan for (default: this machine's).
+    #[arg(long)]
+    cores: Option<usize>,
+    /// GPUs to plan for (0: the GPU stage on the CPU).
+    #[arg(long, default_value_t = 0)]
+    gpus: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct ParamsArgs {
+    /// Circuit to generate or load parameters for; without it, list the cache.
+    #[arg(long, value_parser = parse_circuit)]
+    circuit: Option<CircuitKind>,
+    /// Constraints per partition.
+    #[arg(long, default_value_t = 4096)]
+    constraints: usize,
+    /// Generate anew even if a cached file exists (replaces a corrupt file).
+    #[arg(long)]
+    regenerate: bool,
+    /// Read every cached file whole and check its checksum.
+    #[arg(long)]
+    check: bool,
+    #[arg(long)]
+    params_dir: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    #[command(flatten)]
+    job: JobArgs,
+    #[command(flatten)]
+    sizing: SizingArgs,
+    #[arg(long)]
+    params_dir: Option<PathBuf>,
+    /// Draw the pipeline's stage occupancy and buffer counts into this SVG file.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_circuit(s: &str) -> Result<CircuitKind, String> {
+    s.parse().map_err(|e: ProverError| e.to_string())
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    parse_memory_size(s).map_err(|e| e.to_string())
+}
+
+fn store(dir: Option<PathBuf>) -> ParamsStore {
+    ParamsStore::new(dir.unwrap_or_else(ParamsStore::default_dir))
+}
+
+fn cpu_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
+    let progress = output::init(&cli.log);
+    match cli.command {
+        Command::Prove(args) => prove::run(args, &progress),
+        Command::Plan(args) => plan::run(args),
+        Command::Params(args) => params::run(args),
+        Command::Bench(args) => bench::run(args),
+    }
+}

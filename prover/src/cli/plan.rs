@@ -1,0 +1,65 @@
+//! `plan`: the sizing for a circuit under a memory limit, as a table or JSON. Pure: no
+//! parameters are loaded (their size is estimated from the circuit's shape).
+
+use std::process::ExitCode;
+
+use bytesize::ByteSize;
+use proofpipe_prover::ProverError;
+use proofpipe_prover::params::estimated_params_bytes;
+use proofpipe_prover::sizing::{SizingInput, detect_memory_limit, plan};
+use serde_json::json;
+
+use super::{PlanArgs, cpu_cores};
+
+pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
+    let shape = args.job.circuit.shape(args.job.constraints)?;
+    let limit = detect_memory_limit(args.sizing.memory_limit)?;
+    let input = SizingInput {
+        circuit: args.job.circuit,
+        shape,
+        memory_limit: limit.bytes,
+        params_bytes: estimated_params_bytes(shape),
+        headroom: args.sizing.headroom,
+        cpu_cores: args.cores.unwrap_or_else(cpu_cores),
+        gpu_devices: args.gpus,
+        max_parallel_partitions: Some(args.job.partitions as usize),
+        overrides: args.sizing.overrides(),
+    };
+    let plan = plan(&input)?;
+    if args.json {
+        let value = json!({
+            "circuit": args.job.circuit,
+            "shape": shape,
+            "memory_limit_source": limit.source.to_string(),
+            "partition_workers": plan.partition_workers,
+            "channel_capacity": plan.channel_capacity,
+            "gpu_workers": plan.gpu_workers,
+            "max_synthesized_in_flight": plan.max_synthesized_in_flight(),
+            "predicted_peak_bytes": plan.predicted_peak_bytes,
+            "memory_limit_bytes": plan.memory_limit,
+            "plan": plan,
+        });
+        println!("{value}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let b = &plan.breakdown;
+    let per = &b.per_partition;
+    let rows = [
+        ("circuit", format!("{} ({} constraints, {} aux, {} inputs)", args.job.circuit, shape.constraints, shape.aux, shape.inputs)),
+        ("memory limit", format!("{} (from {})", ByteSize(plan.memory_limit), limit.source)),
+        ("partition_workers", plan.partition_workers.to_string()),
+        ("channel_capacity", plan.channel_capacity.to_string()),
+        ("gpu_workers", plan.gpu_workers.to_string()),
+        ("max synthesized in flight", plan.max_synthesized_in_flight().to_string()),
+        ("per partition", format!("synthesized {} / GPU stage {} / finalize {}", ByteSize(per.synthesized), ByteSize(per.gpu_stage), ByteSize(per.finalize))),
+        ("base + parameters", format!("{} + {}", ByteSize(b.base_bytes), ByteSize(b.params_bytes))),
+        ("synthesized partitions", ByteSize(b.synthesized_bytes).to_string()),
+        ("GPU stage", ByteSize(b.gpu_stage_bytes).to_string()),
+        ("finalize", ByteSize(b.finalize_bytes).to_string()),
+        ("predicted peak", format!("{} of {} ({} headroom kept)", ByteSize(plan.predicted_peak_bytes), ByteSize(plan.memory_limit), ByteSize(b.headroom_bytes))),
+    ];
+    for (k, v) in rows {
+        println!("{k:<27} {v}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,52 @@
+//! What `prove` and `bench` share: the memory limit, the parameters, the plan.
+
+use std::sync::Arc;
+
+use proofpipe_prover::ProverError;
+use proofpipe_prover::params::{CircuitParams, ParamsStore};
+use proofpipe_prover::rss;
+use proofpipe_prover::sizing::{MemoryLimit, Plan, SizingInput, detect_memory_limit, plan};
+
+use super::{JobArgs, SizingArgs, cpu_cores};
+
+pub struct Prepared {
+    pub limit: MemoryLimit,
+    pub params: Arc<CircuitParams>,
+    pub plan: Plan,
+}
+
+pub fn prepare(job: &JobArgs, sizing: &SizingArgs, store: &ParamsStore) -> Result<Prepared, ProverError> {
+    if job.partitions == 0 {
+        return Err(ProverError::ZeroPartitions);
+    }
+    let shape = job.circuit.shape(job.constraints)?;
+    let limit = detect_memory_limit(sizing.memory_limit)?;
+    tracing::info!(bytes = limit.bytes, limit = %bytesize::ByteSize(limit.bytes), source = %limit.source, "memory limit");
+    // Refuse a hopeless limit before spending minutes on parameters.
+    let mut input = SizingInput {
+        circuit: job.circuit,
+        shape,
+        memory_limit: limit.bytes,
+        params_bytes: proofpipe_prover::params::estimated_params_bytes(shape),
+        headroom: sizing.headroom,
+        cpu_cores: cpu_cores(),
+        gpu_devices: 0,
+        max_parallel_partitions: Some(job.partitions as usize),
+        overrides: sizing.overrides(),
+    };
+    plan(&input)?;
+    let (params, origin) = store.get(job.circuit, job.constraints)?;
+    tracing::info!(circuit = %job.circuit, constraints = job.constraints, ?origin, bytes = params.heap_bytes(), "parameters ready");
+    // The generation's transient memory is not the pipeline's: measure the peak from here.
+    rss::reset_peak_rss();
+    input.params_bytes = params.heap_bytes();
+    let plan = plan(&input)?;
+    tracing::info!(
+        partition_workers = plan.partition_workers,
+        channel_capacity = plan.channel_capacity,
+        gpu_workers = plan.gpu_workers,
+        predicted_peak = %bytesize::ByteSize(plan.predicted_peak_bytes),
+        "pipeline sized from the memory limit"
+    );
+    Ok(Prepared { limit, params, plan })
+}

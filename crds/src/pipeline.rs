@@ -111,10 +111,24 @@ mod tests {
 
     #[test]
     fn everything_else_is_rejected() {
-        for bad in ["", "0", "-1", "+3", " 4", "4 ", "abc", "Auto", "4294967296", "1.5"] {
+        for bad in [
+            "",
+            "0",
+            "-1",
+            "+3",
+            " 4",
+            "4 ",
+            "abc",
+            "Auto",
+            "4294967296",
+            "1.5",
+        ] {
             let err = parse_pipeline_override(bad).unwrap_err();
             assert_eq!(err.value, bad);
-            assert!(err.to_string().contains("\"auto\" or a positive integer"), "{err}");
+            assert!(
+                err.to_string().contains("\"auto\" or a positive integer"),
+                "{err}"
+            );
         }
     }
 }

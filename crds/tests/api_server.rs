@@ -1,0 +1,529 @@
+//! The CRDs against a real API server: defaulting, validation messages, immutability, status
+//! round trips and the scale subresource.
+//!
+//! Needs `KUBECONFIG` naming a cluster where CRDs may be installed, such as the local API
+//! server of `../shared/kube-testenv` (`eval "$(../shared/kube-testenv/start.sh)"`). Without
+//! `KUBECONFIG` each test prints why it is skipped and passes.
+//!
+//! Every test works in a namespace of its own. A test that passes deletes it; one that fails
+//! leaves it behind for inspection.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams,
+};
+use kube::{Client, Resource};
+use proofpipe_crds::{
+    PartitionProof, PipelineSizing, ProofJob, ProofJobPhase, ProofJobStatus, ProverPhase,
+    ProverPool, ProverPoolStatus, ProverStatus, StageBuffers, StageSeconds,
+};
+use serde_json::{Value, json};
+
+const FIELD_MANAGER: &str = "proofpipe-crds-tests";
+
+/// A client and a fresh namespace, with both CRDs installed and established.
+struct Cluster {
+    client: Client,
+    namespace: String,
+}
+
+impl Cluster {
+    /// Connects through `KUBECONFIG`, or returns `None` (after saying so) when it is unset.
+    async fn connect(test: &str) -> Option<Self> {
+        if std::env::var_os("KUBECONFIG").is_none() {
+            eprintln!(
+                "SKIPPED {test}: KUBECONFIG is not set. Start an API server with \
+                 `eval \"$(../shared/kube-testenv/start.sh)\"` to run it."
+            );
+            return None;
+        }
+        let client = Client::try_default()
+            .await
+            .expect("build a client from KUBECONFIG");
+        install_crds(&client).await;
+
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_nanos();
+        let namespace = format!("{test}-{}-{nanos}", std::process::id());
+        let object = Namespace {
+            metadata: ObjectMeta {
+                name: Some(namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &object)
+            .await
+            .expect("create the test namespace");
+        Some(Self { client, namespace })
+    }
+
+    fn api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// An untyped API for `K`, to send objects the Rust types cannot express.
+    fn raw_api<K: Resource<DynamicType = ()>>(&self) -> Api<DynamicObject> {
+        Api::namespaced_with(
+            self.client.clone(),
+            &self.namespace,
+            &ApiResource::erase::<K>(&()),
+        )
+    }
+
+    /// Creates `K` from raw JSON and returns the stored object, read back through the Rust
+    /// types.
+    async fn create<K>(&self, name: &str, spec: Value) -> K
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned,
+    {
+        self.raw_api::<K>()
+            .create(&PostParams::default(), &raw_object::<K>(name, spec))
+            .await
+            .unwrap_or_else(|err| panic!("{} {name} was rejected: {err}", K::kind(&())));
+        self.api::<K>().get(name).await.expect("read back")
+    }
+
+    /// Asserts that creating `K` from `spec` fails with a message containing `expected`.
+    async fn assert_rejected<K: Resource<DynamicType = ()>>(&self, spec: Value, expected: &str) {
+        let result = self
+            .raw_api::<K>()
+            .create(
+                &PostParams::default(),
+                &raw_object::<K>("invalid", spec.clone()),
+            )
+            .await;
+        assert_api_error(
+            result,
+            expected,
+            &format!("creating {} {spec}", K::kind(&())),
+        );
+    }
+
+    async fn delete_namespace(self) {
+        Api::<Namespace>::all(self.client)
+            .delete(&self.namespace, &DeleteParams::default())
+            .await
+            .expect("delete the test namespace");
+    }
+}
+
+fn raw_object<K: Resource<DynamicType = ()>>(name: &str, spec: Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "metadata": { "name": name },
+        "spec": spec,
+    }))
+    .expect("a well-formed object")
+}
+
+fn assert_api_error<T: std::fmt::Debug>(result: kube::Result<T>, expected: &str, what: &str) {
+    match result {
+        Err(kube::Error::Api(status)) => assert!(
+            status.message.contains(expected),
+            "{what}: expected the API server's message to contain {expected:?}, got {:?}",
+            status.message
+        ),
+        other => panic!("{what}: expected rejection containing {expected:?}, got {other:?}"),
+    }
+}
+
+/// Server-side applies both CRDs and waits until the API server serves them.
+async fn install_crds(client: &Client) {
+    let api = Api::<CustomResourceDefinition>::all(client.clone());
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    for crd in proofpipe_crds::crds() {
+        let name = crd.metadata.name.clone().expect("CRDs are named");
+        api.patch(&name, &params, &Patch::Apply(&crd))
+            .await
+            .unwrap_or_else(|err| panic!("apply CRD {name}: {err}"));
+        wait_established(&api, &name).await;
+    }
+}
+
+async fn wait_established(api: &Api<CustomResourceDefinition>, name: &str) {
+    for _ in 0..300 {
+        let crd = api.get(name).await.expect("read back the CRD");
+        let established = crd
+            .status
+            .and_then(|status| status.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|condition| condition.type_ == "Established" && condition.status == "True");
+        if established {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("CRD {name} was not Established within 30s");
+}
+
+fn valid_job() -> Value {
+    json!({ "pool": "gpu", "circuit": "mul-chain", "constraints": 4096, "partitions": 4 })
+}
+
+fn valid_pool() -> Value {
+    json!({ "template": { "image": "registry.example/proofpipe-prover:1" } })
+}
+
+/// `base` with `changes` merged in at the top level; a `null` change removes the field.
+fn with(base: Value, changes: Value) -> Value {
+    let mut merged = base;
+    let object = merged.as_object_mut().expect("specs are objects");
+    for (key, value) in changes.as_object().expect("changes are objects") {
+        if value.is_null() {
+            object.remove(key);
+        } else {
+            object.insert(key.clone(), value.clone());
+        }
+    }
+    merged
+}
+
+#[tokio::test]
+async fn valid_objects_are_accepted_with_defaults() {
+    let Some(cluster) = Cluster::connect("defaults").await else {
+        return;
+    };
+
+    let job: ProofJob = cluster.create("job", valid_job()).await;
+    assert_eq!(job.spec.pool, "gpu");
+    assert_eq!(job.spec.circuit, "mul-chain");
+    assert_eq!((job.spec.constraints, job.spec.partitions), (4096, 4));
+    assert_eq!(job.spec.seed, 0);
+    assert_eq!(job.spec.priority, 0);
+    assert!(!job.spec.suspend);
+    assert_eq!(job.spec.backoff_limit, 3);
+    assert_eq!(job.spec.active_deadline_seconds, None);
+    assert_eq!(job.spec.ttl_seconds_after_finished, None);
+
+    let every_field = json!({
+        "pool": "gpu", "circuit": "merkle-sha256", "constraints": 1 << 27, "partitions": 1024,
+        "seed": 42, "priority": -5, "suspend": true, "backoffLimit": 0,
+        "activeDeadlineSeconds": 1, "ttlSecondsAfterFinished": 0,
+    });
+    let job: ProofJob = cluster.create("every-field", every_field).await;
+    assert_eq!(job.spec.seed, 42);
+    assert_eq!(job.spec.active_deadline_seconds, Some(1));
+
+    let pool: ProverPool = cluster
+        .create(
+            "pool",
+            with(valid_pool(), json!({ "autoscaling": { "maxReplicas": 4 } })),
+        )
+        .await;
+    assert_eq!(pool.spec.replicas, 1);
+    for knob in [
+        &pool.spec.pipeline.partition_workers,
+        &pool.spec.pipeline.channel_capacity,
+        &pool.spec.pipeline.gpu_workers,
+    ] {
+        assert_eq!(knob.as_str(), "auto");
+    }
+    let autoscaling = pool.spec.autoscaling.expect("autoscaling kept");
+    assert_eq!((autoscaling.min_replicas, autoscaling.max_replicas), (0, 4));
+    assert_eq!(autoscaling.target_queued_partitions_per_prover, 4);
+    assert_eq!(autoscaling.scale_down_delay_seconds, 300);
+
+    let fixed = with(
+        valid_pool(),
+        json!({ "pipeline": { "partitionWorkers": "6", "gpuWorkers": "auto" } }),
+    );
+    let pool: ProverPool = cluster.create("fixed", fixed).await;
+    assert_eq!(pool.spec.pipeline.partition_workers.count(), Ok(Some(6)));
+    assert_eq!(pool.spec.pipeline.channel_capacity.count(), Ok(None));
+
+    cluster.delete_namespace().await;
+}
+
+#[tokio::test]
+async fn invalid_proof_jobs_are_rejected() {
+    let Some(cluster) = Cluster::connect("invalid-jobs").await else {
+        return;
+    };
+    let cases = [
+        (json!({ "pool": null }), "spec.pool: Required value"),
+        (json!({ "pool": "" }), "spec.pool"),
+        (
+            json!({ "circuit": "foo" }),
+            "circuit must be one of mul-chain, merkle-sha256",
+        ),
+        (
+            json!({ "partitions": 0 }),
+            "spec.partitions in body should be greater than or equal to 1",
+        ),
+        (
+            json!({ "partitions": 1025 }),
+            "spec.partitions in body should be less than or equal to 1024",
+        ),
+        (
+            json!({ "constraints": -1 }),
+            "spec.constraints in body should be greater than or equal to 1024",
+        ),
+        (
+            json!({ "constraints": 1023 }),
+            "spec.constraints in body should be greater than or equal to 1024",
+        ),
+        (
+            json!({ "constraints": (1 << 27) + 1 }),
+            "spec.constraints in body should be less than or equal to 134217728",
+        ),
+        (
+            json!({ "seed": -1 }),
+            "spec.seed in body should be greater than or equal to 0",
+        ),
+        (
+            json!({ "backoffLimit": -1 }),
+            "spec.backoffLimit in body should be greater than or equal to 0",
+        ),
+        (
+            json!({ "activeDeadlineSeconds": 0 }),
+            "spec.activeDeadlineSeconds in body should be greater than or equal to 1",
+        ),
+        (
+            json!({ "ttlSecondsAfterFinished": -1 }),
+            "spec.ttlSecondsAfterFinished in body should be greater than or equal to 0",
+        ),
+    ];
+    for (change, expected) in cases {
+        cluster
+            .assert_rejected::<ProofJob>(with(valid_job(), change), expected)
+            .await;
+    }
+    cluster.delete_namespace().await;
+}
+
+#[tokio::test]
+async fn invalid_prover_pools_are_rejected() {
+    let Some(cluster) = Cluster::connect("invalid-pools").await else {
+        return;
+    };
+    let knob_message = "must be \"auto\" or a positive integer";
+    let cases = [
+        (json!({ "template": null }), "spec.template: Required value"),
+        (
+            json!({ "template": {} }),
+            "spec.template.image: Required value",
+        ),
+        (
+            json!({ "template": { "image": "x", "imagePullPolicy": "Sometimes" } }),
+            "imagePullPolicy must be one of Always, IfNotPresent, Never",
+        ),
+        (
+            json!({ "replicas": -1 }),
+            "spec.replicas in body should be greater than or equal to 0",
+        ),
+        (
+            json!({ "autoscaling": { "minReplicas": 3, "maxReplicas": 2 } }),
+            "minReplicas must not exceed maxReplicas",
+        ),
+        (
+            json!({ "autoscaling": { "maxReplicas": 0 } }),
+            "spec.autoscaling.maxReplicas in body should be greater than or equal to 1",
+        ),
+        (
+            json!({ "autoscaling": { "maxReplicas": 2, "targetQueuedPartitionsPerProver": 0 } }),
+            "spec.autoscaling.targetQueuedPartitionsPerProver in body should be greater than or equal to 1",
+        ),
+        (
+            json!({ "pipeline": { "partitionWorkers": "abc" } }),
+            knob_message,
+        ),
+        (
+            json!({ "pipeline": { "channelCapacity": "0" } }),
+            knob_message,
+        ),
+        (json!({ "pipeline": { "gpuWorkers": "-2" } }), knob_message),
+        (json!({ "pipeline": { "gpuWorkers": "01" } }), knob_message),
+    ];
+    for (change, expected) in cases {
+        cluster
+            .assert_rejected::<ProverPool>(with(valid_pool(), change), expected)
+            .await;
+    }
+    // The knob errors name the field they are about.
+    cluster
+        .assert_rejected::<ProverPool>(
+            with(
+                valid_pool(),
+                json!({ "pipeline": { "partitionWorkers": "abc" } }),
+            ),
+            "spec.pipeline.partitionWorkers",
+        )
+        .await;
+    cluster.delete_namespace().await;
+}
+
+#[tokio::test]
+async fn proof_job_identity_is_immutable() {
+    let Some(cluster) = Cluster::connect("immutable").await else {
+        return;
+    };
+    let _: ProofJob = cluster.create("job", valid_job()).await;
+    let jobs = cluster.api::<ProofJob>();
+    let params = PatchParams::default();
+    let identity_message =
+        "circuit, constraints, partitions and seed cannot change; create a new ProofJob";
+    for change in [
+        json!({ "circuit": "merkle-sha256" }),
+        json!({ "constraints": 8192 }),
+        json!({ "partitions": 5 }),
+        json!({ "seed": 7 }),
+    ] {
+        let result = jobs
+            .patch("job", &params, &Patch::Merge(json!({ "spec": change })))
+            .await;
+        assert_api_error(result, identity_message, &format!("changing {change}"));
+    }
+    let result = jobs
+        .patch(
+            "job",
+            &params,
+            &Patch::Merge(json!({ "spec": { "pool": "other" } })),
+        )
+        .await;
+    assert_api_error(result, "pool is immutable", "changing the pool");
+
+    let scheduling = json!({ "spec": { "priority": 10, "suspend": true, "backoffLimit": 1 } });
+    let job = jobs
+        .patch("job", &params, &Patch::Merge(scheduling))
+        .await
+        .expect("priority, suspend and backoffLimit may change");
+    assert_eq!((job.spec.priority, job.spec.suspend), (10, true));
+    cluster.delete_namespace().await;
+}
+
+/// The current time, truncated to the whole seconds that `Time` serializes.
+fn now() -> Time {
+    Time(Timestamp::from_second(Timestamp::now().as_second()).expect("in range"))
+}
+
+#[tokio::test]
+async fn proof_job_status_round_trips() {
+    let Some(cluster) = Cluster::connect("job-status").await else {
+        return;
+    };
+    let _: ProofJob = cluster.create("job", valid_job()).await;
+    let status = ProofJobStatus {
+        phase: Some(ProofJobPhase::Running),
+        pod: Some("gpu-0".into()),
+        assigned_at: Some(now()),
+        partitions_done: Some(1),
+        partitions_total: Some(4),
+        progress: Some("1/4".into()),
+        attempts: Some(1),
+        stage_seconds: Some(StageSeconds {
+            synthesis: 1.5,
+            queue_wait: 0.25,
+            gpu: 3.0,
+            finalize: 0.125,
+        }),
+        proofs: Some(vec![PartitionProof {
+            partition: 0,
+            proof: "cHJvb2Y=".into(),
+            verified: true,
+            public_inputs: vec!["0x2a".into()],
+            proved_by: "gpu-0".into(),
+        }]),
+        start_time: Some(now()),
+        completion_time: None,
+        message: Some("proving".into()),
+        conditions: Some(vec![Condition {
+            type_: "Assigned".into(),
+            status: "True".into(),
+            reason: "ProverAvailable".into(),
+            message: "assigned to gpu-0".into(),
+            last_transition_time: now(),
+            observed_generation: Some(1),
+        }]),
+        observed_generation: Some(1),
+    };
+    let jobs = cluster.api::<ProofJob>();
+    let patch = Patch::Merge(json!({ "status": status }));
+    let job = jobs
+        .patch_status("job", &PatchParams::default(), &patch)
+        .await
+        .expect("the status schema accepts a full ProofJobStatus");
+    assert_eq!(job.status, Some(status));
+    cluster.delete_namespace().await;
+}
+
+#[tokio::test]
+async fn prover_pool_status_and_scale_subresource() {
+    let Some(cluster) = Cluster::connect("scale").await else {
+        return;
+    };
+    let _: ProverPool = cluster.create("gpu", valid_pool()).await;
+    let pools = cluster.api::<ProverPool>();
+    let selector = format!("{}=gpu", proofpipe_crds::POOL_LABEL);
+    let status = ProverPoolStatus {
+        replicas: Some(2),
+        ready_replicas: Some(1),
+        selector: Some(selector.clone()),
+        sizing: Some(PipelineSizing {
+            partition_workers: 4,
+            channel_capacity: 2,
+            gpu_workers: 1,
+            predicted_peak_bytes: 44_236_390_400,
+            memory_limit_bytes: Some(68_719_476_736),
+            memory_estimate: "41.2GiB/64GiB".into(),
+        }),
+        queued_jobs: Some(3),
+        queued_partitions: Some(12),
+        provers: Some(vec![ProverStatus {
+            pod: "gpu-0".into(),
+            phase: ProverPhase::Busy,
+            current_job: Some("job".into()),
+            buffers: StageBuffers {
+                synthesizing: 4,
+                queued: 2,
+                gpu: 1,
+                finalizing: 0,
+            },
+            estimated_bytes: 40_000_000_000,
+            proofs_completed: 17,
+            last_report: now(),
+        }]),
+        conditions: None,
+        observed_generation: Some(1),
+    };
+    let patch = Patch::Merge(json!({ "status": status }));
+    let pool = pools
+        .patch_status("gpu", &PatchParams::default(), &patch)
+        .await
+        .expect("the status schema accepts a full ProverPoolStatus");
+    assert_eq!(pool.status, Some(status));
+
+    let scale = pools.get_scale("gpu").await.expect("GET /scale");
+    assert_eq!(scale.spec.and_then(|spec| spec.replicas), Some(1));
+    let scale_status = scale.status.expect("scale status");
+    assert_eq!(scale_status.replicas, 2);
+    assert_eq!(scale_status.selector.as_deref(), Some(selector.as_str()));
+
+    let patch = Patch::Merge(json!({ "spec": { "replicas": 3 } }));
+    pools
+        .patch_scale("gpu", &PatchParams::default(), &patch)
+        .await
+        .expect("PATCH /scale");
+    let pool = pools.get("gpu").await.expect("read back");
+    assert_eq!(
+        pool.spec.replicas, 3,
+        "the scale subresource writes spec.replicas"
+    );
+    cluster.delete_namespace().await;
+}

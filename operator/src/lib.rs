@@ -1,4 +1,4 @@
-//! The proofpipe operator: installs and (in time) reconciles the `proofpipe.dev` API.
+//! Library side of the proofpipe operator: rendering the `proofpipe.dev` CRDs.
 
 /// Both CustomResourceDefinitions as one multi-document YAML stream, ProofJob first: the
 /// output of `proofpipe-operator crds`, and the content of `crds/proofpipe-crds.yaml`.

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs every test once, slow ones included. Tests that need a Kubernetes API server use
+# $KUBECONFIG; when it is unset and ../shared/kube-testenv exists, one is started for the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+testenv=../shared/kube-testenv
+if [ -z "${KUBECONFIG:-}" ] && [ -x "$testenv/start.sh" ]; then
+  eval "$("$testenv/start.sh")"
+  trap '"$testenv/stop.sh" "$KUBE_TESTENV_DIR" >/dev/null 2>&1 || true' EXIT
+  echo "started kube-testenv: KUBECONFIG=$KUBECONFIG"
+fi
+[ -n "${KUBECONFIG:-}" ] || echo "KUBECONFIG is unset: tests that need an API server will skip" >&2
+
+cargo test --workspace --locked -- --include-ignored

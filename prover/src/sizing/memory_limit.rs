@@ -79,6 +79,28 @@ fn cgroup_path<'a>(proc_cgroup: &'a str, controller: Option<&str>) -> Option<&'a
     })
 }
 
+/// Mount points of the cgroup v2 hierarchy and of the v1 memory controller, from
+/// `/proc/self/mountinfo` (hybrid hosts mount v2 at `/sys/fs/cgroup/unified`).
+fn cgroup_mounts(mountinfo: &str) -> (Option<PathBuf>, Option<PathBuf>) {
+    let (mut v2, mut v1_memory) = (None, None);
+    for line in mountinfo.lines() {
+        // "<id> <parent> <dev> <root> <mount point> <options> [optional...] - <fstype> <source> <super options>"
+        let Some((left, right)) = line.split_once(" - ") else { continue };
+        let Some(mount_point) = left.split_whitespace().nth(4) else { continue };
+        let mut right = right.split_whitespace();
+        let fstype = right.next().unwrap_or_default();
+        let super_options = right.nth(1).unwrap_or_default();
+        match fstype {
+            "cgroup2" if v2.is_none() => v2 = Some(PathBuf::from(mount_point)),
+            "cgroup" if v1_memory.is_none() && super_options.split(',').any(|o| o == "memory") => {
+                v1_memory = Some(PathBuf::from(mount_point))
+            }
+            _ => {}
+        }
+    }
+    (v2, v1_memory)
+}
+
 /// The tightest finite limit on the path from the process's cgroup up to the root:
 /// a pod's limit may sit on a parent of the container's cgroup.
 fn tightest<F>(read: &F, mount: &Path, cgroup: &str, file: &str, parse: fn(&str) -> Option<u64>) -> Option<(u64, PathBuf)>
@@ -109,15 +131,17 @@ where
         return Some(MemoryLimit { bytes, source: LimitSource::Flag });
     }
     let proc_cgroup = read(&root.join("proc/self/cgroup")).unwrap_or_default();
-    let cgroup_root = root.join("sys/fs/cgroup");
+    let (v2_mount, v1_mount) = cgroup_mounts(&read(&root.join("proc/self/mountinfo")).unwrap_or_default());
+    let under_root = |p: PathBuf| root.join(p.strip_prefix("/").unwrap_or(&p));
+    let v2_mount = v2_mount.map_or_else(|| root.join("sys/fs/cgroup"), under_root);
+    let v1_mount = v1_mount.map_or_else(|| root.join("sys/fs/cgroup/memory"), under_root);
     if let Some(path) = cgroup_path(&proc_cgroup, None)
-        && let Some((bytes, file)) = tightest(&read, &cgroup_root, path, "memory.max", parse_v2_max)
+        && let Some((bytes, file)) = tightest(&read, &v2_mount, path, "memory.max", parse_v2_max)
     {
         return Some(MemoryLimit { bytes, source: LimitSource::CgroupV2(file) });
     }
     if let Some(path) = cgroup_path(&proc_cgroup, Some("memory"))
-        && let Some((bytes, file)) =
-            tightest(&read, &cgroup_root.join("memory"), path, "memory.limit_in_bytes", parse_v1_limit)
+        && let Some((bytes, file)) = tightest(&read, &v1_mount, path, "memory.limit_in_bytes", parse_v1_limit)
     {
         return Some(MemoryLimit { bytes, source: LimitSource::CgroupV1(file) });
     }
@@ -186,6 +210,23 @@ mod tests {
         let l = detect_with(None, Path::new("/"), read).unwrap();
         assert_eq!(l.bytes, 512 << 20);
         assert!(matches!(l.source, LimitSource::CgroupV1(_)));
+    }
+
+    #[test]
+    fn hybrid_hosts_find_the_mounts_in_mountinfo() {
+        let mountinfo = "30 25 0:26 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n\
+                         33 25 0:29 / /sys/fs/cgroup/memory rw,nosuid shared:1 - cgroup cgroup rw,memory\n";
+        let files = [
+            ("/proc/self/mountinfo", mountinfo),
+            ("/proc/self/cgroup", "4:memory:/pods/p3\n0::/pods/p3\n"),
+            ("/sys/fs/cgroup/unified/pods/p3/memory.max", "max\n"),
+            ("/sys/fs/cgroup/memory/pods/p3/memory.limit_in_bytes", "1073741824\n"),
+            ("/proc/meminfo", MEMINFO),
+        ];
+        let read = fs(&files);
+        let l = detect_with(None, Path::new("/"), read).unwrap();
+        assert_eq!(l.bytes, 1 << 30);
+        assert_eq!(l.source, LimitSource::CgroupV1("/sys/fs/cgroup/memory/pods/p3/memory.limit_in_bytes".into()));
     }
 
     #[test]

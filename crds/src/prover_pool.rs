@@ -206,7 +206,8 @@ pub struct ProverPoolStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
 
-    /// The pipeline sizing the provers run with, after resolving `auto`.
+    /// The pipeline sizing the provers run with, after resolving `auto` (the largest
+    /// predicted peak among the provers' reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sizing: Option<PipelineSizing>,
 
@@ -267,6 +268,10 @@ pub struct ProverStatus {
     pub buffers: StageBuffers,
     /// The prover's own estimate of its current memory use, in bytes.
     pub estimated_bytes: i64,
+    /// The sizing this prover derived from its cgroup memory limit for its current (or
+    /// last) job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizing: Option<PipelineSizing>,
     /// Partitions the prover has proved since it started.
     pub proofs_completed: i64,
     /// When the prover last reported.

@@ -496,6 +496,7 @@ async fn prover_pool_status_and_scale_subresource() {
                 finalizing: 0,
             },
             estimated_bytes: 40_000_000_000,
+            sizing: None,
             proofs_completed: 17,
             last_report: now(),
         }]),

@@ -56,6 +56,27 @@ pub enum ProverError {
     Cancelled { job: u64 },
     #[error("the pipeline has shut down")]
     PipelineClosed,
+
+    #[error("environment variable {name} is not set; the operator sets it in every prover pod ({hint})")]
+    MissingEnv { name: &'static str, hint: &'static str },
+    #[error("{action}: {source}")]
+    Kube {
+        action: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error("listening on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("starting the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error("the watch of ProofJobs assigned to this pod ended unexpectedly")]
+    WatchEnded,
+    #[error("proving ProofJob {job} failed: {message}")]
+    JobFailed { job: String, message: String },
 }
 
 impl ProverError {
@@ -63,6 +84,17 @@ impl ProverError {
     pub fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
         move |source| ProverError::Io { action, path, source }
+    }
+
+    /// Adds what was being done, and to which object, to an API error.
+    pub fn kube(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
+        let action = action.into();
+        move |source| ProverError::Kube { action, source: Box::new(source) }
+    }
+
+    /// Whether this is the API server saying the object does not exist (any more).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ProverError::Kube { source, .. } if matches!(&**source, kube::Error::Api(status) if status.is_not_found()))
     }
 
     /// The process exit code for this error: 2 for bad input, 1 for everything else.
@@ -73,6 +105,7 @@ impl ProverError {
             | ProverError::CircuitTooLarge { .. }
             | ProverError::ZeroPartitions
             | ProverError::InvalidArgument { .. }
+            | ProverError::MissingEnv { .. }
             | ProverError::MemoryLimitTooSmall { .. } => 2,
             _ => 1,
         }

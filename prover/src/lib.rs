@@ -6,9 +6,11 @@
 //! - [`groth16`]: the prove split into stages over bellperson's public pieces;
 //! - [`sizing`]: the memory model and the planner (pure), and where the limit comes from;
 //! - [`pipeline`]: the stages, their threads and the buffer tracker;
+//! - [`daemon`]: the prover of a Kubernetes pod, proving the ProofJobs assigned to it;
 //! - [`metrics`], [`rss`]: what is measured; [`bench`], [`plot`]: comparing and drawing it.
 
 pub mod circuits;
+pub mod daemon;
 pub mod error;
 pub mod groth16;
 pub mod metrics;

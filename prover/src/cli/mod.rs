@@ -1,6 +1,7 @@
 //! Command-line interface: argument parsing and the commands, over the library.
 
 mod bench;
+mod daemon;
 mod output;
 mod params;
 mod plan;
@@ -36,6 +37,8 @@ enum Command {
     Params(ParamsArgs),
     /// Compare the pipeline's throughput with bellperson's stock batch prover.
     Bench(BenchArgs),
+    /// Run as the prover of a ProverPool's pod: prove the ProofJobs assigned to it.
+    Daemon(daemon::DaemonArgs),
 }
 
 /// What to prove.
@@ -176,5 +179,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
         Command::Plan(args) => plan::run(args),
         Command::Params(args) => params::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Daemon(args) => daemon::run(args),
     }
 }

@@ -203,6 +203,12 @@ impl Pipeline {
         self.shared.tracker.snapshot()
     }
 
+    /// The tracker behind [`Pipeline::buffers`], for a reader that must not keep the pipeline
+    /// itself alive (the daemon's status reporter).
+    pub fn buffer_tracker(&self) -> Arc<BufferTracker> {
+        self.shared.tracker.clone()
+    }
+
     pub fn buffer_timeline(&self) -> Vec<TimelinePoint> {
         self.shared.tracker.timeline()
     }

@@ -1,0 +1,47 @@
+//! `daemon`: the prover of a ProverPool's pod, driven by the ProofJobs assigned to it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use proofpipe_prover::ProverError;
+use proofpipe_prover::daemon::config::{choose_memory_limit, from_env};
+use proofpipe_prover::daemon::{self, DaemonOptions};
+use proofpipe_prover::params::ParamsStore;
+use proofpipe_prover::sizing::detect_memory_limit;
+
+#[derive(Args, Debug)]
+pub struct DaemonArgs {
+    /// Directory of cached parameters, shared by every job the daemon proves.
+    #[arg(long, env = "PROOFPIPE_PARAMS_DIR")]
+    params_dir: Option<PathBuf>,
+    /// Address of the /metrics, /healthz and /readyz endpoints.
+    #[arg(long, env = "PROOFPIPE_LISTEN", default_value = "0.0.0.0:9100")]
+    listen: SocketAddr,
+}
+
+/// I/O and control threads only: proving has the pipeline's own threads.
+const RUNTIME_THREADS: usize = 2;
+
+pub fn run(args: DaemonArgs) -> Result<ExitCode, ProverError> {
+    let settings = from_env(|name| std::env::var(name).ok())?;
+    let limit = choose_memory_limit(detect_memory_limit(None)?, settings.memory_limit.as_deref())?;
+    tracing::info!(bytes = limit.bytes, limit = %bytesize::ByteSize(limit.bytes), source = %limit.origin, "memory limit");
+    let options = DaemonOptions {
+        params_dir: args.params_dir.unwrap_or_else(ParamsStore::default_dir),
+        listen: args.listen,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(RUNTIME_THREADS)
+        .thread_name("daemon-io")
+        .enable_all()
+        .build()
+        .map_err(ProverError::Runtime)?;
+    let result = runtime.block_on(daemon::run(settings, limit, options));
+    // Don't wait for a cancelled job's pipeline to drain: its proofs are written, and the
+    // process is about to exit.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result.map(|()| ExitCode::SUCCESS)
+}

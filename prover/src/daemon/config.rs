@@ -1,0 +1,200 @@
+//! The daemon's settings from its pod's environment, as the operator sets it (ADR 0003), and
+//! the choice of the memory limit the pipeline is sized from.
+//!
+//! Pure: the environment comes in as a lookup function, so tests need no process state.
+
+use std::fmt;
+
+use proofpipe_crds::parse_pipeline_override;
+
+use crate::error::ProverError;
+use crate::sizing::{LimitSource, MemoryLimit, Overrides, parse_memory_size};
+
+pub const POD_NAME_VAR: &str = "PROOFPIPE_POD_NAME";
+pub const NAMESPACE_VAR: &str = "PROOFPIPE_NAMESPACE";
+pub const POOL_VAR: &str = "PROOFPIPE_POOL";
+pub const PARTITION_WORKERS_VAR: &str = "PROOFPIPE_PARTITION_WORKERS";
+pub const CHANNEL_CAPACITY_VAR: &str = "PROOFPIPE_CHANNEL_CAPACITY";
+pub const GPU_WORKERS_VAR: &str = "PROOFPIPE_GPU_WORKERS";
+pub const MEMORY_LIMIT_VAR: &str = "PROOFPIPE_MEMORY_LIMIT";
+
+/// Who this daemon is: its pod, the namespace it watches and the pool it reports into.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub pod: String,
+    pub namespace: String,
+    pub pool: String,
+}
+
+impl Identity {
+    /// The server-side-apply field manager of everything this daemon writes.
+    pub fn field_manager(&self) -> String {
+        format!("proofpipe-prover.{}", self.pod)
+    }
+}
+
+/// Everything the daemon reads from its environment.
+#[derive(Clone, Debug)]
+pub struct EnvSettings {
+    pub identity: Identity,
+    /// The pool's `spec.pipeline`, `None` where it says `auto`.
+    pub overrides: Overrides,
+    /// The container's `limits.memory` through the Downward API, if set.
+    pub memory_limit: Option<String>,
+}
+
+/// Reads the settings through `var` (`std::env::var(..).ok()` in the binary).
+pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<EnvSettings, ProverError> {
+    let required = |name: &'static str, hint: &'static str| {
+        var(name)
+            .filter(|value| !value.is_empty())
+            .ok_or(ProverError::MissingEnv { name, hint })
+    };
+    let identity = Identity {
+        pod: required(POD_NAME_VAR, "Downward API fieldRef metadata.name")?,
+        namespace: required(NAMESPACE_VAR, "Downward API fieldRef metadata.namespace")?,
+        pool: required(POOL_VAR, "the name of the ProverPool")?,
+    };
+    let count = |name: &'static str| -> Result<Option<usize>, ProverError> {
+        let Some(value) = var(name) else {
+            return Ok(None);
+        };
+        parse_pipeline_override(&value)
+            .map(|count| count.map(|n| n as usize))
+            .map_err(|err| ProverError::InvalidArgument { what: name, reason: err.to_string() })
+    };
+    Ok(EnvSettings {
+        identity,
+        overrides: Overrides {
+            partition_workers: count(PARTITION_WORKERS_VAR)?,
+            channel_capacity: count(CHANNEL_CAPACITY_VAR)?,
+            gpu_workers: count(GPU_WORKERS_VAR)?,
+        },
+        memory_limit: var(MEMORY_LIMIT_VAR).filter(|value| !value.is_empty()),
+    })
+}
+
+/// Where the limit the pipeline is sized from came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LimitOrigin {
+    /// The cgroup (or MemTotal when there is no cgroup limit and no env value).
+    Detected(LimitSource),
+    /// `PROOFPIPE_MEMORY_LIMIT`, used because the cgroup had no limit.
+    Env,
+}
+
+impl fmt::Display for LimitOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LimitOrigin::Detected(source) => source.fmt(f),
+            LimitOrigin::Env => write!(f, "{MEMORY_LIMIT_VAR} (the cgroup has no limit)"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChosenLimit {
+    pub bytes: u64,
+    pub origin: LimitOrigin,
+}
+
+/// The cgroup's limit wins: it is what the kernel enforces. The pod's declared limit from
+/// the env only replaces MemTotal, which is the whole node's memory and would size the
+/// pipeline into an OOM kill.
+pub fn choose_memory_limit(detected: MemoryLimit, env_value: Option<&str>) -> Result<ChosenLimit, ProverError> {
+    match (detected.source, env_value) {
+        (LimitSource::MemTotal, Some(value)) => {
+            let bytes = parse_memory_size(value).map_err(|err| ProverError::InvalidArgument {
+                what: MEMORY_LIMIT_VAR,
+                reason: err.to_string(),
+            })?;
+            Ok(ChosenLimit { bytes, origin: LimitOrigin::Env })
+        }
+        (source, _) => Ok(ChosenLimit { bytes: detected.bytes, origin: LimitOrigin::Detected(source) }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |name| map.get(name).cloned()
+    }
+
+    const IDENTITY: [(&str, &str); 3] =
+        [(POD_NAME_VAR, "gpu-prover-0"), (NAMESPACE_VAR, "proving"), (POOL_VAR, "gpu")];
+
+    #[test]
+    fn identity_and_auto_overrides() {
+        let settings = from_env(env(&IDENTITY)).unwrap();
+        assert_eq!(
+            settings.identity,
+            Identity { pod: "gpu-prover-0".into(), namespace: "proving".into(), pool: "gpu".into() }
+        );
+        assert_eq!(settings.identity.field_manager(), "proofpipe-prover.gpu-prover-0");
+        assert_eq!(settings.overrides.partition_workers, None);
+        assert_eq!(settings.memory_limit, None);
+    }
+
+    #[test]
+    fn a_missing_or_empty_identity_variable_is_named() {
+        for missing in [POD_NAME_VAR, NAMESPACE_VAR, POOL_VAR] {
+            let mut pairs: Vec<_> = IDENTITY.iter().filter(|(k, _)| *k != missing).copied().collect();
+            let err = from_env(env(&pairs)).unwrap_err();
+            assert!(err.to_string().contains(missing), "{err}");
+            assert_eq!(err.exit_code(), 2);
+            pairs.push((missing, ""));
+            assert!(from_env(env(&pairs)).unwrap_err().to_string().contains(missing));
+        }
+    }
+
+    #[test]
+    fn overrides_are_auto_or_counts() {
+        let mut pairs = IDENTITY.to_vec();
+        pairs.extend([(PARTITION_WORKERS_VAR, "4"), (CHANNEL_CAPACITY_VAR, "auto"), (GPU_WORKERS_VAR, "2")]);
+        let overrides = from_env(env(&pairs)).unwrap().overrides;
+        assert_eq!(
+            (overrides.partition_workers, overrides.channel_capacity, overrides.gpu_workers),
+            (Some(4), None, Some(2))
+        );
+    }
+
+    #[test]
+    fn a_bad_override_names_its_variable() {
+        let mut pairs = IDENTITY.to_vec();
+        pairs.push((CHANNEL_CAPACITY_VAR, "0"));
+        let err = from_env(env(&pairs)).unwrap_err();
+        assert!(err.to_string().contains(CHANNEL_CAPACITY_VAR), "{err}");
+    }
+
+    fn detected(source: LimitSource) -> MemoryLimit {
+        MemoryLimit { bytes: 64 << 30, source }
+    }
+
+    #[test]
+    fn the_cgroup_limit_beats_the_env() {
+        let cgroup = LimitSource::CgroupV2(PathBuf::from("/sys/fs/cgroup/memory.max"));
+        let chosen = choose_memory_limit(detected(cgroup.clone()), Some("1073741824")).unwrap();
+        assert_eq!(chosen, ChosenLimit { bytes: 64 << 30, origin: LimitOrigin::Detected(cgroup) });
+    }
+
+    #[test]
+    fn the_env_replaces_mem_total() {
+        let chosen = choose_memory_limit(detected(LimitSource::MemTotal), Some("1073741824")).unwrap();
+        assert_eq!(chosen, ChosenLimit { bytes: 1 << 30, origin: LimitOrigin::Env });
+        assert!(chosen.origin.to_string().contains(MEMORY_LIMIT_VAR));
+        let fallback = choose_memory_limit(detected(LimitSource::MemTotal), None).unwrap();
+        assert_eq!(fallback.origin, LimitOrigin::Detected(LimitSource::MemTotal));
+    }
+
+    #[test]
+    fn a_bad_env_limit_is_refused() {
+        let err = choose_memory_limit(detected(LimitSource::MemTotal), Some("lots")).unwrap_err();
+        assert!(err.to_string().contains(MEMORY_LIMIT_VAR), "{err}");
+    }
+}

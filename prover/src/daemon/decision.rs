@@ -1,0 +1,131 @@
+//! What the daemon does after its view of the ProofJobs assigned to it changed.
+//!
+//! The view is every ProofJob carrying this pod's assigned-pod label, as the watch last
+//! saw it. The label is the operator's word (ADR 0003): a job that loses it was requeued,
+//! suspended or deleted, and the daemon stops proving it.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use kube::ResourceExt;
+use proofpipe_crds::ProofJob;
+
+use super::resume::remaining_partitions;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    /// Keep proving the running job.
+    Continue,
+    /// The running job is no longer ours to prove.
+    Cancel,
+    /// Nothing runs; prove this job.
+    Start(Arc<ProofJob>),
+    /// Nothing runs and nothing is to be proved.
+    Idle,
+}
+
+/// Decides from the uid of the running job, if any, the jobs assigned to this pod, and the
+/// uids of jobs this process already proved completely (the watch may not show their last
+/// proofs yet).
+///
+/// One job at a time: a second assigned job waits until the first ends. Among several
+/// (which the operator does not do) the oldest goes first. A job whose partitions all have
+/// verified proofs is not started: only the operator's Succeeded is still missing.
+pub fn decide(running: Option<&str>, assigned: &[Arc<ProofJob>], completed: &HashSet<String>) -> Decision {
+    if let Some(uid) = running {
+        let still_ours = assigned.iter().any(|job| job.uid().as_deref() == Some(uid) && is_open(job));
+        return if still_ours { Decision::Continue } else { Decision::Cancel };
+    }
+    assigned
+        .iter()
+        .filter(|job| job.uid().is_some_and(|uid| !completed.contains(&uid)))
+        .filter(|job| is_open(job) && remaining_partitions(job) > 0)
+        .min_by(|a, b| (a.creation_timestamp(), a.name_any()).cmp(&(b.creation_timestamp(), b.name_any())))
+        .map_or(Decision::Idle, |job| Decision::Start(job.clone()))
+}
+
+/// Not finished by the operator and not being deleted.
+fn is_open(job: &ProofJob) -> bool {
+    let finished = job.status.as_ref().and_then(|s| s.phase).is_some_and(|phase| phase.is_finished());
+    !finished && job.metadata.deletion_timestamp.is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
+    use proofpipe_crds::ProofJobPhase;
+
+    use super::*;
+    use crate::daemon::resume::tests::{job, proof};
+
+    fn created(name: &str, second: i64) -> Arc<ProofJob> {
+        let mut job = job(name, 2, vec![]);
+        job.metadata.creation_timestamp = Some(Time(Timestamp::from_second(second).unwrap()));
+        Arc::new(job)
+    }
+
+    fn with_phase(job: &ProofJob, phase: ProofJobPhase) -> Arc<ProofJob> {
+        let mut job = job.clone();
+        job.status.get_or_insert_default().phase = Some(phase);
+        Arc::new(job)
+    }
+
+    fn decide(running: Option<&str>, assigned: &[Arc<ProofJob>]) -> Decision {
+        super::decide(running, assigned, &HashSet::new())
+    }
+
+    #[test]
+    fn idle_with_nothing_assigned() {
+        assert_eq!(decide(None, &[]), Decision::Idle);
+    }
+
+    #[test]
+    fn a_job_completed_here_is_not_started_again_before_the_watch_catches_up() {
+        let job = created("a", 1);
+        let completed = HashSet::from([job.uid().unwrap()]);
+        assert_eq!(super::decide(None, &[job], &completed), Decision::Idle);
+    }
+
+    #[test]
+    fn starts_the_oldest_open_job() {
+        let (old, new) = (created("b", 100), created("a", 200));
+        assert_eq!(decide(None, &[new.clone(), old.clone()]), Decision::Start(old.clone()));
+        let same_age = created("c", 100);
+        assert_eq!(decide(None, &[same_age, old.clone()]), Decision::Start(old));
+    }
+
+    #[test]
+    fn skips_finished_deleted_and_fully_proved_jobs() {
+        let finished = with_phase(&created("a", 1), ProofJobPhase::Succeeded);
+        let mut deleting = (*created("b", 2)).clone();
+        deleting.metadata.deletion_timestamp = Some(Time(Timestamp::from_second(5).unwrap()));
+        let proved = Arc::new(job("c", 2, vec![proof(0, true, "p"), proof(1, true, "p")]));
+        let open = created("d", 4);
+        let all = [finished, Arc::new(deleting), proved, open.clone()];
+        assert_eq!(decide(None, &all), Decision::Start(open));
+        assert_eq!(decide(None, &all[..3]), Decision::Idle);
+    }
+
+    #[test]
+    fn continues_while_the_running_job_keeps_its_label() {
+        let running = created("a", 1);
+        let uid = running.uid().unwrap();
+        assert_eq!(decide(Some(&uid), &[running.clone(), created("b", 0)]), Decision::Continue);
+        // Even when its last proof is already in the status: the pipeline is finishing.
+        let proved = Arc::new(job("a", 1, vec![proof(0, true, "p")]));
+        assert_eq!(decide(Some(&uid), &[proved]), Decision::Continue);
+    }
+
+    #[test]
+    fn cancels_a_running_job_that_lost_its_label_or_finished() {
+        let running = created("a", 1);
+        let uid = running.uid().unwrap();
+        assert_eq!(decide(Some(&uid), &[created("b", 2)]), Decision::Cancel);
+        assert_eq!(decide(Some(&uid), &[with_phase(&running, ProofJobPhase::Failed)]), Decision::Cancel);
+        // Deleted and recreated under the same name: another uid, another job.
+        let mut recreated = (*running).clone();
+        recreated.metadata.uid = Some("other".into());
+        assert_eq!(decide(Some(&uid), &[Arc::new(recreated)]), Decision::Cancel);
+    }
+}

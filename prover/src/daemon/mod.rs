@@ -1,0 +1,286 @@
+//! `proofpipe-prover daemon`: the prover of one pod of a ProverPool (ADR 0003).
+//!
+//! It watches the ProofJobs the operator assigned to its pod, proves one at a time through
+//! a pipeline sized for that job from the pod's memory limit, applies every verified proof
+//! to the job's status as it arrives, and reports its own entry of the pool's status.
+//!
+//! The decisions are pure and tested without a cluster: [`config`] (the environment),
+//! [`resume`] (what is left to prove), [`decision`] (start, continue or cancel),
+//! [`payload`] (the apply bodies), [`throttle`] (when to report), [`sizing`]. The rest is
+//! I/O: the supervisor loop here, the job runner, the status reporter, the HTTP endpoints
+//! and the API writes. Tokio only moves events and bytes; proving runs on the pipeline's
+//! threads and anything blocking on blocking threads.
+
+pub mod config;
+pub mod decision;
+mod http;
+mod kube_api;
+pub mod metrics;
+pub mod payload;
+mod reporter;
+pub mod resume;
+mod runner;
+pub mod sizing;
+mod state;
+pub mod throttle;
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::runtime::reflector;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use proofpipe_crds::{ASSIGNED_POD_LABEL, ProofJob};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::circuits::CircuitShape;
+use crate::error::ProverError;
+use crate::params::ParamsStore;
+use crate::pipeline::{JobOutcome, JobSpec};
+use crate::sizing::{Overrides, SizingInput};
+use config::{ChosenLimit, EnvSettings, Identity};
+use decision::{Decision, decide};
+use kube_api::KubeWriter;
+use metrics::DaemonMetrics;
+use runner::JobRun;
+use state::ProverState;
+
+/// How long a SIGTERM waits for the current job to stop and write its last proofs; within
+/// Kubernetes' default grace period of 30 s.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
+
+/// The settings that come from flags rather than the pod's contract env.
+#[derive(Clone, Debug)]
+pub struct DaemonOptions {
+    pub params_dir: PathBuf,
+    pub listen: SocketAddr,
+}
+
+/// What every part of the running daemon shares.
+pub struct Daemon {
+    identity: Identity,
+    overrides: Overrides,
+    memory_limit: u64,
+    cpu_cores: usize,
+    params: Arc<ParamsStore>,
+    kube: KubeWriter,
+    state: ProverState,
+    metrics: DaemonMetrics,
+    watch_ready: AtomicBool,
+}
+
+impl Daemon {
+    fn sizing_input(&self, spec: &JobSpec, shape: CircuitShape, params_bytes: u64) -> SizingInput {
+        sizing::sizing_input(spec, shape, self.memory_limit, params_bytes, self.cpu_cores, self.overrides)
+    }
+}
+
+/// Runs until SIGTERM or ctrl-c (then `Ok`), or until a job fails in the pipeline (then
+/// the error: the pod fails and the operator requeues the job under its backoff limit).
+pub async fn run(settings: EnvSettings, limit: ChosenLimit, options: DaemonOptions) -> Result<(), ProverError> {
+    let client = Client::try_default().await.map_err(ProverError::kube("connecting to the API server"))?;
+    let listener = TcpListener::bind(options.listen)
+        .await
+        .map_err(|source| ProverError::Listen { addr: options.listen, source })?;
+    let metrics = DaemonMetrics::new()
+        .map_err(|err| ProverError::InvalidArgument { what: "metrics", reason: err.to_string() })?;
+    let identity = settings.identity;
+    tracing::info!(
+        pod = %identity.pod,
+        namespace = %identity.namespace,
+        pool = %identity.pool,
+        listen = %listener.local_addr().unwrap_or(options.listen),
+        params_dir = %options.params_dir.display(),
+        "prover daemon started"
+    );
+    let daemon = Arc::new(Daemon {
+        kube: KubeWriter::new(client, identity.clone()),
+        identity,
+        overrides: settings.overrides,
+        memory_limit: limit.bytes,
+        cpu_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        params: Arc::new(ParamsStore::new(options.params_dir)),
+        state: ProverState::default(),
+        metrics,
+        watch_ready: AtomicBool::new(false),
+    });
+
+    let (stop, stopped) = watch::channel(false);
+    let http = tokio::spawn(http::serve(listener, daemon.clone(), stopped.clone()));
+    let reporter = tokio::spawn(reporter::report_until(daemon.clone(), stopped));
+    let result = supervise(&daemon).await;
+    stop.send_replace(true);
+    let _ = reporter.await;
+    if let Ok(Err(err)) = http.await {
+        tracing::warn!("the HTTP server stopped with an error: {err}");
+    }
+    result
+}
+
+/// The job being proved, and how to stop it.
+struct ActiveJob {
+    job: Arc<ProofJob>,
+    uid: String,
+    cancel: watch::Sender<bool>,
+    task: JoinHandle<JobRun>,
+}
+
+/// Follows the watch of this pod's ProofJobs and starts, cancels and ends job runs.
+async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
+    let selector = format!("{ASSIGNED_POD_LABEL}={}", daemon.identity.pod);
+    let (store, writer) = reflector::store();
+    let events = watcher(daemon.kube.jobs(), watcher::Config::default().labels(&selector))
+        .default_backoff()
+        .reflect(writer);
+    let mut events = pin!(events);
+    let mut terminate = pin!(shutdown_signal());
+    let mut active: Option<ActiveJob> = None;
+    let mut completed = HashSet::new();
+    loop {
+        tokio::select! {
+            () = &mut terminate => {
+                tracing::info!("shutting down");
+                stop_for_shutdown(daemon, active.take()).await;
+                return Ok(());
+            }
+            event = events.next() => match event {
+                Some(Ok(watcher::Event::InitDone)) => {
+                    if !daemon.watch_ready.swap(true, Ordering::Relaxed) {
+                        tracing::info!(%selector, "watching the ProofJobs assigned to this pod");
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(err)) => {
+                    daemon.watch_ready.store(false, Ordering::Relaxed);
+                    tracing::warn!("watching ProofJobs with {selector}: {err}; retrying");
+                    continue;
+                }
+                None => return Err(ProverError::WatchEnded),
+            },
+            run = finished(&mut active) => {
+                let ended = active.take().expect("only an active job finishes");
+                if end_job(daemon, &ended.job, run).await? == JobOutcome::Succeeded {
+                    completed.insert(ended.uid);
+                }
+            }
+        }
+        // Until the first list is complete, the store may miss the running job.
+        if daemon.watch_ready.load(Ordering::Relaxed) {
+            act(daemon, &store.state(), &mut active, &mut completed);
+        }
+    }
+}
+
+/// Carries out the decision for the jobs now assigned; forgets completed jobs no longer
+/// assigned.
+fn act(daemon: &Arc<Daemon>, assigned: &[Arc<ProofJob>], active: &mut Option<ActiveJob>, completed: &mut HashSet<String>) {
+    completed.retain(|uid| assigned.iter().any(|job| job.uid().as_ref() == Some(uid)));
+    match decide(active.as_ref().map(|a| a.uid.as_str()), assigned, completed) {
+        Decision::Continue | Decision::Idle => {}
+        Decision::Cancel => {
+            if let Some(active) = active {
+                active.cancel.send_replace(true);
+            }
+        }
+        Decision::Start(job) => {
+            let (cancel, cancelled) = watch::channel(false);
+            daemon.state.job_started(&job.name_any());
+            daemon.metrics.job_started();
+            let task = tokio::spawn(runner::run_job(daemon.clone(), job.clone(), cancelled));
+            let uid = job.uid().expect("decide starts only jobs with a uid");
+            *active = Some(ActiveJob { job, uid, cancel, task });
+        }
+    }
+}
+
+/// The run of the active job once it ends; never, when nothing runs.
+async fn finished(active: &mut Option<ActiveJob>) -> JobRun {
+    let Some(active) = active else {
+        return std::future::pending().await;
+    };
+    (&mut active.task).await.unwrap_or_else(|err| JobRun {
+        outcome: JobOutcome::Failed(format!("the job runner stopped: {err}")),
+        pipeline: None,
+    })
+}
+
+/// Stops the job's pipeline (so its memory is free before another job starts) and tells
+/// how the job ended. A failure ends the daemon.
+async fn end_job(daemon: &Daemon, job: &ProofJob, run: JobRun) -> Result<JobOutcome, ProverError> {
+    if let Some(pipeline) = run.pipeline {
+        pipeline.stop().await;
+    }
+    daemon.state.job_ended();
+    daemon.metrics.job_finished(&run.outcome);
+    let name = job.name_any();
+    match &run.outcome {
+        JobOutcome::Succeeded => tracing::info!(job = %name, "every partition of the job is proved"),
+        JobOutcome::Cancelled => tracing::info!(job = %name, "stopped proving the job"),
+        JobOutcome::Failed(message) => {
+            tracing::error!(job = %name, "proving failed: {message}");
+            if let Err(err) = daemon.kube.proving_failed(job, message).await {
+                tracing::warn!("{err}");
+            }
+            let job = format!("{}/{name}", daemon.identity.namespace);
+            return Err(ProverError::JobFailed { job, message: message.clone() });
+        }
+    }
+    Ok(run.outcome)
+}
+
+/// Cancels the running job and waits a while for its last proofs to be written. Its
+/// pipeline is left to stop on its own: the process exits.
+async fn stop_for_shutdown(daemon: &Daemon, active: Option<ActiveJob>) {
+    let Some(mut active) = active else {
+        return;
+    };
+    active.cancel.send_replace(true);
+    match tokio::time::timeout(SHUTDOWN_GRACE, &mut active.task).await {
+        Ok(Ok(run)) => daemon.metrics.job_finished(&run.outcome),
+        Ok(Err(err)) => tracing::warn!("the job runner stopped: {err}"),
+        Err(_) => {
+            tracing::warn!(job = %active.job.name_any(), "the job did not stop in time; its unwritten proofs are lost");
+            active.task.abort();
+        }
+    }
+}
+
+/// Resolves once `flag` is true, or its sender is gone. Holds no guard of the value across
+/// an await, so the futures waiting on it stay `Send`.
+async fn raised(flag: &mut watch::Receiver<bool>) {
+    let _ = flag.wait_for(|&raised| raised).await;
+}
+
+/// SIGTERM (what the kubelet sends) or ctrl-c.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let terminate = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                terminate.recv().await;
+            }
+            Err(err) => {
+                tracing::warn!("cannot listen for SIGTERM: {err}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    let interrupt = async {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::warn!("cannot listen for ctrl-c: {err}");
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        () = terminate => {}
+        () = interrupt => {}
+    }
+}

@@ -1,0 +1,43 @@
+//! Writes this prover's entry of the pool status when the throttle says so.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use tokio::sync::watch;
+use tokio::time::MissedTickBehavior;
+
+use super::{Daemon, raised};
+use super::payload::pool_status_body;
+use super::throttle::{HEARTBEAT, MIN_INTERVAL, ReportThrottle};
+
+/// How often the report is compared with the last one written.
+const TICK: Duration = Duration::from_secs(1);
+
+/// Reports until `shutdown` turns true.
+pub async fn report_until(daemon: Arc<Daemon>, mut shutdown: watch::Receiver<bool>) {
+    let mut throttle = ReportThrottle::new(MIN_INTERVAL, HEARTBEAT);
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = raised(&mut shutdown) => return,
+        }
+        let report = daemon.state.report();
+        let now = Instant::now();
+        if !throttle.is_due(now, &report) {
+            continue;
+        }
+        let entry = report.status(&daemon.identity.pod, Time(Timestamp::now()));
+        let body = pool_status_body(&daemon.identity.pool, &entry);
+        match daemon.kube.apply_pool_status(&body, &daemon.metrics).await {
+            Ok(()) => throttle.written(now, report),
+            Err(err) => {
+                tracing::warn!("{err}; retrying in {}s", MIN_INTERVAL.as_secs());
+                throttle.failed(now);
+            }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! What is left to prove of a ProofJob, from its spec and the proofs already in its status:
+//! a job (re)started after a crash or a requeue never proves a verified partition again.
+
+use std::str::FromStr;
+
+use kube::ResourceExt;
+use proofpipe_crds::{PartitionProof, ProofJob, ProofJobStatus};
+
+use crate::circuits::CircuitKind;
+use crate::error::ProverError;
+use crate::pipeline::JobSpec;
+
+/// Partitions in `0..partitions` that already have a verified proof in `status`, ascending.
+pub fn proved_partitions(status: Option<&ProofJobStatus>, partitions: u32) -> Vec<u32> {
+    let mut proved: Vec<u32> = status
+        .and_then(|s| s.proofs.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .filter(|proof| proof.verified)
+        .filter_map(|proof| u32::try_from(proof.partition).ok())
+        .filter(|&partition| partition < partitions)
+        .collect();
+    proved.sort_unstable();
+    proved.dedup();
+    proved
+}
+
+/// How many partitions of `job` have no verified proof yet.
+pub fn remaining_partitions(job: &ProofJob) -> usize {
+    let partitions = u32::try_from(job.spec.partitions).unwrap_or(0);
+    partitions as usize - proved_partitions(job.status.as_ref(), partitions).len()
+}
+
+/// Verified proofs in `status` made by `pod`, perhaps by an earlier process of a pod with
+/// the same name. Server-side apply drops list entries a manager stops applying, so the
+/// daemon applies these again along with its new proofs.
+pub fn own_proofs(status: Option<&ProofJobStatus>, pod: &str) -> Vec<PartitionProof> {
+    status
+        .and_then(|s| s.proofs.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .filter(|proof| proof.verified && proof.proved_by == pod)
+        .cloned()
+        .collect()
+}
+
+/// The pipeline job for the partitions of `job` still to prove.
+pub fn pipeline_job(job: &ProofJob) -> Result<JobSpec, ProverError> {
+    let spec = &job.spec;
+    let invalid = |what: &'static str, value: i64| ProverError::InvalidArgument {
+        what,
+        reason: format!("{value} in ProofJob {}", job.name_any()),
+    };
+    let circuit = CircuitKind::from_str(&spec.circuit)?;
+    let constraints = usize::try_from(spec.constraints).map_err(|_| invalid("constraints", spec.constraints.into()))?;
+    let partitions = u32::try_from(spec.partitions)
+        .ok()
+        .filter(|&p| p > 0)
+        .ok_or_else(|| invalid("partitions", spec.partitions.into()))?;
+    let seed = u64::try_from(spec.seed).map_err(|_| invalid("seed", spec.seed))?;
+    Ok(JobSpec {
+        circuit,
+        constraints,
+        partitions,
+        seed,
+        priority: spec.priority,
+        skip: proved_partitions(job.status.as_ref(), partitions),
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use proofpipe_crds::ProofJobSpec;
+
+    use super::*;
+
+    pub fn proof(partition: i32, verified: bool, by: &str) -> PartitionProof {
+        PartitionProof {
+            partition,
+            proof: format!("proof-{partition}"),
+            verified,
+            public_inputs: vec![],
+            proved_by: by.into(),
+        }
+    }
+
+    pub fn job(name: &str, partitions: i32, proofs: Vec<PartitionProof>) -> ProofJob {
+        let spec = serde_json::from_value::<ProofJobSpec>(serde_json::json!({
+            "pool": "gpu", "circuit": "mul-chain", "constraints": 1024, "partitions": partitions,
+            "seed": 7, "priority": 3,
+        }))
+        .unwrap();
+        let mut job = ProofJob::new(name, spec);
+        job.metadata.uid = Some(format!("uid-{name}"));
+        job.status = Some(ProofJobStatus { proofs: Some(proofs), ..ProofJobStatus::default() });
+        job
+    }
+
+    #[test]
+    fn only_verified_in_range_partitions_are_skipped() {
+        let job = job(
+            "a",
+            4,
+            vec![proof(2, true, "p0"), proof(0, true, "p1"), proof(1, false, "p0"), proof(9, true, "p0"), proof(2, true, "p0")],
+        );
+        assert_eq!(proved_partitions(job.status.as_ref(), 4), [0, 2]);
+        assert_eq!(remaining_partitions(&job), 2);
+        assert_eq!(pipeline_job(&job).unwrap().todo(), [1, 3]);
+    }
+
+    #[test]
+    fn no_status_means_everything_to_prove() {
+        assert!(proved_partitions(None, 3).is_empty());
+        let mut job = job("a", 3, vec![]);
+        job.status = None;
+        let spec = pipeline_job(&job).unwrap();
+        assert_eq!((spec.circuit, spec.constraints, spec.seed, spec.priority), (CircuitKind::MulChain, 1024, 7, 3));
+        assert_eq!(spec.todo(), [0, 1, 2]);
+    }
+
+    #[test]
+    fn own_proofs_are_the_verified_ones_of_this_pod() {
+        let job = job("a", 4, vec![proof(0, true, "p0"), proof(1, true, "p1"), proof(2, false, "p0")]);
+        assert_eq!(own_proofs(job.status.as_ref(), "p0"), [proof(0, true, "p0")]);
+    }
+
+    #[test]
+    fn an_unknown_circuit_or_negative_seed_is_refused() {
+        let mut unknown = job("a", 1, vec![]);
+        unknown.spec.circuit = "poseidon".into();
+        assert!(pipeline_job(&unknown).unwrap_err().to_string().contains("poseidon"));
+        let mut negative = job("b", 1, vec![]);
+        negative.spec.seed = -1;
+        assert!(pipeline_job(&negative).unwrap_err().to_string().contains("seed"));
+    }
+}

@@ -1,0 +1,87 @@
+//! Sizing a pipeline for one job, and how that sizing is shown in the pool status.
+
+use proofpipe_crds::PipelineSizing;
+
+use crate::circuits::CircuitShape;
+use crate::pipeline::JobSpec;
+use crate::sizing::{Overrides, Plan, SizingInput};
+
+/// The fraction of the memory limit kept free, as `prove` does by default.
+pub const HEADROOM: f64 = 0.1;
+
+/// GPUs the GPU stage uses: this build's only backend runs that stage on the CPU.
+pub const GPU_DEVICES: usize = 0;
+
+/// The planner's input for `job`: only its remaining partitions can be in flight at once.
+pub fn sizing_input(
+    job: &JobSpec,
+    shape: CircuitShape,
+    memory_limit: u64,
+    params_bytes: u64,
+    cpu_cores: usize,
+    overrides: Overrides,
+) -> SizingInput {
+    SizingInput {
+        circuit: job.circuit,
+        shape,
+        memory_limit,
+        params_bytes,
+        headroom: HEADROOM,
+        cpu_cores,
+        gpu_devices: GPU_DEVICES,
+        max_parallel_partitions: Some(job.todo().len()),
+        overrides,
+    }
+}
+
+/// The plan as the pool status shows it.
+pub fn reported_sizing(plan: &Plan) -> PipelineSizing {
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    let bytes = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    PipelineSizing {
+        partition_workers: count(plan.partition_workers),
+        channel_capacity: count(plan.channel_capacity),
+        gpu_workers: count(plan.gpu_workers),
+        predicted_peak_bytes: bytes(plan.predicted_peak_bytes),
+        memory_limit_bytes: Some(bytes(plan.memory_limit)),
+        memory_estimate: memory_estimate(plan.predicted_peak_bytes, plan.memory_limit),
+    }
+}
+
+/// `41.2GiB/64GiB`: predicted peak against the limit, one decimal, none when whole.
+pub fn memory_estimate(predicted_peak: u64, limit: u64) -> String {
+    format!("{}/{}", gib(predicted_peak), gib(limit))
+}
+
+fn gib(bytes: u64) -> String {
+    let tenths = (bytes as f64 / f64::from(1u32 << 30) * 10.0).round() as u64;
+    if tenths % 10 == 0 { format!("{}GiB", tenths / 10) } else { format!("{}.{}GiB", tenths / 10, tenths % 10) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::circuits::CircuitKind;
+    use crate::sizing::plan;
+
+    #[test]
+    fn memory_estimates_read_like_kubectl_columns() {
+        assert_eq!(memory_estimate(44_238_822_195, 64 << 30), "41.2GiB/64GiB");
+        assert_eq!(memory_estimate(200 << 20, 1 << 30), "0.2GiB/1GiB");
+    }
+
+    #[test]
+    fn a_job_is_sized_for_its_remaining_partitions() {
+        let mut job = JobSpec::new(CircuitKind::MulChain, 1024, 8);
+        job.skip = vec![0, 1, 2, 3, 4, 5];
+        let shape = job.circuit.shape(job.constraints).unwrap();
+        let input = sizing_input(&job, shape, 16 << 30, 1 << 20, 16, Overrides::default());
+        assert_eq!(input.max_parallel_partitions, Some(2));
+        let plan = plan(&input).unwrap();
+        assert_eq!(plan.partition_workers, 2);
+        let sizing = reported_sizing(&plan);
+        assert_eq!(sizing.partition_workers, 2);
+        assert_eq!(sizing.memory_limit_bytes, Some(16 << 30));
+        assert!(sizing.memory_estimate.ends_with("/16GiB"), "{}", sizing.memory_estimate);
+    }
+}

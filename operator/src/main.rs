@@ -1,7 +1,9 @@
 use std::io::{self, Write};
+use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use proofpipe_operator::Config;
 
 /// The proofpipe Kubernetes operator.
 #[derive(Parser)]
@@ -15,14 +17,29 @@ struct Cli {
 enum Command {
     /// Print the ProofJob and ProverPool CustomResourceDefinitions as YAML, for `kubectl apply -f -`.
     Crds,
+    /// Run the controller against the cluster named by KUBECONFIG (or the in-cluster config).
+    Run {
+        /// Address of the /metrics, /healthz and /readyz endpoints.
+        #[arg(long, default_value = "0.0.0.0:8080")]
+        listen: SocketAddr,
+        /// Watch only this namespace (default: all namespaces).
+        #[arg(long)]
+        namespace: Option<String>,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
 enum Error {
-    #[error("rendering the CRDs as YAML: {0}")]
+    #[error("rendering the CRDs as YAML")]
     Yaml(#[from] serde_yaml_ng::Error),
-    #[error("writing to stdout: {0}")]
+    #[error("writing to stdout")]
     Stdout(#[from] io::Error),
+    #[error("connecting to the Kubernetes API (is KUBECONFIG set?)")]
+    Client(#[from] kube::Error),
+    #[error("starting the async runtime")]
+    Runtime(#[source] io::Error),
+    #[error(transparent)]
+    Operator(#[from] proofpipe_operator::Error),
 }
 
 fn main() -> ExitCode {
@@ -30,7 +47,14 @@ fn main() -> ExitCode {
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("proofpipe-operator: {err}");
+            let mut message = err.to_string();
+            let mut source = std::error::Error::source(&err);
+            while let Some(cause) = source {
+                message.push_str(": ");
+                message.push_str(&cause.to_string());
+                source = cause.source();
+            }
+            eprintln!("proofpipe-operator: {message}");
             ExitCode::FAILURE
         }
     }
@@ -44,6 +68,46 @@ fn run(command: Command) -> Result<(), Error> {
             stdout.write_all(yaml.as_bytes())?;
             stdout.flush()?;
         }
+        Command::Run { listen, namespace } => {
+            tracing_subscriber::fmt()
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_from_default_env()
+                        .unwrap_or_else(|_| "info".into()),
+                )
+                .init();
+            let runtime = tokio::runtime::Runtime::new().map_err(Error::Runtime)?;
+            runtime.block_on(operate(Config::from_env(Some(listen), namespace)))?;
+        }
     }
     Ok(())
+}
+
+/// Runs the operator until it fails (exit 1: the Deployment restarts it) or a SIGTERM or
+/// Ctrl-C asks it to stop (exit 0).
+async fn operate(config: Config) -> Result<(), Error> {
+    let client = kube::Client::try_default().await?;
+    tracing::info!(identity = %config.identity, lease_namespace = %config.lease_namespace, "starting");
+    tokio::select! {
+        result = proofpipe_operator::run(client, config) => Ok(result?),
+        () = shutdown_signal() => {
+            tracing::info!("shutting down");
+            Ok(())
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let mut terminate =
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM; stopping on Ctrl-C only");
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
 }

@@ -1,0 +1,125 @@
+//! Which queued jobs go to which prover pods now: one job per prover, Ready pods only.
+
+use std::collections::BTreeSet;
+
+use kube::ResourceExt;
+use proofpipe_crds::ProofJob;
+
+use crate::names::ASSIGNED_POD_LABEL;
+use crate::prover_pods::{PodHealth, ProverPod};
+
+/// One decision: put `job` on `pod`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assignment<'a> {
+    pub job: &'a ProofJob,
+    pub pod: String,
+}
+
+/// Pods that have an unfinished job assigned (by label): they have no room.
+pub fn busy_pods<'a>(jobs: impl IntoIterator<Item = &'a ProofJob>) -> BTreeSet<String> {
+    jobs.into_iter()
+        .filter(|job| {
+            !job.status
+                .as_ref()
+                .and_then(|status| status.phase)
+                .is_some_and(|phase| phase.is_finished())
+        })
+        .filter_map(|job| job.labels().get(ASSIGNED_POD_LABEL).cloned())
+        .collect()
+}
+
+/// Ready pods with no job, lowest ordinal first (so work packs onto the pods that are kept
+/// longest when the pool scales down).
+pub fn idle_ready_pods<'a>(pods: &'a [ProverPod], busy: &BTreeSet<String>) -> Vec<&'a ProverPod> {
+    let mut idle: Vec<&ProverPod> = pods
+        .iter()
+        .filter(|pod| pod.health == PodHealth::Ready && !busy.contains(&pod.name))
+        .collect();
+    idle.sort_by(|a, b| {
+        (a.ordinal.is_none(), a.ordinal, &a.name).cmp(&(b.ordinal.is_none(), b.ordinal, &b.name))
+    });
+    idle
+}
+
+/// Pairs the head of `queue` with the idle pods, in order.
+pub fn assign<'a>(queue: &[&'a ProofJob], idle: &[&ProverPod]) -> Vec<Assignment<'a>> {
+    queue
+        .iter()
+        .zip(idle)
+        .map(|(job, pod)| Assignment {
+            job,
+            pod: pod.name.clone(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use proofpipe_crds::{ProofJobPhase, ProofJobStatus};
+
+    use super::*;
+    use crate::queue::queue;
+    use crate::queue::tests::job;
+
+    fn prover(n: u32, health: PodHealth) -> ProverPod {
+        ProverPod {
+            name: format!("gpu-prover-{n}"),
+            ordinal: Some(n),
+            health,
+        }
+    }
+
+    #[test]
+    fn the_queue_head_goes_to_the_lowest_idle_ready_pod() {
+        let mut running = job("running", 0, 0);
+        running
+            .labels_mut()
+            .insert(ASSIGNED_POD_LABEL.into(), "gpu-prover-0".into());
+        let mut finished = job("finished", 0, 0);
+        finished
+            .labels_mut()
+            .insert(ASSIGNED_POD_LABEL.into(), "gpu-prover-3".into());
+        finished.status = Some(ProofJobStatus {
+            phase: Some(ProofJobPhase::Succeeded),
+            ..ProofJobStatus::default()
+        });
+        let jobs = [
+            running,
+            finished,
+            job("low", 0, 0),
+            job("high", 5, 9),
+            job("extra", -3, 0),
+        ];
+        let pods = [
+            prover(0, PodHealth::Ready),    // busy with "running"
+            prover(1, PodHealth::Starting), // not ready
+            prover(2, PodHealth::Terminating),
+            prover(4, PodHealth::Ready),
+            prover(3, PodHealth::Ready), // its job finished: idle
+        ];
+
+        let busy = busy_pods(&jobs);
+        assert_eq!(busy, BTreeSet::from(["gpu-prover-0".to_owned()]));
+        let idle = idle_ready_pods(&pods, &busy);
+        let queue = queue("gpu", &jobs);
+        let decided: Vec<(String, String)> = assign(&queue, &idle)
+            .into_iter()
+            .map(|a| (a.job.name_any(), a.pod))
+            .collect();
+        assert_eq!(
+            decided,
+            [
+                ("high".into(), "gpu-prover-3".into()),
+                ("low".into(), "gpu-prover-4".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn nothing_is_assigned_without_an_idle_ready_pod() {
+        let jobs = [job("waiting", 0, 0)];
+        let pods = [prover(0, PodHealth::Starting)];
+        let idle = idle_ready_pods(&pods, &BTreeSet::new());
+        assert!(assign(&queue("gpu", &jobs), &idle).is_empty());
+    }
+}

@@ -1,0 +1,130 @@
+//! The Events the operator publishes, so `kubectl describe` tells why an object is as it is.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{Event, EventType};
+
+use super::Context;
+use crate::job_state::JobEvent;
+
+impl Context {
+    /// Publishes `event` about `regarding`. A failure is logged, never fatal: Events explain
+    /// decisions, they do not make them.
+    pub(super) async fn publish(&self, regarding: &ObjectReference, event: Event) {
+        if let Err(error) = self.recorder.publish(&event, regarding).await {
+            tracing::warn!(
+                reason = %event.reason,
+                object = ?regarding.name,
+                %error,
+                "publishing an Event failed"
+            );
+        }
+    }
+}
+
+fn event(
+    type_: EventType,
+    reason: &str,
+    action: &str,
+    note: String,
+    related: Option<ObjectReference>,
+) -> Event {
+    Event {
+        type_,
+        reason: reason.into(),
+        // The API server refuses notes over 1 kB.
+        note: Some(truncate(note, 1024)),
+        action: action.into(),
+        secondary: related,
+    }
+}
+
+fn truncate(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max - 3;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("...");
+    }
+    text
+}
+
+/// A reference to a Pod, for an Event's related object.
+pub(super) fn pod_reference(namespace: Option<&str>, name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        namespace: namespace.map(str::to_owned),
+        name: Some(name.to_owned()),
+        ..ObjectReference::default()
+    }
+}
+
+/// A job was put on a prover pod.
+pub(super) fn assigned(pod: &str, pool: &str, attempt: i32, pod_ref: ObjectReference) -> Event {
+    let note = format!("assigned to prover pod {pod} of pool {pool} (attempt {attempt})");
+    event(EventType::Normal, "Assigned", "Assign", note, Some(pod_ref))
+}
+
+/// What the job state machine decided, as an Event.
+pub(super) fn job_event(decided: &JobEvent) -> Event {
+    match decided {
+        JobEvent::Requeued { note, .. } => {
+            event(EventType::Normal, "Requeued", "Requeue", note.clone(), None)
+        }
+        JobEvent::Suspended { pod } => event(
+            EventType::Normal,
+            "Suspended",
+            "Unassign",
+            format!("spec.suspend is true: unassigned from {pod}; finished partitions are kept"),
+            None,
+        ),
+        JobEvent::Failed { reason, note } => event(
+            EventType::Warning,
+            "Failed",
+            "Fail",
+            format!("{}: {note}", reason.as_str()),
+            None,
+        ),
+        JobEvent::Succeeded { note } => event(
+            EventType::Normal,
+            "Succeeded",
+            "Complete",
+            note.clone(),
+            None,
+        ),
+    }
+}
+
+/// A pool's pods were created or deleted.
+pub(super) fn scaled(note: String) -> Event {
+    event(EventType::Normal, "Scaled", "Scale", note, None)
+}
+
+/// A reconcile failed; the note is the whole error chain.
+pub(super) fn reconcile_failed(chain: &str, retry_in: Duration) -> Event {
+    let note = format!("{chain} (retrying in {} s)", retry_in.as_secs());
+    event(
+        EventType::Warning,
+        "ReconcileFailed",
+        "Reconcile",
+        note,
+        None,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_notes_are_cut_on_a_character_boundary() {
+        let note = truncate("é".repeat(600), 1024);
+        assert!(note.len() <= 1024);
+        assert!(note.ends_with("..."));
+        assert_eq!(truncate("short".into(), 1024), "short");
+    }
+}

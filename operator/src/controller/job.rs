@@ -1,0 +1,185 @@
+//! The ProofJob reconciler: observe the job's pool and assigned pod, let
+//! [`crate::job_state`] decide, then apply: label, status, deletion, Events.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::controller::{self, Action};
+use kube::runtime::finalizer::{Event as Finalizing, finalizer};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{Controller, watcher};
+use kube::{Api, Resource, ResourceExt};
+use proofpipe_crds::{ProofJob, ProverPool};
+
+use super::writes::{delete_job, set_assigned_pod, set_job_status};
+use super::{CONCURRENCY, Context, error_policy, events, namespace_of, succeeded};
+use crate::error::{Error, KubeResultExt};
+use crate::job_state::{JobEvent, JobObservation, decide, operator_fields};
+use crate::metrics::Outcome;
+use crate::names::{ASSIGNED_POD_LABEL, FINALIZER, all_provers_selector};
+use crate::prover_pods::ProverPod;
+
+pub(super) async fn run(context: Arc<Context>) {
+    // No generation predicate here: the daemons' proofs arrive as status writes, and each
+    // one may complete the job.
+    let controller = Controller::new(context.watched::<ProofJob>(), watcher::Config::default());
+    let jobs = controller.store();
+    let jobs_of_pool = jobs.clone();
+    controller
+        // A prover pod that changes (Ready, Failed, deleted) concerns the jobs assigned to it.
+        .watches(
+            context.watched::<Pod>(),
+            watcher::Config::default().labels(&all_provers_selector()),
+            move |pod| {
+                let namespace = pod.namespace();
+                let name = pod.name_any();
+                jobs.state()
+                    .into_iter()
+                    .filter(|job| {
+                        job.namespace() == namespace
+                            && job.labels().get(ASSIGNED_POD_LABEL) == Some(&name)
+                    })
+                    .map(|job| ObjectRef::from_obj(&*job))
+                    .collect::<Vec<_>>()
+            },
+        )
+        // A pool that appears or goes moves its jobs between Pending and Queued.
+        .watches(
+            context.watched::<ProverPool>(),
+            watcher::Config::default(),
+            move |pool| {
+                let namespace = pool.namespace();
+                let name = pool.name_any();
+                jobs_of_pool
+                    .state()
+                    .into_iter()
+                    .filter(|job| job.namespace() == namespace && job.spec.pool == name)
+                    .map(|job| ObjectRef::from_obj(&*job))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .with_config(controller::Config::default().concurrency(CONCURRENCY))
+        .run(reconcile, error_policy, context)
+        .for_each(|_| std::future::ready(()))
+        .await;
+}
+
+async fn reconcile(job: Arc<ProofJob>, context: Arc<Context>) -> Result<Action, Error> {
+    let guard = context.metrics.reconcile("ProofJob");
+    let namespace = namespace_of(&*job)?;
+    let api: Api<ProofJob> = context.namespaced(&namespace);
+    let wrote = AtomicBool::new(false);
+    let result = finalizer(&api, FINALIZER, job.clone(), |event| async {
+        match event {
+            Finalizing::Apply(job) => apply(&job, &namespace, &context, &wrote).await,
+            Finalizing::Cleanup(job) => cleanup(&job, &api, &wrote).await,
+        }
+    })
+    .await
+    .map_err(|error| Error::Finalizer(Box::new(error)));
+    match &result {
+        Ok(_) => {
+            guard.finish(if wrote.load(Ordering::Relaxed) {
+                Outcome::Applied
+            } else {
+                Outcome::Unchanged
+            });
+            succeeded(&context, &*job);
+        }
+        Err(error) if error.is_conflict() => guard.finish(Outcome::Conflict),
+        Err(_) => {}
+    }
+    result
+}
+
+async fn apply(
+    job: &ProofJob,
+    namespace: &str,
+    context: &Context,
+    wrote: &AtomicBool,
+) -> Result<Action, Error> {
+    let name = job.name_any();
+    let pool_exists = context
+        .namespaced::<ProverPool>(namespace)
+        .get_opt(&job.spec.pool)
+        .await
+        .context(|| {
+            format!(
+                "reading ProverPool {namespace}/{} of ProofJob {name}",
+                job.spec.pool
+            )
+        })?
+        .is_some();
+    let assigned_pod = job.labels().get(ASSIGNED_POD_LABEL).cloned();
+    let pod_health = match &assigned_pod {
+        Some(pod) => context
+            .namespaced::<Pod>(namespace)
+            .get_opt(pod)
+            .await
+            .context(|| format!("reading Pod {namespace}/{pod} assigned to ProofJob {name}"))?
+            .map(|found| ProverPod::observe(&job.spec.pool, &found).health),
+        None => None,
+    };
+    let current = job.status.clone().unwrap_or_default();
+    let decision = decide(&JobObservation {
+        spec: &job.spec,
+        generation: job.meta().generation,
+        status: &current,
+        pool_exists,
+        assignment: assigned_pod.as_deref().map(|pod| (pod, pod_health)),
+        now: Timestamp::now(),
+    });
+
+    let api: Api<ProofJob> = context.namespaced(namespace);
+    let finishing = decision
+        .status
+        .phase
+        .is_some_and(|phase| phase.is_finished());
+    let mut latest = job.clone();
+    // Write order matters if the operator stops between two writes. A job leaving its pod
+    // for the queue loses the label first: a label left behind would look like a new
+    // assignment and count an attempt. A job failing records Failed first: without the
+    // status, a removed label would send it back to the queue for another attempt.
+    if decision.unassign && !finishing {
+        latest = set_assigned_pod(&api, &latest, None).await?;
+        wrote.store(true, Ordering::Relaxed);
+    }
+    if decision.status != operator_fields(&current) {
+        latest = set_job_status(&api, &latest, &decision.status).await?;
+        wrote.store(true, Ordering::Relaxed);
+    }
+    if decision.unassign && finishing {
+        latest = set_assigned_pod(&api, &latest, None).await?;
+        wrote.store(true, Ordering::Relaxed);
+    }
+    if let Some(event) = &decision.event {
+        if matches!(event, JobEvent::Requeued { .. }) {
+            context.metrics.jobs_requeued.inc();
+        }
+        tracing::info!(job = %format!("{namespace}/{name}"), ?event, "job changed");
+        context
+            .publish(&latest.object_ref(&()), events::job_event(event))
+            .await;
+    }
+    if decision.delete {
+        tracing::info!(job = %format!("{namespace}/{name}"), "ttlSecondsAfterFinished passed; deleting");
+        delete_job(&api, &latest).await?;
+        wrote.store(true, Ordering::Relaxed);
+    }
+    Ok(decision
+        .requeue_after
+        .map_or_else(Action::await_change, Action::requeue))
+}
+
+/// The job is being deleted: take it off its pod so that the daemon cancels it. Its proofs go
+/// with it.
+async fn cleanup(job: &ProofJob, api: &Api<ProofJob>, wrote: &AtomicBool) -> Result<Action, Error> {
+    if job.labels().contains_key(ASSIGNED_POD_LABEL) {
+        set_assigned_pod(api, job, None).await?;
+        wrote.store(true, Ordering::Relaxed);
+    }
+    Ok(Action::await_change())
+}

@@ -1,0 +1,139 @@
+//! The two controllers and what they share: the I/O edge around the pure cores.
+//!
+//! - [`pool`] reconciles a ProverPool: its prover RBAC, its pods (create, replace, scale
+//!   down), assignment of its queue to idle Ready provers, and its status.
+//! - [`job`] reconciles a ProofJob: its phase and status from [`crate::job_state`], requeue
+//!   on a lost pod, failure, TTL deletion, unassignment on suspend and on deletion (the
+//!   finalizer).
+
+mod events;
+mod job;
+mod pool;
+mod writes;
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::NamespaceResourceScope;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+
+use crate::error::Error;
+use crate::metrics::Metrics;
+use crate::names::FIELD_MANAGER;
+use crate::retry::FailureCounts;
+
+/// Reconciles of one kind that may run at once (the default is unbounded).
+const CONCURRENCY: u16 = 8;
+/// After losing a resourceVersion race: the watch brings the new version almost at once.
+const CONFLICT_RETRY: Duration = Duration::from_millis(500);
+
+/// What every reconcile needs.
+pub(crate) struct Context {
+    client: Client,
+    /// The one namespace watched, or `None` for all.
+    namespace: Option<String>,
+    recorder: Recorder,
+    metrics: Metrics,
+    failures: FailureCounts,
+}
+
+impl Context {
+    /// An API for `K` over the watched namespace(s).
+    fn watched<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+    {
+        match &self.namespace {
+            Some(namespace) => Api::namespaced(self.client.clone(), namespace),
+            None => Api::all(self.client.clone()),
+        }
+    }
+
+    fn namespaced<K>(&self, namespace: &str) -> Api<K>
+    where
+        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+}
+
+/// Runs both controllers until one stops (which only an ended watch can cause).
+pub(crate) async fn run(
+    client: Client,
+    namespace: Option<String>,
+    identity: &str,
+    metrics: Metrics,
+) -> Error {
+    let reporter = Reporter {
+        controller: FIELD_MANAGER.into(),
+        instance: Some(identity.to_owned()),
+    };
+    let context = Arc::new(Context {
+        recorder: Recorder::new(client.clone(), reporter),
+        client,
+        namespace,
+        metrics,
+        failures: FailureCounts::default(),
+    });
+    tokio::select! {
+        () = pool::run(context.clone()) => Error::ControllerStopped("ProverPool"),
+        () = job::run(context) => Error::ControllerStopped("ProofJob"),
+    }
+}
+
+/// The namespace of a namespaced object.
+fn namespace_of<K: Resource>(object: &K) -> Result<String, Error> {
+    object
+        .meta()
+        .namespace
+        .clone()
+        .ok_or_else(|| Error::MissingNamespace {
+            kind: std::any::type_name::<K>()
+                .rsplit("::")
+                .next()
+                .unwrap_or("object"),
+            name: object.meta().name.clone().unwrap_or_default(),
+        })
+}
+
+/// `kind/namespace/name`, the key of an object's failure count.
+fn failure_key<K: Resource<DynamicType = ()>>(object: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        K::kind(&()),
+        object.meta().namespace.as_deref().unwrap_or_default(),
+        object.meta().name.as_deref().unwrap_or_default()
+    )
+}
+
+/// On a failed reconcile: a lost resourceVersion race is retried soon and quietly; anything
+/// else is logged, published as a Warning Event carrying the error chain (so `kubectl
+/// describe` explains a stuck object) and retried with exponential backoff.
+fn error_policy<K>(object: Arc<K>, error: &Error, context: Arc<Context>) -> Action
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
+{
+    if error.is_conflict() {
+        return Action::requeue(CONFLICT_RETRY);
+    }
+    let key = failure_key(&*object);
+    let retry_in = context.failures.failed(&key);
+    let chain = error.chain();
+    tracing::warn!(object = %key, error = %chain, retry_in = ?retry_in, "reconcile failed");
+    let reference = object.object_ref(&());
+    tokio::spawn(async move {
+        context
+            .publish(&reference, events::reconcile_failed(&chain, retry_in))
+            .await;
+    });
+    Action::requeue(retry_in)
+}
+
+/// Records a successful reconcile of `object`: clears its backoff.
+fn succeeded<K: Resource<DynamicType = ()>>(context: &Context, object: &K) {
+    context.failures.succeeded(&failure_key(object));
+}

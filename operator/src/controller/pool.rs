@@ -1,0 +1,250 @@
+//! The ProverPool reconciler: read the pool's pods and jobs, let the pure cores decide, then
+//! apply: prover RBAC, pods, assignments, status.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::ListParams;
+use kube::runtime::controller::{self, Action};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{Controller, WatchStreamExt, predicates, watcher};
+use kube::{Api, Resource, ResourceExt};
+use proofpipe_crds::{ProofJob, ProverPool};
+
+use super::writes::{
+    create_pod, delete_pod, remove_prover_entries, set_assigned_pod, set_job_status,
+    set_pool_status,
+};
+use super::{CONCURRENCY, Context, error_policy, events, namespace_of, succeeded};
+use crate::assignment::{Assignment, assign, busy_pods, idle_ready_pods};
+use crate::error::{Error, KubeResultExt};
+use crate::job_state::{JobObservation, decide};
+use crate::metrics::Outcome;
+use crate::names::{all_provers_selector, pool_selector};
+use crate::pod_spec::prover_pod;
+use crate::pool_status::{self, PoolObservation};
+use crate::prover_pods::{PodHealth, ProverPod};
+use crate::queue::queue;
+use crate::scaling::{PodPlan, plan};
+
+/// How often a pool is reconciled with nothing changing, to pick up its provers' reports
+/// (status writes, which do not trigger a reconcile) into `status.sizing`.
+const RESYNC: Duration = Duration::from_secs(15);
+
+pub(super) async fn run(context: Arc<Context>) {
+    let (reader, writer) = reflector::store();
+    // Reconcile on spec changes only: the pool's status is written by the operator itself and
+    // by every daemon, and reacting to those writes would loop. Pods and jobs trigger
+    // reconciles through the watches below; RESYNC picks up the daemons' reports.
+    let pools = watcher(context.watched::<ProverPool>(), watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(predicates::generation, Default::default());
+    Controller::for_stream(pools, reader)
+        .owns(
+            context.watched::<Pod>(),
+            watcher::Config::default().labels(&all_provers_selector()),
+        )
+        .watches(
+            context.watched::<ProofJob>(),
+            watcher::Config::default(),
+            |job| {
+                let namespace = job.namespace()?;
+                Some(ObjectRef::new(&job.spec.pool).within(&namespace))
+            },
+        )
+        .with_config(controller::Config::default().concurrency(CONCURRENCY))
+        .run(reconcile, error_policy, context)
+        .for_each(|_| std::future::ready(()))
+        .await;
+}
+
+async fn reconcile(pool: Arc<ProverPool>, context: Arc<Context>) -> Result<Action, Error> {
+    let guard = context.metrics.reconcile("ProverPool");
+    match reconcile_pool(&pool, &context).await {
+        Ok(outcome) => {
+            guard.finish(outcome);
+            succeeded(&context, &*pool);
+            Ok(Action::requeue(RESYNC))
+        }
+        Err(error) => {
+            if error.is_conflict() {
+                guard.finish(Outcome::Conflict);
+            }
+            Err(error)
+        }
+    }
+}
+
+async fn reconcile_pool(pool: &ProverPool, context: &Context) -> Result<Outcome, Error> {
+    let name = pool.name_any();
+    let namespace = namespace_of(pool)?;
+    let metrics_key = format!("{namespace}/{name}");
+    if pool.meta().deletion_timestamp.is_some() {
+        // Its pods go with it: they carry its controller ownerReference.
+        context.metrics.forget_pool(&metrics_key);
+        return Ok(Outcome::Unchanged);
+    }
+    context.apply_prover_rbac(&namespace).await?;
+
+    let pods_api: Api<Pod> = context.namespaced(&namespace);
+    let jobs_api: Api<ProofJob> = context.namespaced(&namespace);
+    let pods = pods_api
+        .list(&ListParams::default().labels(&pool_selector(&name)))
+        .await
+        .context(|| format!("listing the prover pods of ProverPool {namespace}/{name}"))?;
+    let jobs: Vec<ProofJob> = jobs_api
+        .list(&ListParams::default())
+        .await
+        .context(|| format!("listing the ProofJobs of namespace {namespace}"))?
+        .items
+        .into_iter()
+        .filter(|job| job.spec.pool == name)
+        .collect();
+    let provers: Vec<ProverPod> = pods
+        .iter()
+        .map(|pod| ProverPod::observe(&name, pod))
+        .collect();
+    let busy = busy_pods(&jobs);
+    let mut outcome = Outcome::Unchanged;
+
+    let pod_plan = plan(&name, pool.spec.replicas, &provers, &busy);
+    if !pod_plan.is_empty() {
+        apply_pod_plan(pool, &namespace, &pod_plan, context).await?;
+        outcome = Outcome::Applied;
+    }
+
+    // Pods about to be deleted are not offered work.
+    let offered: Vec<ProverPod> = provers
+        .iter()
+        .filter(|pod| !pod_plan.scale_down.contains(&pod.name))
+        .cloned()
+        .collect();
+    let queue = queue(&name, &jobs);
+    let mut assigned = BTreeSet::new();
+    for assignment in assign(&queue, &idle_ready_pods(&offered, &busy)) {
+        match assign_job(&jobs_api, &assignment, context).await {
+            Ok(()) => {
+                assigned.insert(assignment.job.name_any());
+                outcome = Outcome::Applied;
+            }
+            // The job changed since it was listed (another writer, a user's edit): it is
+            // looked at again with its new version.
+            Err(error) if error.is_conflict() => outcome = Outcome::Conflict,
+            Err(error) => return Err(error),
+        }
+    }
+    let still_queued: Vec<&ProofJob> = queue
+        .iter()
+        .filter(|job| !assigned.contains(&job.name_any()))
+        .copied()
+        .collect();
+    context
+        .metrics
+        .set_queue_depth(&metrics_key, still_queued.len());
+
+    let current = pool.status.clone().unwrap_or_default();
+    let status_plan = pool_status::compute(&PoolObservation {
+        name: &name,
+        generation: pool.meta().generation,
+        desired_replicas: pool.spec.replicas,
+        pods: &provers,
+        queue: &still_queued,
+        current: &current,
+        now: Timestamp::now(),
+    });
+    let pools_api: Api<ProverPool> = context.namespaced(&namespace);
+    if status_plan.status != pool_status::operator_fields(&current) {
+        set_pool_status(&pools_api, pool, &status_plan.status).await?;
+        outcome = Outcome::Applied;
+    }
+    if !status_plan.stale_provers.is_empty() {
+        remove_prover_entries(&pools_api, pool, &status_plan.stale_provers).await?;
+        outcome = Outcome::Applied;
+    }
+    Ok(outcome)
+}
+
+/// Creates and deletes pods as planned, with one `Scaled` Event saying what and why.
+async fn apply_pod_plan(
+    pool: &ProverPool,
+    namespace: &str,
+    pod_plan: &PodPlan,
+    context: &Context,
+) -> Result<(), Error> {
+    let api: Api<Pod> = context.namespaced(namespace);
+    for name in pod_plan.replace.iter().chain(&pod_plan.scale_down) {
+        delete_pod(&api, namespace, name).await?;
+    }
+    for name in &pod_plan.create {
+        create_pod(&api, &prover_pod(pool, name)).await?;
+    }
+    let replicas = pool.spec.replicas;
+    let mut notes = Vec::new();
+    if !pod_plan.replace.is_empty() {
+        notes.push(format!(
+            "deleted terminated pods {} to replace them",
+            pod_plan.replace.join(", ")
+        ));
+    }
+    if !pod_plan.scale_down.is_empty() {
+        notes.push(format!(
+            "deleted pods {} to scale down to {replicas} (idle and not-ready pods first)",
+            pod_plan.scale_down.join(", ")
+        ));
+    }
+    if !pod_plan.create.is_empty() {
+        notes.push(format!(
+            "created pods {} for {replicas} replicas",
+            pod_plan.create.join(", ")
+        ));
+    }
+    tracing::info!(pool = %format!("{namespace}/{}", pool.name_any()), "{}", notes.join("; "));
+    context
+        .publish(&pool.object_ref(&()), events::scaled(notes.join("; ")))
+        .await;
+    Ok(())
+}
+
+/// Assigns a job: the label first, conditional on the job's resourceVersion (the write that
+/// decides who wins), then the status, conditional on the version the label write returned.
+/// If the status write loses a race, the job's own reconcile records the assignment from
+/// the label.
+async fn assign_job(
+    api: &Api<ProofJob>,
+    assignment: &Assignment<'_>,
+    context: &Context,
+) -> Result<(), Error> {
+    let job = assignment.job;
+    let pod = assignment.pod.as_str();
+    let labelled = set_assigned_pod(api, job, Some(pod)).await?;
+    let current = job.status.clone().unwrap_or_default();
+    let decision = decide(&JobObservation {
+        spec: &job.spec,
+        generation: job.meta().generation,
+        status: &current,
+        pool_exists: true,
+        assignment: Some((pod, Some(PodHealth::Ready))),
+        now: Timestamp::now(),
+    });
+    match set_job_status(api, &labelled, &decision.status).await {
+        Err(error) if error.is_conflict() => {}
+        result => drop(result?),
+    }
+    context.metrics.jobs_assigned.inc();
+    let attempt = decision.status.attempts.unwrap_or(1);
+    let pod_ref = events::pod_reference(labelled.namespace().as_deref(), pod);
+    tracing::info!(job = %format!("{}/{}", job.namespace().unwrap_or_default(), job.name_any()), %pod, attempt, "assigned");
+    context
+        .publish(
+            &labelled.object_ref(&()),
+            events::assigned(pod, &job.spec.pool, attempt, pod_ref),
+        )
+        .await;
+    Ok(())
+}

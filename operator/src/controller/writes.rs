@@ -1,0 +1,206 @@
+//! Every write the operator makes, each one server-side apply with the field manager
+//! `proofpipe-operator` (forced: ADR 0003 makes the operator the only writer of these
+//! fields) unless said otherwise. ProofJob writes carry the `resourceVersion` they were
+//! computed from, so a write based on a stale read fails with 409 instead of, say,
+//! assigning a job twice.
+
+use json_patch::jsonptr::PointerBuf;
+use json_patch::{PatchOperation, RemoveOperation, TestOperation};
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, Resource, ResourceExt};
+use proofpipe_crds::{ProofJob, ProofJobStatus, ProverPool, ProverPoolStatus};
+use serde_json::{Value, json};
+
+use super::Context;
+use crate::error::{Error, KubeResultExt};
+use crate::names::{ASSIGNED_POD_LABEL, FIELD_MANAGER};
+use crate::prover_rbac;
+
+fn apply() -> PatchParams {
+    PatchParams::apply(FIELD_MANAGER).force()
+}
+
+/// The head of an apply body for `K`: apiVersion, kind, metadata.
+fn apply_body<K: Resource<DynamicType = ()>>(name: &str, resource_version: Option<&str>) -> Value {
+    let mut metadata = json!({ "name": name });
+    if let Some(version) = resource_version {
+        metadata["resourceVersion"] = json!(version);
+    }
+    json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "metadata": metadata,
+    })
+}
+
+/// Sets (`Some(pod)`) or removes (`None`) the assigned-pod label of `job`, conditional on
+/// its `resourceVersion`; returns the job as written.
+pub(super) async fn set_assigned_pod(
+    api: &Api<ProofJob>,
+    job: &ProofJob,
+    pod: Option<&str>,
+) -> Result<ProofJob, Error> {
+    let name = job.name_any();
+    let mut body = apply_body::<ProofJob>(&name, job.resource_version().as_deref());
+    // Leaving the label out of the applied labels removes it: this manager is its only owner.
+    body["metadata"]["labels"] = match pod {
+        Some(pod) => json!({ ASSIGNED_POD_LABEL: pod }),
+        None => json!({}),
+    };
+    api.patch(&name, &apply(), &Patch::Apply(&body))
+        .await
+        .context(|| {
+            let namespace = job.namespace().unwrap_or_default();
+            match pod {
+                Some(pod) => format!("assigning ProofJob {namespace}/{name} to pod {pod}"),
+                None => format!("unassigning ProofJob {namespace}/{name}"),
+            }
+        })
+}
+
+/// Applies the operator-owned status fields of `job`, conditional on its `resourceVersion`.
+pub(super) async fn set_job_status(
+    api: &Api<ProofJob>,
+    job: &ProofJob,
+    status: &ProofJobStatus,
+) -> Result<ProofJob, Error> {
+    let name = job.name_any();
+    let mut body = apply_body::<ProofJob>(&name, job.resource_version().as_deref());
+    body["status"] = json!(status);
+    api.patch_status(&name, &apply(), &Patch::Apply(&body))
+        .await
+        .context(|| {
+            format!(
+                "patching status of ProofJob {}/{name}",
+                job.namespace().unwrap_or_default()
+            )
+        })
+}
+
+pub(super) async fn delete_job(api: &Api<ProofJob>, job: &ProofJob) -> Result<(), Error> {
+    let name = job.name_any();
+    match api.delete(&name, &DeleteParams::default()).await {
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+        result => result.map(drop),
+    }
+    .context(|| {
+        format!(
+            "deleting ProofJob {}/{name}",
+            job.namespace().unwrap_or_default()
+        )
+    })
+}
+
+/// Applies the operator-owned status fields of `pool`. Not conditional: the operator is the
+/// only writer of these fields, and each daemon's entry is its own list-map key.
+pub(super) async fn set_pool_status(
+    api: &Api<ProverPool>,
+    pool: &ProverPool,
+    status: &ProverPoolStatus,
+) -> Result<(), Error> {
+    let name = pool.name_any();
+    let mut body = apply_body::<ProverPool>(&name, None);
+    body["status"] = json!(status);
+    api.patch_status(&name, &apply(), &Patch::Apply(&body))
+        .await
+        .map(drop)
+        .context(|| {
+            format!(
+                "patching status of ProverPool {}/{name}",
+                pool.namespace().unwrap_or_default()
+            )
+        })
+}
+
+/// Removes the `status.provers` entries of `pods` (pods that no longer exist). The entries
+/// belong to the daemons' field managers, so this is a JSON patch, each removal guarded by a
+/// test of the entry's pod: a list that changed meanwhile fails the patch (retried) instead
+/// of removing a live prover's entry.
+pub(super) async fn remove_prover_entries(
+    api: &Api<ProverPool>,
+    pool: &ProverPool,
+    pods: &[String],
+) -> Result<(), Error> {
+    let entries = pool
+        .status
+        .as_ref()
+        .and_then(|status| status.provers.as_deref())
+        .unwrap_or_default();
+    let mut operations = Vec::new();
+    // From the end, so that each removal leaves the indexes still to visit in place.
+    for (index, entry) in entries.iter().enumerate().rev() {
+        if pods.contains(&entry.pod) {
+            let index = index.to_string();
+            operations.push(PatchOperation::Test(TestOperation {
+                path: PointerBuf::from_tokens(["status", "provers", index.as_str(), "pod"]),
+                value: json!(entry.pod),
+            }));
+            operations.push(PatchOperation::Remove(RemoveOperation {
+                path: PointerBuf::from_tokens(["status", "provers", index.as_str()]),
+            }));
+        }
+    }
+    let name = pool.name_any();
+    api.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::<()>::Json(json_patch::Patch(operations)),
+    )
+    .await
+    .map(drop)
+    .context(|| {
+        format!(
+            "removing stale prover entries {pods:?} from ProverPool {}/{name}",
+            pool.namespace().unwrap_or_default()
+        )
+    })
+}
+
+/// Creates `pod`; one that already exists (a watch that lagged) is fine.
+pub(super) async fn create_pod(api: &Api<Pod>, pod: &Pod) -> Result<(), Error> {
+    match api.create(&PostParams::default(), pod).await {
+        Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
+        result => result.map(drop),
+    }
+    .context(|| {
+        format!(
+            "creating Pod {}/{}",
+            pod.namespace().unwrap_or_default(),
+            pod.name_any()
+        )
+    })
+}
+
+pub(super) async fn delete_pod(api: &Api<Pod>, namespace: &str, name: &str) -> Result<(), Error> {
+    match api.delete(name, &DeleteParams::default()).await {
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+        result => result.map(drop),
+    }
+    .context(|| format!("deleting Pod {namespace}/{name}"))
+}
+
+impl Context {
+    /// Applies the prover ServiceAccount, Role and RoleBinding in `namespace` (k8s-openapi
+    /// types serialize their own `apiVersion` and `kind`, as an apply body needs).
+    pub(super) async fn apply_prover_rbac(&self, namespace: &str) -> Result<(), Error> {
+        let name = crate::names::PROVER_SERVICE_ACCOUNT;
+        let service_account = prover_rbac::service_account(namespace);
+        self.namespaced::<ServiceAccount>(namespace)
+            .patch(name, &apply(), &Patch::Apply(&service_account))
+            .await
+            .context(|| format!("applying ServiceAccount {namespace}/{name}"))?;
+        let role = prover_rbac::role(namespace);
+        self.namespaced::<Role>(namespace)
+            .patch(name, &apply(), &Patch::Apply(&role))
+            .await
+            .context(|| format!("applying Role {namespace}/{name}"))?;
+        let binding = prover_rbac::role_binding(namespace);
+        self.namespaced::<RoleBinding>(namespace)
+            .patch(name, &apply(), &Patch::Apply(&binding))
+            .await
+            .context(|| format!("applying RoleBinding {namespace}/{name}"))?;
+        Ok(())
+    }
+}

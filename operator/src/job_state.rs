@@ -1,0 +1,717 @@
+//! The ProofJob lifecycle as a pure function: (spec, current status, the assigned pod as
+//! observed, now) -> the status the operator writes and what it must do besides.
+//!
+//! The assigned-pod label is the truth about assignment (the daemon acts on it);
+//! `status.pod` mirrors it. A label without a matching `status.pod` is an assignment not yet
+//! recorded (the operator stopped between the two writes), so it is recorded here: this is
+//! also how the pool reconciler builds the status of a job it has just assigned.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use proofpipe_crds::{ProofJobPhase, ProofJobSpec, ProofJobStatus};
+
+use crate::conditions::{DesiredCondition, settle};
+use crate::prover_pods::PodHealth;
+
+/// What the operator knows about one ProofJob when it decides.
+#[derive(Clone, Debug)]
+pub struct JobObservation<'a> {
+    pub spec: &'a ProofJobSpec,
+    pub generation: Option<i64>,
+    pub status: &'a ProofJobStatus,
+    /// Whether the ProverPool named by `spec.pool` exists.
+    pub pool_exists: bool,
+    /// The pod named by the assigned-pod label, with its health; `None` health when that
+    /// pod does not exist.
+    pub assignment: Option<(&'a str, Option<PodHealth>)>,
+    pub now: Timestamp,
+}
+
+/// Why a job failed, as the `Failed` condition's reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureReason {
+    /// Its prover pod was lost on an attempt past `spec.backoffLimit` retries.
+    BackoffLimitExceeded,
+    /// `spec.activeDeadlineSeconds` passed since the first assignment.
+    DeadlineExceeded,
+}
+
+impl FailureReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BackoffLimitExceeded => "BackoffLimitExceeded",
+            Self::DeadlineExceeded => "DeadlineExceeded",
+        }
+    }
+}
+
+/// Something worth an Event on the job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobEvent {
+    /// Taken off a pod that was lost, back into the queue.
+    Requeued {
+        pod: String,
+        note: String,
+    },
+    /// Taken off its pod because `spec.suspend` became true.
+    Suspended {
+        pod: String,
+    },
+    Failed {
+        reason: FailureReason,
+        note: String,
+    },
+    Succeeded {
+        note: String,
+    },
+}
+
+/// What the operator should make true for one ProofJob.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobDecision {
+    /// The operator-owned status fields (never `proofs` or `stageSeconds`: the daemons own
+    /// them).
+    pub status: ProofJobStatus,
+    /// Remove the assigned-pod label, which makes the daemon cancel the job.
+    pub unassign: bool,
+    /// Delete the job: its `ttlSecondsAfterFinished` ran out.
+    pub delete: bool,
+    pub event: Option<JobEvent>,
+    /// When to look again even if nothing changes: a deadline or a TTL falls due.
+    pub requeue_after: Option<Duration>,
+}
+
+/// The operator-owned part of a status: everything except what the daemons write.
+pub fn operator_fields(status: &ProofJobStatus) -> ProofJobStatus {
+    ProofJobStatus {
+        proofs: None,
+        stage_seconds: None,
+        ..status.clone()
+    }
+}
+
+/// Distinct partitions of `0..partitions` that have a verified proof.
+pub fn verified_partitions(status: &ProofJobStatus, partitions: i32) -> i32 {
+    let verified: BTreeSet<i32> = status
+        .proofs
+        .iter()
+        .flatten()
+        .filter(|proof| proof.verified && (0..partitions).contains(&proof.partition))
+        .map(|proof| proof.partition)
+        .collect();
+    i32::try_from(verified.len()).unwrap_or(i32::MAX)
+}
+
+/// The next status of a job, and what to do besides writing it.
+pub fn decide(observation: &JobObservation) -> JobDecision {
+    let JobObservation {
+        spec,
+        status: current,
+        now,
+        ..
+    } = *observation;
+    let mut next = operator_fields(current);
+    next.observed_generation = observation.generation;
+    let done = verified_partitions(current, spec.partitions);
+    next.partitions_done = Some(done);
+    next.partitions_total = Some(spec.partitions);
+    next.progress = Some(format!("{done}/{}", spec.partitions));
+
+    if let Some(phase) = current.phase.filter(|phase| phase.is_finished()) {
+        return finished(observation, next, phase);
+    }
+    if done >= spec.partitions {
+        let note = format!("all {} partitions proved and verified", spec.partitions);
+        let mut decision = finish(
+            observation,
+            next,
+            ProofJobPhase::Succeeded,
+            None,
+            note.clone(),
+        );
+        decision.event = Some(JobEvent::Succeeded { note });
+        return decision;
+    }
+    let deadline = deadline(spec, current);
+    if let Some(deadline) = deadline
+        && now >= deadline
+    {
+        let note = format!(
+            "activeDeadlineSeconds ({}) passed since the job started",
+            spec.active_deadline_seconds.unwrap_or_default()
+        );
+        return fail(observation, next, FailureReason::DeadlineExceeded, note);
+    }
+
+    let mut decision = match observation.assignment {
+        Some((pod, _)) if spec.suspend => {
+            let mut decision = waiting(observation, next);
+            decision.unassign = true;
+            decision.event = Some(JobEvent::Suspended {
+                pod: pod.to_owned(),
+            });
+            decision
+        }
+        Some((pod, Some(health))) if health.is_alive() => running(observation, next, pod),
+        Some((pod, health)) => lost(observation, next, pod, health),
+        None => waiting(observation, next),
+    };
+    decision.requeue_after = deadline.map(|deadline| until(now, deadline));
+    decision
+}
+
+/// The job is on a live pod: record the assignment if it is new.
+fn running(observation: &JobObservation, mut next: ProofJobStatus, pod: &str) -> JobDecision {
+    let now = observation.now;
+    if next.pod.as_deref() != Some(pod) {
+        next.pod = Some(pod.to_owned());
+        next.assigned_at = Some(Time(now));
+        next.attempts = Some(next.attempts.unwrap_or(0) + 1);
+        next.start_time.get_or_insert(Time(now));
+    }
+    let attempt = next.attempts.unwrap_or(1);
+    let message = format!("proving on {pod} (attempt {attempt})");
+    set_phase(
+        observation,
+        &mut next,
+        ProofJobPhase::Running,
+        None,
+        message,
+    );
+    unchanged(next)
+}
+
+/// The assigned pod is gone, failed or being deleted: requeue, or fail once retries are
+/// spent.
+fn lost(
+    observation: &JobObservation,
+    next: ProofJobStatus,
+    pod: &str,
+    health: Option<PodHealth>,
+) -> JobDecision {
+    let what = match health {
+        None => "was deleted",
+        Some(PodHealth::Terminated) => "terminated",
+        Some(_) => "is being deleted",
+    };
+    let attempts = next.attempts.unwrap_or(0);
+    let limit = observation.spec.backoff_limit;
+    if attempts > limit {
+        let note = format!(
+            "prover pod {pod} {what} during attempt {attempts}, and backoffLimit ({limit}) allows no more retries"
+        );
+        return fail(observation, next, FailureReason::BackoffLimitExceeded, note);
+    }
+    let mut decision = waiting(observation, next);
+    decision.unassign = true;
+    decision.event = Some(JobEvent::Requeued {
+        pod: pod.to_owned(),
+        note: format!(
+            "prover pod {pod} {what} during attempt {attempts}; requeued for attempt {} of at most {}, \
+             finished partitions are kept",
+            attempts + 1,
+            limit + 1
+        ),
+    });
+    decision
+}
+
+/// Not on a pod: Pending while the pool is missing, else Queued (suspended or not).
+fn waiting(observation: &JobObservation, mut next: ProofJobStatus) -> JobDecision {
+    next.pod = None;
+    next.assigned_at = None;
+    let pool = &observation.spec.pool;
+    let (phase, message) = if !observation.pool_exists {
+        (
+            ProofJobPhase::Pending,
+            format!("ProverPool {pool} not found"),
+        )
+    } else if observation.spec.suspend {
+        (
+            ProofJobPhase::Queued,
+            "suspended: kept out of the queue".to_owned(),
+        )
+    } else {
+        (
+            ProofJobPhase::Queued,
+            format!("waiting for a prover of pool {pool}"),
+        )
+    };
+    set_phase(observation, &mut next, phase, None, message);
+    unchanged(next)
+}
+
+fn fail(
+    observation: &JobObservation,
+    mut next: ProofJobStatus,
+    reason: FailureReason,
+    note: String,
+) -> JobDecision {
+    next.pod = None;
+    next.assigned_at = None;
+    let mut decision = finish(
+        observation,
+        next,
+        ProofJobPhase::Failed,
+        Some(reason),
+        note.clone(),
+    );
+    decision.unassign = observation.assignment.is_some();
+    decision.event = Some(JobEvent::Failed { reason, note });
+    decision
+}
+
+/// Enter a terminal phase now.
+fn finish(
+    observation: &JobObservation,
+    mut next: ProofJobStatus,
+    phase: ProofJobPhase,
+    failure: Option<FailureReason>,
+    message: String,
+) -> JobDecision {
+    next.completion_time = Some(Time(observation.now));
+    set_phase(observation, &mut next, phase, failure, message);
+    let mut decision = unchanged(next);
+    decision.requeue_after = ttl_expiry(observation).map(|expiry| until(observation.now, expiry));
+    decision
+}
+
+/// Already Succeeded or Failed: the phase never changes again; only the TTL matters.
+fn finished(
+    observation: &JobObservation,
+    mut next: ProofJobStatus,
+    phase: ProofJobPhase,
+) -> JobDecision {
+    let now = observation.now;
+    next.completion_time.get_or_insert(Time(now));
+    for condition in next.conditions.iter_mut().flatten() {
+        condition.observed_generation = observation.generation;
+    }
+    let mut decision = unchanged(next);
+    // A Succeeded job keeps its label (its daemon has nothing left to cancel); a Failed one
+    // must not keep a daemon working on it.
+    decision.unassign = phase == ProofJobPhase::Failed && observation.assignment.is_some();
+    match ttl_expiry(observation) {
+        Some(expiry) if now >= expiry => decision.delete = true,
+        Some(expiry) => decision.requeue_after = Some(until(now, expiry)),
+        None => {}
+    }
+    decision
+}
+
+fn set_phase(
+    observation: &JobObservation,
+    next: &mut ProofJobStatus,
+    phase: ProofJobPhase,
+    failure: Option<FailureReason>,
+    message: String,
+) {
+    let suspended = observation.spec.suspend && !phase.is_finished();
+    let mut desired = vec![
+        match phase {
+            ProofJobPhase::Running => {
+                DesiredCondition::new("Assigned", true, "Assigned", message.clone())
+            }
+            ProofJobPhase::Pending => {
+                DesiredCondition::new("Assigned", false, "PoolNotFound", message.clone())
+            }
+            ProofJobPhase::Queued if suspended => {
+                DesiredCondition::new("Assigned", false, "Suspended", "")
+            }
+            ProofJobPhase::Queued => {
+                DesiredCondition::new("Assigned", false, "Queued", message.clone())
+            }
+            ProofJobPhase::Succeeded | ProofJobPhase::Failed => {
+                DesiredCondition::new("Assigned", false, "Finished", "")
+            }
+        },
+        if suspended {
+            DesiredCondition::new("Suspended", true, "Suspended", "spec.suspend is true")
+        } else {
+            DesiredCondition::new("Suspended", false, "NotSuspended", "")
+        },
+    ];
+    match (phase, failure) {
+        (ProofJobPhase::Succeeded, _) => {
+            desired.push(DesiredCondition::new(
+                "Complete",
+                true,
+                "AllPartitionsProved",
+                message.clone(),
+            ));
+        }
+        (ProofJobPhase::Failed, Some(reason)) => {
+            desired.push(DesiredCondition::new(
+                "Failed",
+                true,
+                reason.as_str(),
+                message.clone(),
+            ));
+        }
+        _ => {}
+    }
+    next.phase = Some(phase);
+    next.message = Some(message);
+    next.conditions = Some(settle(
+        next.conditions.as_deref(),
+        desired,
+        observation.generation,
+        observation.now,
+    ));
+}
+
+fn unchanged(status: ProofJobStatus) -> JobDecision {
+    JobDecision {
+        status,
+        unassign: false,
+        delete: false,
+        event: None,
+        requeue_after: None,
+    }
+}
+
+/// `startTime + activeDeadlineSeconds`, once the job has started and if it has a deadline.
+fn deadline(spec: &ProofJobSpec, status: &ProofJobStatus) -> Option<Timestamp> {
+    let seconds = spec.active_deadline_seconds?;
+    let start = status.start_time.as_ref()?.0;
+    start.checked_add(SignedDuration::from_secs(seconds)).ok()
+}
+
+/// `completionTime + ttlSecondsAfterFinished`, if both are set.
+fn ttl_expiry(observation: &JobObservation) -> Option<Timestamp> {
+    let ttl = observation.spec.ttl_seconds_after_finished?;
+    let completed = observation
+        .status
+        .completion_time
+        .as_ref()
+        .map_or(observation.now, |time| time.0);
+    completed
+        .checked_add(SignedDuration::from_secs(i64::from(ttl)))
+        .ok()
+}
+
+/// Time from `now` to `then`, zero if `then` has passed.
+fn until(now: Timestamp, then: Timestamp) -> Duration {
+    Duration::try_from(then.duration_since(now)).unwrap_or(Duration::ZERO)
+}
+
+#[cfg(test)]
+mod tests {
+    use proofpipe_crds::PartitionProof;
+
+    use super::*;
+
+    fn spec() -> ProofJobSpec {
+        serde_json::from_value(serde_json::json!({
+            "pool": "gpu", "circuit": "mul-chain", "constraints": 4096, "partitions": 4,
+        }))
+        .unwrap()
+    }
+
+    fn at(seconds: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + seconds).unwrap()
+    }
+
+    fn proof(partition: i32, verified: bool) -> PartitionProof {
+        PartitionProof {
+            partition,
+            proof: "AAAA".into(),
+            verified,
+            public_inputs: vec![],
+            proved_by: "gpu-prover-0".into(),
+        }
+    }
+
+    /// Decides for `spec` and `status` with the pool present.
+    fn decide_at(
+        spec: &ProofJobSpec,
+        status: &ProofJobStatus,
+        assignment: Option<(&str, Option<PodHealth>)>,
+        now: Timestamp,
+    ) -> JobDecision {
+        decide(&JobObservation {
+            spec,
+            generation: Some(1),
+            status,
+            pool_exists: true,
+            assignment,
+            now,
+        })
+    }
+
+    /// The status after the job is assigned to `pod` at `now`.
+    fn assigned(
+        spec: &ProofJobSpec,
+        status: &ProofJobStatus,
+        pod: &str,
+        now: Timestamp,
+    ) -> ProofJobStatus {
+        decide_at(spec, status, Some((pod, Some(PodHealth::Ready))), now).status
+    }
+
+    fn condition<'a>(status: &'a ProofJobStatus, type_: &str) -> Option<(&'a str, &'a str)> {
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == type_)
+            .map(|c| (c.status.as_str(), c.reason.as_str()))
+    }
+
+    #[test]
+    fn a_new_job_is_queued_or_pending_without_its_pool() {
+        let spec = spec();
+        let queued = decide_at(&spec, &ProofJobStatus::default(), None, at(0));
+        assert_eq!(queued.status.phase, Some(ProofJobPhase::Queued));
+        assert_eq!(queued.status.progress.as_deref(), Some("0/4"));
+        assert_eq!(
+            condition(&queued.status, "Assigned"),
+            Some(("False", "Queued"))
+        );
+        assert!(!queued.unassign && !queued.delete && queued.event.is_none());
+
+        let pending = decide(&JobObservation {
+            spec: &spec,
+            generation: Some(1),
+            status: &ProofJobStatus::default(),
+            pool_exists: false,
+            assignment: None,
+            now: at(0),
+        });
+        assert_eq!(pending.status.phase, Some(ProofJobPhase::Pending));
+        assert_eq!(
+            pending.status.message.as_deref(),
+            Some("ProverPool gpu not found")
+        );
+    }
+
+    #[test]
+    fn assignment_is_recorded_once() {
+        let spec = spec();
+        let first = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(5));
+        assert_eq!(first.phase, Some(ProofJobPhase::Running));
+        assert_eq!(first.pod.as_deref(), Some("gpu-prover-0"));
+        assert_eq!(first.attempts, Some(1));
+        assert_eq!(first.start_time, Some(Time(at(5))));
+        assert_eq!(first.assigned_at, Some(Time(at(5))));
+        assert_eq!(condition(&first, "Assigned"), Some(("True", "Assigned")));
+
+        // Seen again later on the same pod: nothing changes, so nothing is written.
+        let again = assigned(&spec, &first, "gpu-prover-0", at(60));
+        assert_eq!(again, first);
+    }
+
+    #[test]
+    fn a_lost_pod_requeues_and_the_next_assignment_counts_an_attempt() {
+        let spec = spec();
+        let mut running = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+        running.proofs = Some(vec![proof(0, true)]);
+
+        for health in [
+            None,
+            Some(PodHealth::Terminated),
+            Some(PodHealth::Terminating),
+        ] {
+            let requeued = decide_at(&spec, &running, Some(("gpu-prover-0", health)), at(10));
+            assert!(requeued.unassign, "{health:?}");
+            assert_eq!(requeued.status.phase, Some(ProofJobPhase::Queued));
+            assert_eq!(requeued.status.pod, None);
+            assert_eq!(requeued.status.attempts, Some(1));
+            // The verified proof is kept and still counts.
+            assert_eq!(requeued.status.progress.as_deref(), Some("1/4"));
+            assert!(
+                matches!(requeued.event, Some(JobEvent::Requeued { ref pod, .. }) if pod == "gpu-prover-0")
+            );
+        }
+
+        let requeued = decide_at(&spec, &running, Some(("gpu-prover-0", None)), at(10)).status;
+        let second = assigned(&spec, &requeued, "gpu-prover-1", at(20));
+        assert_eq!(second.attempts, Some(2));
+        assert_eq!(
+            second.start_time,
+            Some(Time(at(0))),
+            "startTime is the first attempt's"
+        );
+        assert_eq!(second.assigned_at, Some(Time(at(20))));
+    }
+
+    #[test]
+    fn losing_the_pod_past_the_backoff_limit_fails_the_job() {
+        let mut spec = spec();
+        spec.backoff_limit = 1;
+        let mut status = ProofJobStatus::default();
+        for (attempt, pod) in ["gpu-prover-0", "gpu-prover-1"].into_iter().enumerate() {
+            status = assigned(&spec, &status, pod, at(0));
+            let decision = decide_at(&spec, &status, Some((pod, None)), at(1));
+            if attempt == 0 {
+                assert_eq!(decision.status.phase, Some(ProofJobPhase::Queued));
+            } else {
+                assert_eq!(decision.status.phase, Some(ProofJobPhase::Failed));
+                assert_eq!(
+                    condition(&decision.status, "Failed"),
+                    Some(("True", "BackoffLimitExceeded"))
+                );
+                assert!(decision.unassign);
+                assert_eq!(decision.status.completion_time, Some(Time(at(1))));
+                assert!(matches!(
+                    decision.event,
+                    Some(JobEvent::Failed {
+                        reason: FailureReason::BackoffLimitExceeded,
+                        ..
+                    })
+                ));
+            }
+            status = decision.status;
+        }
+    }
+
+    #[test]
+    fn the_deadline_counts_from_the_first_assignment() {
+        let mut spec = spec();
+        spec.active_deadline_seconds = Some(100);
+        let queued = decide_at(&spec, &ProofJobStatus::default(), None, at(0));
+        assert_eq!(
+            queued.requeue_after, None,
+            "no deadline before the job starts"
+        );
+
+        let running = assigned(&spec, &queued.status, "gpu-prover-0", at(50));
+        let before = decide_at(
+            &spec,
+            &running,
+            Some(("gpu-prover-0", Some(PodHealth::Ready))),
+            at(120),
+        );
+        assert_eq!(before.status.phase, Some(ProofJobPhase::Running));
+        assert_eq!(before.requeue_after, Some(Duration::from_secs(30)));
+
+        let after = decide_at(
+            &spec,
+            &running,
+            Some(("gpu-prover-0", Some(PodHealth::Ready))),
+            at(150),
+        );
+        assert_eq!(after.status.phase, Some(ProofJobPhase::Failed));
+        assert_eq!(
+            condition(&after.status, "Failed"),
+            Some(("True", "DeadlineExceeded"))
+        );
+        assert!(after.unassign);
+        assert_eq!(after.status.pod, None);
+    }
+
+    #[test]
+    fn all_verified_partitions_succeed_the_job_and_ttl_deletes_it_later() {
+        let mut spec = spec();
+        spec.ttl_seconds_after_finished = Some(60);
+        let mut running = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+        // An unverified proof and a duplicate do not count.
+        running.proofs = Some(vec![
+            proof(0, true),
+            proof(1, true),
+            proof(1, true),
+            proof(2, false),
+            proof(3, true),
+        ]);
+        let three = decide_at(
+            &spec,
+            &running,
+            Some(("gpu-prover-0", Some(PodHealth::Ready))),
+            at(5),
+        );
+        assert_eq!(three.status.progress.as_deref(), Some("3/4"));
+        assert_eq!(three.status.phase, Some(ProofJobPhase::Running));
+
+        running.proofs.as_mut().unwrap().push(proof(2, true));
+        let done = decide_at(
+            &spec,
+            &running,
+            Some(("gpu-prover-0", Some(PodHealth::Ready))),
+            at(10),
+        );
+        assert_eq!(done.status.phase, Some(ProofJobPhase::Succeeded));
+        assert_eq!(done.status.progress.as_deref(), Some("4/4"));
+        assert_eq!(
+            condition(&done.status, "Complete"),
+            Some(("True", "AllPartitionsProved"))
+        );
+        assert_eq!(
+            done.status.proofs, None,
+            "the daemons' fields are never written"
+        );
+        assert!(!done.unassign, "a succeeded job keeps its label");
+        assert_eq!(done.requeue_after, Some(Duration::from_secs(60)));
+
+        // As stored: the operator's fields plus the daemon's proofs.
+        let stored = ProofJobStatus {
+            proofs: running.proofs.clone(),
+            ..done.status.clone()
+        };
+        let later = decide_at(&spec, &stored, Some(("gpu-prover-0", None)), at(40));
+        assert_eq!(later.status, done.status, "a finished job stays as it is");
+        assert!(!later.delete);
+        assert_eq!(later.requeue_after, Some(Duration::from_secs(30)));
+
+        let expired = decide_at(&spec, &stored, None, at(70));
+        assert!(expired.delete);
+    }
+
+    #[test]
+    fn suspend_unassigns_keeps_proofs_and_holds_the_job() {
+        let mut spec = spec();
+        let mut running = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+        running.proofs = Some(vec![proof(0, true)]);
+        spec.suspend = true;
+        let suspended = decide_at(
+            &spec,
+            &running,
+            Some(("gpu-prover-0", Some(PodHealth::Ready))),
+            at(5),
+        );
+        assert!(suspended.unassign);
+        assert_eq!(suspended.status.phase, Some(ProofJobPhase::Queued));
+        assert_eq!(suspended.status.progress.as_deref(), Some("1/4"));
+        assert_eq!(
+            condition(&suspended.status, "Suspended"),
+            Some(("True", "Suspended"))
+        );
+        assert_eq!(
+            suspended.event,
+            Some(JobEvent::Suspended {
+                pod: "gpu-prover-0".into()
+            })
+        );
+
+        spec.suspend = false;
+        let resumed = decide_at(&spec, &suspended.status, None, at(9));
+        assert_eq!(
+            condition(&resumed.status, "Suspended"),
+            Some(("False", "NotSuspended"))
+        );
+        assert_eq!(
+            resumed.status.attempts,
+            Some(1),
+            "suspension costs no attempt"
+        );
+    }
+
+    #[test]
+    fn a_failed_job_still_labelled_is_unassigned() {
+        let spec = spec();
+        let failed = ProofJobStatus {
+            phase: Some(ProofJobPhase::Failed),
+            ..ProofJobStatus::default()
+        };
+        let decision = decide_at(
+            &spec,
+            &failed,
+            Some(("gpu-prover-0", Some(PodHealth::Ready))),
+            at(0),
+        );
+        assert!(decision.unassign);
+        assert_eq!(decision.status.phase, Some(ProofJobPhase::Failed));
+    }
+}

@@ -1,0 +1,189 @@
+//! The operator's Prometheus metrics.
+
+use std::time::Instant;
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
+    TextEncoder,
+};
+
+/// Every metric, registered in one registry served on `/metrics`.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Registry,
+    reconciles: IntCounterVec,
+    reconcile_failures: IntCounterVec,
+    reconcile_duration: HistogramVec,
+    queue_depth: IntGaugeVec,
+    pub jobs_assigned: IntCounter,
+    pub jobs_requeued: IntCounter,
+}
+
+/// How a reconcile ended, as the `outcome` label of `reconciles_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It wrote something.
+    Applied,
+    /// Everything already matched.
+    Unchanged,
+    /// A write lost an optimistic-concurrency race; retried soon.
+    Conflict,
+    /// It failed (or was cancelled).
+    Failed,
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Applied => "applied",
+            Self::Unchanged => "unchanged",
+            Self::Conflict => "conflict",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Result<Self, prometheus::Error> {
+        let registry = Registry::new_custom(Some("proofpipe_operator".into()), None)?;
+        let reconciles = IntCounterVec::new(
+            Opts::new("reconciles_total", "Reconciles by kind and outcome"),
+            &["kind", "outcome"],
+        )?;
+        let reconcile_failures = IntCounterVec::new(
+            Opts::new(
+                "reconcile_failures_total",
+                "Reconciles that returned an error, by kind",
+            ),
+            &["kind"],
+        )?;
+        let reconcile_duration = HistogramVec::new(
+            HistogramOpts::new("reconcile_duration_seconds", "Time spent in one reconcile")
+                .buckets(vec![
+                    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                ]),
+            &["kind"],
+        )?;
+        let queue_depth = IntGaugeVec::new(
+            Opts::new("queue_depth", "ProofJobs queued on a pool (namespace/name)"),
+            &["pool"],
+        )?;
+        let jobs_assigned =
+            IntCounter::new("jobs_assigned_total", "ProofJobs assigned to a prover pod")?;
+        let jobs_requeued = IntCounter::new(
+            "jobs_requeued_total",
+            "ProofJobs requeued after losing their prover pod",
+        )?;
+        registry.register(Box::new(reconciles.clone()))?;
+        registry.register(Box::new(reconcile_failures.clone()))?;
+        registry.register(Box::new(reconcile_duration.clone()))?;
+        registry.register(Box::new(queue_depth.clone()))?;
+        registry.register(Box::new(jobs_assigned.clone()))?;
+        registry.register(Box::new(jobs_requeued.clone()))?;
+        Ok(Self {
+            registry,
+            reconciles,
+            reconcile_failures,
+            reconcile_duration,
+            queue_depth,
+            jobs_assigned,
+            jobs_requeued,
+        })
+    }
+
+    /// Starts timing a reconcile of `kind`; the guard records it when dropped.
+    pub fn reconcile(&self, kind: &'static str) -> ReconcileGuard<'_> {
+        ReconcileGuard {
+            metrics: self,
+            kind,
+            started: Instant::now(),
+            outcome: Outcome::Failed,
+        }
+    }
+
+    pub fn set_queue_depth(&self, pool: &str, depth: usize) {
+        self.queue_depth
+            .with_label_values(&[pool])
+            .set(i64::try_from(depth).unwrap_or(i64::MAX));
+    }
+
+    /// Forgets a deleted pool's gauge.
+    pub fn forget_pool(&self, pool: &str) {
+        // An error only means the pool had no gauge yet.
+        let _ = self.queue_depth.remove_label_values(&[pool]);
+    }
+
+    /// The metrics in the Prometheus text format.
+    pub fn render(&self) -> String {
+        let mut text = Vec::new();
+        // Encoding into a Vec fails only for metric families that break the format's rules,
+        // which the types above cannot produce.
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut text);
+        String::from_utf8_lossy(&text).into_owned()
+    }
+}
+
+/// Times one reconcile. Dropped without [`ReconcileGuard::finish`] (an error, a panic, a
+/// cancelled future), the reconcile counts as failed.
+pub struct ReconcileGuard<'a> {
+    metrics: &'a Metrics,
+    kind: &'static str,
+    started: Instant,
+    outcome: Outcome,
+}
+
+impl ReconcileGuard<'_> {
+    pub fn finish(mut self, outcome: Outcome) {
+        self.outcome = outcome;
+    }
+}
+
+impl Drop for ReconcileGuard<'_> {
+    fn drop(&mut self) {
+        let metrics = self.metrics;
+        metrics
+            .reconcile_duration
+            .with_label_values(&[self.kind])
+            .observe(self.started.elapsed().as_secs_f64());
+        metrics
+            .reconciles
+            .with_label_values(&[self.kind, self.outcome.as_str()])
+            .inc();
+        if self.outcome == Outcome::Failed {
+            metrics
+                .reconcile_failures
+                .with_label_values(&[self.kind])
+                .inc();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guard_counts_outcomes_and_durations() {
+        let metrics = Metrics::new().unwrap();
+        metrics.reconcile("ProofJob").finish(Outcome::Applied);
+        drop(metrics.reconcile("ProofJob"));
+        metrics.set_queue_depth("ns/gpu", 3);
+        metrics.jobs_assigned.inc();
+
+        let text = metrics.render();
+        for line in [
+            r#"proofpipe_operator_reconciles_total{kind="ProofJob",outcome="applied"} 1"#,
+            r#"proofpipe_operator_reconciles_total{kind="ProofJob",outcome="failed"} 1"#,
+            r#"proofpipe_operator_reconcile_failures_total{kind="ProofJob"} 1"#,
+            r#"proofpipe_operator_reconcile_duration_seconds_count{kind="ProofJob"} 2"#,
+            r#"proofpipe_operator_queue_depth{pool="ns/gpu"} 3"#,
+            "proofpipe_operator_jobs_assigned_total 1",
+            "proofpipe_operator_jobs_requeued_total 0",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+
+        metrics.forget_pool("ns/gpu");
+        assert!(!metrics.render().contains("ns/gpu"));
+    }
+}

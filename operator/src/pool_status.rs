@@ -1,0 +1,237 @@
+//! A ProverPool's status as a pure function of its pods, its queue and its provers' reports.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::jiff::Timestamp;
+use proofpipe_crds::{ProofJob, ProverPoolStatus, ProverStatus};
+
+use crate::conditions::{DesiredCondition, settle};
+use crate::names::pool_selector;
+use crate::prover_pods::{PodHealth, ProverPod};
+use crate::queue::remaining_partitions;
+
+/// What the pool's status is computed from.
+#[derive(Clone, Debug)]
+pub struct PoolObservation<'a> {
+    pub name: &'a str,
+    pub generation: Option<i64>,
+    pub desired_replicas: i32,
+    pub pods: &'a [ProverPod],
+    /// The jobs still queued after this reconcile's assignments.
+    pub queue: &'a [&'a ProofJob],
+    pub current: &'a ProverPoolStatus,
+    pub now: Timestamp,
+}
+
+/// The status to write and the daemon-owned entries to remove.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolStatusPlan {
+    /// The operator-owned fields (never `provers`: each daemon owns its entry).
+    pub status: ProverPoolStatus,
+    /// `status.provers` entries of pods that no longer exist.
+    pub stale_provers: Vec<String>,
+}
+
+/// The operator-owned part of a pool status.
+pub fn operator_fields(status: &ProverPoolStatus) -> ProverPoolStatus {
+    ProverPoolStatus {
+        provers: None,
+        ..status.clone()
+    }
+}
+
+pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
+    let alive: Vec<&ProverPod> = observation
+        .pods
+        .iter()
+        .filter(|pod| pod.health.is_alive())
+        .collect();
+    let replicas = count(alive.len());
+    let ready = count(
+        alive
+            .iter()
+            .filter(|pod| pod.health == PodHealth::Ready)
+            .count(),
+    );
+    let existing: BTreeSet<&str> = observation
+        .pods
+        .iter()
+        .map(|pod| pod.name.as_str())
+        .collect();
+    let reports: Vec<&ProverStatus> = observation.current.provers.iter().flatten().collect();
+
+    let sizing = reports
+        .iter()
+        .filter(|report| existing.contains(report.pod.as_str()))
+        .filter_map(|report| report.sizing.as_ref())
+        .max_by_key(|sizing| sizing.predicted_peak_bytes)
+        .cloned();
+    let stale_provers = reports
+        .iter()
+        .filter(|report| !existing.contains(report.pod.as_str()))
+        .map(|report| report.pod.clone())
+        .collect();
+
+    let desired = observation.desired_replicas;
+    let message = format!("{ready}/{desired} provers ready");
+    let ready_condition = if ready == desired && replicas == desired {
+        DesiredCondition::new("Ready", true, "AllProversReady", message)
+    } else if replicas != desired {
+        DesiredCondition::new(
+            "Ready",
+            false,
+            "Scaling",
+            format!("{message}, {replicas} exist"),
+        )
+    } else {
+        DesiredCondition::new("Ready", false, "ProversNotReady", message)
+    };
+
+    let status = ProverPoolStatus {
+        replicas: Some(replicas),
+        ready_replicas: Some(ready),
+        selector: Some(pool_selector(observation.name)),
+        sizing,
+        queued_jobs: Some(count(observation.queue.len())),
+        queued_partitions: Some(
+            observation
+                .queue
+                .iter()
+                .map(|job| remaining_partitions(job))
+                .sum(),
+        ),
+        provers: None,
+        conditions: Some(settle(
+            observation.current.conditions.as_deref(),
+            vec![ready_condition],
+            observation.generation,
+            observation.now,
+        )),
+        observed_generation: observation.generation,
+    };
+    PoolStatusPlan {
+        status,
+        stale_provers,
+    }
+}
+
+fn count(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use proofpipe_crds::{PipelineSizing, ProverPhase, StageBuffers};
+
+    use super::*;
+    use crate::queue::tests::job;
+
+    fn prover(n: u32, health: PodHealth) -> ProverPod {
+        ProverPod {
+            name: format!("gpu-prover-{n}"),
+            ordinal: Some(n),
+            health,
+        }
+    }
+
+    fn report(pod: &str, peak: Option<i64>) -> ProverStatus {
+        ProverStatus {
+            pod: pod.into(),
+            phase: ProverPhase::Idle,
+            current_job: None,
+            buffers: StageBuffers::default(),
+            estimated_bytes: 0,
+            sizing: peak.map(|predicted_peak_bytes| PipelineSizing {
+                partition_workers: 2,
+                channel_capacity: 1,
+                gpu_workers: 1,
+                predicted_peak_bytes,
+                memory_limit_bytes: Some(64 << 30),
+                memory_estimate: format!("{predicted_peak_bytes}B/64GiB"),
+            }),
+            proofs_completed: 0,
+            last_report: Time(Timestamp::UNIX_EPOCH),
+        }
+    }
+
+    #[test]
+    fn counts_queue_sizing_and_stale_entries() {
+        let pods = [
+            prover(0, PodHealth::Ready),
+            prover(1, PodHealth::Starting),
+            prover(2, PodHealth::Terminating),
+        ];
+        let jobs = [job("a", 0, 0), job("b", 0, 1)];
+        let queue: Vec<&ProofJob> = jobs.iter().collect();
+        let current = ProverPoolStatus {
+            provers: Some(vec![
+                report("gpu-prover-0", Some(10)),
+                report("gpu-prover-1", Some(30)),
+                report("gpu-prover-2", None),
+                report("gpu-prover-9", Some(99)),
+            ]),
+            ..ProverPoolStatus::default()
+        };
+        let plan = compute(&PoolObservation {
+            name: "gpu",
+            generation: Some(3),
+            desired_replicas: 2,
+            pods: &pods,
+            queue: &queue,
+            current: &current,
+            now: Timestamp::UNIX_EPOCH,
+        });
+        let status = &plan.status;
+        assert_eq!((status.replicas, status.ready_replicas), (Some(2), Some(1)));
+        assert_eq!(
+            status.selector.as_deref(),
+            Some("proofpipe.dev/pool=gpu,app.kubernetes.io/name=proofpipe-prover")
+        );
+        // The largest predicted peak among pods that still exist (gpu-prover-9 is gone).
+        assert_eq!(
+            status.sizing.as_ref().map(|s| s.predicted_peak_bytes),
+            Some(30)
+        );
+        assert_eq!(
+            (status.queued_jobs, status.queued_partitions),
+            (Some(2), Some(8))
+        );
+        assert_eq!(status.provers, None);
+        assert_eq!(status.observed_generation, Some(3));
+        let ready = &status.conditions.as_ref().unwrap()[0];
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", "ProversNotReady")
+        );
+        assert_eq!(ready.observed_generation, Some(3));
+        assert_eq!(plan.stale_provers, ["gpu-prover-9"]);
+    }
+
+    #[test]
+    fn ready_when_every_desired_prover_is() {
+        let pods = [prover(0, PodHealth::Ready), prover(1, PodHealth::Ready)];
+        let observe = |desired| {
+            compute(&PoolObservation {
+                name: "gpu",
+                generation: Some(1),
+                desired_replicas: desired,
+                pods: &pods,
+                queue: &[],
+                current: &ProverPoolStatus::default(),
+                now: Timestamp::UNIX_EPOCH,
+            })
+            .status
+            .conditions
+            .unwrap()
+            .remove(0)
+        };
+        let ready = observe(2);
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("True", "AllProversReady")
+        );
+        assert_eq!(ready.message, "2/2 provers ready");
+        assert_eq!(observe(3).reason, "Scaling");
+    }
+}

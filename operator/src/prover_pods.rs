@@ -1,0 +1,129 @@
+//! What the operator needs to know about a prover pod, read from a Pod without a client.
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+
+use crate::names::prover_pod_ordinal;
+
+/// Where a prover pod is in its life, as far as taking work goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PodHealth {
+    /// Created, not (yet) Ready: scheduling, pulling, loading parameters, or failing its
+    /// readiness probe.
+    Starting,
+    /// Running and Ready: may take a job.
+    Ready,
+    /// Finished (phase Failed or Succeeded): its prover is gone for good and the pod must be
+    /// replaced. Prover pods never restart (`restartPolicy: Never`).
+    Terminated,
+    /// Being deleted.
+    Terminating,
+}
+
+impl PodHealth {
+    /// Whether the prover in this pod still exists or will: jobs assigned to a pod that is not
+    /// alive are requeued.
+    pub fn is_alive(self) -> bool {
+        matches!(self, Self::Starting | Self::Ready)
+    }
+}
+
+/// One prover pod, as the pure cores see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProverPod {
+    pub name: String,
+    /// The `n` of `<pool>-prover-<n>`; `None` for a pod carrying the pool's labels under a
+    /// name the operator did not give (it is still counted and may be scaled away).
+    pub ordinal: Option<u32>,
+    pub health: PodHealth,
+}
+
+impl ProverPod {
+    /// Reads a Pod of `pool`.
+    pub fn observe(pool: &str, pod: &Pod) -> Self {
+        let name = pod.name_any();
+        Self {
+            ordinal: prover_pod_ordinal(pool, &name),
+            health: health(pod),
+            name,
+        }
+    }
+}
+
+fn health(pod: &Pod) -> PodHealth {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return PodHealth::Terminating;
+    }
+    let status = pod.status.as_ref();
+    match status.and_then(|s| s.phase.as_deref()) {
+        Some("Failed" | "Succeeded") => return PodHealth::Terminated,
+        Some("Running") => {}
+        _ => return PodHealth::Starting,
+    }
+    let ready = status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    if ready {
+        PodHealth::Ready
+    } else {
+        PodHealth::Starting
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A pod of `pool` named `name` in `phase`, Ready or not.
+    pub(crate) fn pod(name: &str, phase: &str, ready: bool) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "status": {
+                "phase": phase,
+                "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}],
+            },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn ready_needs_running_and_the_ready_condition() {
+        let observe = |pod: &Pod| ProverPod::observe("gpu", pod).health;
+        assert_eq!(
+            observe(&pod("gpu-prover-0", "Running", true)),
+            PodHealth::Ready
+        );
+        assert_eq!(
+            observe(&pod("gpu-prover-0", "Running", false)),
+            PodHealth::Starting
+        );
+        assert_eq!(
+            observe(&pod("gpu-prover-0", "Pending", false)),
+            PodHealth::Starting
+        );
+        assert_eq!(observe(&Pod::default()), PodHealth::Starting);
+        assert_eq!(
+            observe(&pod("gpu-prover-0", "Failed", false)),
+            PodHealth::Terminated
+        );
+        assert_eq!(
+            observe(&pod("gpu-prover-0", "Succeeded", false)),
+            PodHealth::Terminated
+        );
+    }
+
+    #[test]
+    fn a_pod_being_deleted_is_terminating_even_if_ready() {
+        let mut ready = pod("gpu-prover-3", "Running", true);
+        ready.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ));
+        let observed = ProverPod::observe("gpu", &ready);
+        assert_eq!(observed.health, PodHealth::Terminating);
+        assert_eq!(observed.ordinal, Some(3));
+        assert!(!observed.health.is_alive());
+    }
+}

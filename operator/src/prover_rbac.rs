@@ -1,0 +1,126 @@
+//! The identity of the prover daemons in a namespace: ServiceAccount `proofpipe-prover` and a
+//! Role of least privilege bound to it. Built here without a client; applied by the pool
+//! reconciler in each namespace that has a ProverPool.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use kube::api::ObjectMeta;
+
+use crate::names::{FIELD_MANAGER, MANAGED_BY_LABEL, PROVER_SERVICE_ACCOUNT};
+
+fn metadata(namespace: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(PROVER_SERVICE_ACCOUNT.into()),
+        namespace: Some(namespace.into()),
+        labels: Some(BTreeMap::from([(
+            MANAGED_BY_LABEL.into(),
+            FIELD_MANAGER.into(),
+        )])),
+        ..ObjectMeta::default()
+    }
+}
+
+pub fn service_account(namespace: &str) -> ServiceAccount {
+    ServiceAccount {
+        metadata: metadata(namespace),
+        ..ServiceAccount::default()
+    }
+}
+
+fn rule(resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(vec!["proofpipe.dev".into()]),
+        resources: Some(resources.iter().map(|r| (*r).into()).collect()),
+        verbs: verbs.iter().map(|v| (*v).into()).collect(),
+        ..PolicyRule::default()
+    }
+}
+
+pub fn role(namespace: &str) -> Role {
+    Role {
+        metadata: metadata(namespace),
+        rules: Some(vec![
+            // A daemon watches the ProofJobs labelled with its pod name and reads their spec.
+            rule(&["proofjobs"], &["get", "list", "watch"]),
+            // It applies each verified partition proof and the stage timings to the job's
+            // status (its own field manager); it never writes a job's spec or labels.
+            rule(&["proofjobs/status"], &["get", "patch"]),
+            // It reads its pool (the pipeline overrides).
+            rule(&["proverpools"], &["get"]),
+            // It applies its own entry of the pool's `status.provers`.
+            rule(&["proverpools/status"], &["get", "patch"]),
+        ]),
+    }
+}
+
+pub fn role_binding(namespace: &str) -> RoleBinding {
+    RoleBinding {
+        metadata: metadata(namespace),
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "Role".into(),
+            name: PROVER_SERVICE_ACCOUNT.into(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: PROVER_SERVICE_ACCOUNT.into(),
+            namespace: Some(namespace.into()),
+            ..Subject::default()
+        }]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_role_grants_only_what_a_daemon_uses() {
+        let rules = role("proving").rules.unwrap();
+        let granted: Vec<(String, Vec<String>)> = rules
+            .iter()
+            .map(|rule| {
+                (
+                    rule.resources.as_ref().unwrap().join(","),
+                    rule.verbs.clone(),
+                )
+            })
+            .collect();
+        let expected = [
+            ("proofjobs", vec!["get", "list", "watch"]),
+            ("proofjobs/status", vec!["get", "patch"]),
+            ("proverpools", vec!["get"]),
+            ("proverpools/status", vec!["get", "patch"]),
+        ];
+        assert_eq!(granted.len(), expected.len());
+        for ((resource, verbs), (want_resource, want_verbs)) in granted.iter().zip(expected) {
+            assert_eq!(resource, want_resource);
+            assert_eq!(verbs, &want_verbs);
+        }
+        assert!(
+            rules
+                .iter()
+                .all(|rule| rule.api_groups.as_deref() == Some(&["proofpipe.dev".to_owned()][..]))
+        );
+    }
+
+    #[test]
+    fn the_binding_names_the_service_account_of_its_namespace() {
+        let binding = role_binding("proving");
+        let subject = &binding.subjects.unwrap()[0];
+        assert_eq!(
+            (subject.name.as_str(), subject.namespace.as_deref()),
+            ("proofpipe-prover", Some("proving"))
+        );
+        assert_eq!(
+            binding.role_ref.name,
+            role("proving").metadata.name.unwrap()
+        );
+        assert_eq!(
+            service_account("proving").metadata.namespace.as_deref(),
+            Some("proving")
+        );
+    }
+}

@@ -5,10 +5,11 @@
 //! - [`runner`]: the kubelet stand-in, over the pure pieces [`env`] (Downward API),
 //!   [`quantity`] (memory limits), [`cgroup`] (where pod cgroups go) and [`status`] (what a
 //!   kubelet reports), and [`process`] (starting and signalling containers);
-//! - [`cluster`], [`fixtures`], [`binaries`], [`operator`], [`wait`]: what a scenario needs
-//!   around it: a namespace with the CRDs, YAML objects, the binaries, the operator process,
-//!   and polling with a deadline.
+//! - [`stack`]: a scenario's whole product (namespace, operator, runner), built from
+//!   [`cluster`], [`fixtures`], [`binaries`], [`operator`] and [`wait`];
+//! - [`assignments`]: the record of ProofJob assignments the restart scenario checks.
 
+pub mod assignments;
 pub mod binaries;
 pub mod cgroup;
 pub mod cluster;
@@ -18,6 +19,7 @@ pub mod operator;
 pub mod process;
 pub mod quantity;
 pub mod runner;
+pub mod stack;
 pub mod status;
 pub mod wait;
 

@@ -1,0 +1,68 @@
+//! The operator killed and restarted while jobs run and wait: every job still succeeds, and
+//! no job is ever held by two pods, nor a pod given two jobs.
+//!
+//! Runs the real binaries (`cargo build -p proofpipe-prover -p proofpipe-operator`) against
+//! the API server of `KUBECONFIG`; skips without it.
+
+use kube::ResourceExt;
+use proofpipe_crds::{ASSIGNED_POD_LABEL, ProofJobPhase};
+use proofpipe_e2e::stack::{Stack, check_succeeded, phase};
+
+#[tokio::test]
+async fn operator_restart_assigns_no_job_twice() {
+    let Some(mut stack) = Stack::start("operator-restart").await else {
+        return;
+    };
+    let recorder = stack.record_assignments();
+    stack.apply("pool.yaml").await;
+    stack.apply("queue-jobs.yaml").await;
+    let jobs = stack.jobs();
+
+    stack
+        .wait_for("a job running while another waits", || async {
+            let list = jobs.list(&Default::default()).await.map_err(|e| e.to_string())?;
+            let assigned = list
+                .items
+                .iter()
+                .filter(|j| j.labels().contains_key(ASSIGNED_POD_LABEL))
+                .count();
+            let waiting = list
+                .items
+                .iter()
+                .filter(|j| phase(j) == Some(ProofJobPhase::Queued))
+                .count();
+            if assigned >= 1 && waiting >= 1 {
+                Ok(())
+            } else {
+                Err(format!("{assigned} assigned, {waiting} queued"))
+            }
+        })
+        .await;
+    eprintln!("restarting the operator");
+    stack.restart_operator();
+
+    let names = stack
+        .wait_for("every job Succeeded", || async {
+            let list = jobs.list(&Default::default()).await.map_err(|e| e.to_string())?;
+            let problems: Vec<String> =
+                list.items.iter().filter_map(|job| check_succeeded(job).err()).collect();
+            if list.items.len() == 5 && problems.is_empty() {
+                Ok(list.items.iter().map(|j| j.name_any()).collect::<Vec<_>>())
+            } else {
+                Err(format!("{} jobs; {}", list.items.len(), problems.join("\n")))
+            }
+        })
+        .await;
+
+    recorder.with_log(|log| {
+        assert_eq!(log.violations(), [] as [String; 0]);
+        // No prover failed, so no job had a reason to move.
+        for name in &names {
+            assert_eq!(log.pods_of(name).len(), 1, "job {name} was assigned to {:?}", log.pods_of(name));
+        }
+    });
+    for job in jobs.list(&Default::default()).await.unwrap().items {
+        let attempts = job.status.as_ref().and_then(|s| s.attempts);
+        assert_eq!(attempts, Some(1), "job {} was started more than once", job.name_any());
+    }
+}

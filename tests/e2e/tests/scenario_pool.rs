@@ -1,0 +1,76 @@
+//! A pool and three jobs from YAML: every job ends Succeeded with a verified proof per
+//! partition and a complete status; the pool reports its ready provers.
+//!
+//! Runs the real binaries (`cargo build -p proofpipe-prover -p proofpipe-operator`) against
+//! the API server of `KUBECONFIG`; skips without it.
+
+use kube::ResourceExt;
+use proofpipe_crds::ProverPool;
+use proofpipe_e2e::stack::{Stack, check_succeeded};
+
+#[tokio::test]
+async fn pool_proves_three_jobs() {
+    let Some(mut stack) = Stack::start("pool-jobs").await else {
+        return;
+    };
+    stack.apply("pool.yaml").await;
+    stack.apply("jobs.yaml").await;
+    let jobs = stack.jobs();
+
+    stack
+        .wait_for("every job Succeeded with verified proofs", || async {
+            let list = jobs.list(&Default::default()).await.map_err(|e| e.to_string())?;
+            if list.items.len() != 3 {
+                return Err(format!("{} jobs", list.items.len()));
+            }
+            let problems: Vec<String> =
+                list.items.iter().filter_map(|job| check_succeeded(job).err()).collect();
+            if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+        })
+        .await;
+
+    let pools = stack.namespace.api::<ProverPool>();
+    let total_partitions: i64 = jobs
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|job| i64::from(job.spec.partitions))
+        .sum();
+    stack
+        .wait_for("the pool to report 2 ready provers and every proof", || async {
+            let pool = pools.get("gpu").await.map_err(|e| e.to_string())?;
+            let status = pool.status.unwrap_or_default();
+            let provers = status.provers.unwrap_or_default();
+            let proved: i64 = provers.iter().map(|p| p.proofs_completed).sum();
+            let pods: Vec<&str> = provers.iter().map(|p| p.pod.as_str()).collect();
+            let selector_ok = status.selector.as_deref()
+                == Some("proofpipe.dev/pool=gpu,app.kubernetes.io/name=proofpipe-prover");
+            if status.ready_replicas == Some(2)
+                && status.replicas == Some(2)
+                && provers.len() == 2
+                && proved == total_partitions
+                && selector_ok
+            {
+                Ok(())
+            } else {
+                Err(format!(
+                    "replicas {:?}, ready {:?}, selector {:?}, provers {pods:?} with {proved} of \
+                     {total_partitions} proofs",
+                    status.replicas, status.ready_replicas, status.selector
+                ))
+            }
+        })
+        .await;
+    eprintln!(
+        "jobs: {:?}",
+        jobs.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(|j| (j.name_any(), j.status.as_ref().and_then(|s| s.pod.clone())))
+            .collect::<Vec<_>>()
+    );
+}

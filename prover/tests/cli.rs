@@ -52,7 +52,7 @@ fn memory_limit_sweep_stays_under_prediction_and_limit() {
     let dir = tempfile::tempdir().unwrap();
     let mut workers = Vec::new();
     // From below the minimum to plenty: each run either refuses clearly or stays in bounds.
-    for limit in ["110MiB", "124MiB", "126MiB", "128MiB", "140MiB", "4GiB"] {
+    for limit in ["120MiB", "136MiB", "170MiB", "4GiB"] {
         let out = prover(dir.path())
             .args(["prove", "--constraints", "16384", "--partitions", "6", "--json", "--memory-limit", limit, "--params-dir"])
             .arg(dir.path())

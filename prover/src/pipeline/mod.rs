@@ -7,6 +7,7 @@
 //! stage. There is no semaphore to release early: the channel is the backpressure.
 //! All heavy work runs on these dedicated threads, never on an async runtime.
 
+mod handoff;
 mod job;
 mod queue;
 pub mod tracker;

@@ -11,6 +11,7 @@ use ff::{Field, PrimeField};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
+use super::handoff::Handoff;
 use super::job::{Job, JobOutcome, PartitionProof, StageTimings};
 use super::tracker::{Stage, TrackedBuffer};
 use super::Shared;
@@ -39,7 +40,7 @@ struct ToFinalize {
 
 pub(super) fn spawn(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
     let c = shared.config;
-    let (to_gpu, gpu_rx) = crossbeam_channel::bounded::<ToGpu>(c.channel_capacity);
+    let to_gpu = Arc::new(Handoff::<ToGpu>::new(c.channel_capacity, c.partition_workers));
     let (to_fin, fin_rx) = crossbeam_channel::bounded::<ToFinalize>(c.finalize_queue);
     let mut threads = Vec::new();
     let mut spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
@@ -47,10 +48,16 @@ pub(super) fn spawn(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
     };
     for i in 0..c.partition_workers {
         let (s, tx) = (shared.clone(), to_gpu.clone());
-        spawn(format!("pp-synth-{i}"), Box::new(move || synthesis_worker(&s, i, &tx)));
+        spawn(
+            format!("pp-synth-{i}"),
+            Box::new(move || {
+                synthesis_worker(&s, i, &tx);
+                tx.close_sender();
+            }),
+        );
     }
     for i in 0..c.gpu_workers {
-        let (s, rx, tx) = (shared.clone(), gpu_rx.clone(), to_fin.clone());
+        let (s, rx, tx) = (shared.clone(), to_gpu.clone(), to_fin.clone());
         spawn(format!("pp-gpu-{i}"), Box::new(move || gpu_worker(&s, i, &rx, &tx)));
     }
     for i in 0..c.finalize_workers {
@@ -86,7 +93,7 @@ fn discard(shared: &Shared) {
     shared.metrics.partitions.with_label_values(&["discarded"]).inc();
 }
 
-fn synthesis_worker(shared: &Shared, worker: usize, to_gpu: &Sender<ToGpu>) {
+fn synthesis_worker(shared: &Shared, worker: usize, to_gpu: &Handoff<ToGpu>) {
     while let Some(task) = shared.queue.pop() {
         shared.metrics.pending_partitions.set(shared.queue.len() as i64);
         let (job, partition) = (task.job, task.partition);
@@ -118,15 +125,17 @@ fn synthesis_worker(shared: &Shared, worker: usize, to_gpu: &Sender<ToGpu>) {
         // Counted as queued from here: this worker holds it until the channel takes it.
         buffer.move_to(Stage::Queued, data.heap_bytes());
         let timings = StageTimings { synthesis: end - start, ..StageTimings::default() };
-        let item = ToGpu { job, partition, data, buffer, timings, synthesized_at: Instant::now() };
-        if to_gpu.send(item).is_err() {
-            return; // The GPU stage is gone: the pipeline is shutting down.
-        }
+        to_gpu.send(ToGpu { job, partition, data, buffer, timings, synthesized_at: Instant::now() });
     }
 }
 
-fn gpu_worker(shared: &Shared, worker: usize, from_synth: &Receiver<ToGpu>, to_fin: &Sender<ToFinalize>) {
-    for item in from_synth.iter() {
+fn gpu_worker(shared: &Shared, worker: usize, from_synth: &Handoff<ToGpu>, to_fin: &Sender<ToFinalize>) {
+    // The partition counts as on the GPU stage from the instant it leaves the queue.
+    let take = |item: &mut ToGpu| {
+        let bytes = crate::sizing::PartitionBytes::for_shape(item.job.params.shape).gpu_stage;
+        item.buffer.move_to(Stage::Gpu, bytes);
+    };
+    while let Some(item) = from_synth.recv(take) {
         let ToGpu { job, partition, data, mut buffer, mut timings, synthesized_at } = item;
         if !job.is_live() {
             discard(shared);
@@ -134,7 +143,6 @@ fn gpu_worker(shared: &Shared, worker: usize, from_synth: &Receiver<ToGpu>, to_f
         }
         let start = Instant::now();
         timings.queue_wait = start - synthesized_at;
-        buffer.move_to(Stage::Gpu, crate::sizing::PartitionBytes::for_shape(job.params.shape).gpu_stage);
         let result = guarded(
             || {
                 groth16::prove_start(shared.backend.as_ref(), &job.params.params, data, shared.config.g2)

@@ -93,6 +93,7 @@ pub struct Plan {
 /// Where the predicted peak goes.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Breakdown {
+    /// The process and its pipeline threads.
     pub base_bytes: u64,
     pub params_bytes: u64,
     pub per_partition: PartitionBytes,
@@ -102,8 +103,12 @@ pub struct Breakdown {
     pub headroom_bytes: u64,
 }
 
-/// The process itself: code, thread stacks, allocator arenas, the verifying key.
-pub const BASE_BYTES: u64 = 96 << 20;
+/// The process itself: code, runtime, the verifying key.
+pub const BASE_BYTES: u64 = 32 << 20;
+
+/// Per pipeline thread: its stack and the malloc arena it keeps (glibc gives each thread an
+/// arena that holds freed gadget temporaries; measured ~20 MiB per worker for merkle-sha256).
+pub const PER_THREAD_BYTES: u64 = 24 << 20;
 
 impl Plan {
     /// The most synthesized partitions that may exist outside the GPU stage.
@@ -112,19 +117,23 @@ impl Plan {
     }
 }
 
-fn predicted_peak(
-    base: u64,
-    params: u64,
-    per: PartitionBytes,
+/// Worker counts of one candidate sizing.
+#[derive(Clone, Copy)]
+struct Workers {
     pw: usize,
     cap: usize,
     gw: usize,
-    finalize_slots: usize,
-) -> (u64, u64, u64, u64) {
-    let synthesized = (pw + cap) as u64 * per.synthesized;
-    let gpu = gw as u64 * per.gpu_stage;
-    let fin = finalize_slots as u64 * per.finalize;
-    (base + params + synthesized + gpu + fin, synthesized, gpu, fin)
+    finalize_workers: usize,
+    finalize_queue: usize,
+}
+
+/// (peak, base incl. threads, synthesized, GPU stage, finalize) bytes.
+fn predicted_peak(params: u64, per: PartitionBytes, w: Workers) -> (u64, u64, u64, u64, u64) {
+    let base = BASE_BYTES + PER_THREAD_BYTES * (w.pw + w.gw + w.finalize_workers) as u64;
+    let synthesized = (w.pw + w.cap) as u64 * per.synthesized;
+    let gpu = w.gw as u64 * per.gpu_stage;
+    let fin = (w.finalize_workers + w.finalize_queue) as u64 * per.finalize;
+    (base + params + synthesized + gpu + fin, base, synthesized, gpu, fin)
 }
 
 /// A channel long enough to absorb several workers finishing at once, no longer: beyond
@@ -146,12 +155,9 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
     let per = PartitionBytes::for_shape(input.shape);
     let gw = input.overrides.gpu_workers.unwrap_or(if input.gpu_devices == 0 { 1 } else { 2 * input.gpu_devices });
     let (finalize_workers, finalize_queue) = (1, 1);
-    let finalize_slots = finalize_workers + finalize_queue;
+    let workers = |pw, cap| Workers { pw, cap, gw, finalize_workers, finalize_queue };
     let usable = (input.memory_limit as f64 * (1.0 - input.headroom)) as u64;
-    let fits = |pw, cap| {
-        let (peak, ..) = predicted_peak(BASE_BYTES, input.params_bytes, per, pw, cap, gw, finalize_slots);
-        peak <= usable
-    };
+    let fits = |pw, cap| predicted_peak(input.params_bytes, per, workers(pw, cap)).0 <= usable;
 
     let cpu_bound = input.cpu_cores.max(1);
     let useful = input.max_parallel_partitions.unwrap_or(usize::MAX).max(1);
@@ -175,8 +181,8 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
         });
     }
     if !fits(pw, cap) {
-        let (min_peak, ..) = predicted_peak(BASE_BYTES, input.params_bytes, per, 1, 1, gw, finalize_slots);
-        let (wanted, ..) = predicted_peak(BASE_BYTES, input.params_bytes, per, pw, cap, gw, finalize_slots);
+        let (min_peak, ..) = predicted_peak(input.params_bytes, per, workers(1, 1));
+        let (wanted, ..) = predicted_peak(input.params_bytes, per, workers(pw, cap));
         let needed = if input.overrides.partition_workers.is_some() { wanted } else { min_peak };
         return Err(ProverError::MemoryLimitTooSmall {
             circuit: input.circuit,
@@ -186,8 +192,7 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
             params: ByteSize(input.params_bytes),
         });
     }
-    let (peak, synthesized, gpu, fin) =
-        predicted_peak(BASE_BYTES, input.params_bytes, per, pw, cap, gw, finalize_slots);
+    let (peak, base, synthesized, gpu, fin) = predicted_peak(input.params_bytes, per, workers(pw, cap));
     Ok(Plan {
         partition_workers: pw,
         channel_capacity: cap,
@@ -198,7 +203,7 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
         predicted_peak_bytes: peak,
         memory_limit: input.memory_limit,
         breakdown: Breakdown {
-            base_bytes: BASE_BYTES,
+            base_bytes: base,
             params_bytes: input.params_bytes,
             per_partition: per,
             synthesized_bytes: synthesized,

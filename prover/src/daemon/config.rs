@@ -46,9 +46,7 @@ pub struct EnvSettings {
 /// Reads the settings through `var` (`std::env::var(..).ok()` in the binary).
 pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<EnvSettings, ProverError> {
     let required = |name: &'static str, hint: &'static str| {
-        var(name)
-            .filter(|value| !value.is_empty())
-            .ok_or(ProverError::MissingEnv { name, hint })
+        var(name).filter(|value| !value.is_empty()).ok_or(ProverError::MissingEnv { name, hint })
     };
     let identity = Identity {
         pod: required(POD_NAME_VAR, "Downward API fieldRef metadata.name")?,
@@ -104,10 +102,8 @@ pub struct ChosenLimit {
 pub fn choose_memory_limit(detected: MemoryLimit, env_value: Option<&str>) -> Result<ChosenLimit, ProverError> {
     match (detected.source, env_value) {
         (LimitSource::MemTotal, Some(value)) => {
-            let bytes = parse_memory_size(value).map_err(|err| ProverError::InvalidArgument {
-                what: MEMORY_LIMIT_VAR,
-                reason: err.to_string(),
-            })?;
+            let bytes = parse_memory_size(value)
+                .map_err(|err| ProverError::InvalidArgument { what: MEMORY_LIMIT_VAR, reason: err.to_string() })?;
             Ok(ChosenLimit { bytes, origin: LimitOrigin::Env })
         }
         (source, _) => Ok(ChosenLimit { bytes: detected.bytes, origin: LimitOrigin::Detected(source) }),
@@ -126,8 +122,7 @@ mod tests {
         move |name| map.get(name).cloned()
     }
 
-    const IDENTITY: [(&str, &str); 3] =
-        [(POD_NAME_VAR, "gpu-prover-0"), (NAMESPACE_VAR, "proving"), (POOL_VAR, "gpu")];
+    const IDENTITY: [(&str, &str); 3] = [(POD_NAME_VAR, "gpu-prover-0"), (NAMESPACE_VAR, "proving"), (POOL_VAR, "gpu")];
 
     #[test]
     fn identity_and_auto_overrides() {

@@ -14,15 +14,17 @@ use tokio::sync::watch;
 use super::{Daemon, raised};
 
 /// Serves until `shutdown` turns true.
-pub async fn serve(listener: TcpListener, daemon: Arc<Daemon>, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    daemon: Arc<Daemon>,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()> {
     let app = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(daemon);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { raised(&mut shutdown).await })
-        .await
+    axum::serve(listener, app).with_graceful_shutdown(async move { raised(&mut shutdown).await }).await
 }
 
 /// The current (or last) pipeline's metrics, then the daemon's counters.

@@ -67,10 +67,11 @@ impl KubeWriter {
             action: "Prove".into(),
             secondary: None,
         };
-        self.recorder
-            .publish(&event, &job.object_ref(&()))
-            .await
-            .map_err(ProverError::kube(format!("recording an Event on ProofJob {}/{}", self.identity.namespace, job.name_any())))
+        self.recorder.publish(&event, &job.object_ref(&())).await.map_err(ProverError::kube(format!(
+            "recording an Event on ProofJob {}/{}",
+            self.identity.namespace,
+            job.name_any()
+        )))
     }
 }
 

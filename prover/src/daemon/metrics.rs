@@ -31,7 +31,8 @@ pub struct DaemonMetrics {
 impl DaemonMetrics {
     pub fn new() -> prometheus::Result<Self> {
         let registry = Registry::new();
-        let jobs_started = IntCounter::new("proofpipe_daemon_jobs_started_total", "ProofJobs this daemon started proving")?;
+        let jobs_started =
+            IntCounter::new("proofpipe_daemon_jobs_started_total", "ProofJobs this daemon started proving")?;
         let jobs_finished = IntCounterVec::new(
             Opts::new("proofpipe_daemon_jobs_finished_total", "ProofJobs this daemon stopped proving, by outcome"),
             &["outcome"],

@@ -137,9 +137,8 @@ struct ActiveJob {
 async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
     let selector = format!("{ASSIGNED_POD_LABEL}={}", daemon.identity.pod);
     let (store, writer) = reflector::store();
-    let events = watcher(daemon.kube.jobs(), watcher::Config::default().labels(&selector))
-        .default_backoff()
-        .reflect(writer);
+    let events =
+        watcher(daemon.kube.jobs(), watcher::Config::default().labels(&selector)).default_backoff().reflect(writer);
     let mut events = pin!(events);
     let mut terminate = pin!(shutdown_signal());
     let mut active: Option<ActiveJob> = None;
@@ -181,12 +180,21 @@ async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
 
 /// Carries out the decision for the jobs now assigned; forgets completed jobs no longer
 /// assigned.
-fn act(daemon: &Arc<Daemon>, assigned: &[Arc<ProofJob>], active: &mut Option<ActiveJob>, completed: &mut HashSet<String>) {
+fn act(
+    daemon: &Arc<Daemon>,
+    assigned: &[Arc<ProofJob>],
+    active: &mut Option<ActiveJob>,
+    completed: &mut HashSet<String>,
+) {
     completed.retain(|uid| assigned.iter().any(|job| job.uid().as_ref() == Some(uid)));
     match decide(active.as_ref().map(|a| a.uid.as_str()), assigned, completed) {
         Decision::Continue | Decision::Idle => {}
         Decision::Cancel => {
-            if let Some(active) = active {
+            if let Some(active) = active.as_ref().filter(|active| !*active.cancel.borrow()) {
+                tracing::info!(
+                    job = %active.job.name_any(),
+                    "the job lost this pod's label, was finished by the operator or is being deleted"
+                );
                 active.cancel.send_replace(true);
             }
         }

@@ -254,7 +254,13 @@ mod tests {
     fn the_pool_body_holds_only_this_provers_entry() {
         let report = ProverReport {
             current_job: Some("job-a".into()),
-            buffers: BufferSnapshot { synthesizing: 2, queued: 1, synthesizing_bytes: 10, queued_bytes: 5, ..Default::default() },
+            buffers: BufferSnapshot {
+                synthesizing: 2,
+                queued: 1,
+                synthesizing_bytes: 10,
+                queued_bytes: 5,
+                ..Default::default()
+            },
             sizing: None,
             proofs_completed: 4,
         };

@@ -8,9 +8,9 @@ use k8s_openapi::jiff::Timestamp;
 use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
-use super::{Daemon, raised};
 use super::payload::pool_status_body;
 use super::throttle::{HEARTBEAT, MIN_INTERVAL, ReportThrottle};
+use super::{Daemon, raised};
 
 /// How often the report is compared with the last one written.
 const TICK: Duration = Duration::from_secs(1);

@@ -101,7 +101,13 @@ pub(crate) mod tests {
         let job = job(
             "a",
             4,
-            vec![proof(2, true, "p0"), proof(0, true, "p1"), proof(1, false, "p0"), proof(9, true, "p0"), proof(2, true, "p0")],
+            vec![
+                proof(2, true, "p0"),
+                proof(0, true, "p1"),
+                proof(1, false, "p0"),
+                proof(9, true, "p0"),
+                proof(2, true, "p0"),
+            ],
         );
         assert_eq!(proved_partitions(job.status.as_ref(), 4), [0, 2]);
         assert_eq!(remaining_partitions(&job), 2);

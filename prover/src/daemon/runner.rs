@@ -12,10 +12,10 @@ use proofpipe_crds::ProofJob;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, interval_at};
 
-use super::{Daemon, raised};
 use super::payload::ProofLedger;
 use super::resume::{own_proofs, pipeline_job};
 use super::sizing::reported_sizing;
+use super::{Daemon, raised};
 use crate::error::ProverError;
 use crate::params::{CircuitParams, estimated_params_bytes};
 use crate::pipeline::{JobEvent, JobOutcome, JobSpec, Pipeline, PipelineConfig};
@@ -109,7 +109,7 @@ pub async fn run_job(daemon: Arc<Daemon>, job: Arc<ProofJob>, mut cancel: watch:
     let outcome = loop {
         tokio::select! {
             () = raised(&mut cancel), if !cancel_sent => {
-                tracing::info!(job = %name, "cancelling: the job is no longer assigned to this pod");
+                tracing::info!(job = %name, "cancelling the job in the pipeline");
                 handle.cancel();
                 cancel_sent = true;
             }

@@ -55,7 +55,11 @@ pub fn memory_estimate(predicted_peak: u64, limit: u64) -> String {
 
 fn gib(bytes: u64) -> String {
     let tenths = (bytes as f64 / f64::from(1u32 << 30) * 10.0).round() as u64;
-    if tenths % 10 == 0 { format!("{}GiB", tenths / 10) } else { format!("{}.{}GiB", tenths / 10, tenths % 10) }
+    if tenths.is_multiple_of(10) {
+        format!("{}GiB", tenths / 10)
+    } else {
+        format!("{}.{}GiB", tenths / 10, tenths % 10)
+    }
 }
 
 #[cfg(test)]

@@ -36,7 +36,8 @@ impl ProverState {
 
     pub fn pipeline_started(&self, pipeline: &Pipeline, sizing: PipelineSizing) {
         let mut inner = self.0.lock();
-        inner.pipeline = Some(PipelineView { tracker: pipeline.buffer_tracker(), registry: pipeline.registry().clone() });
+        inner.pipeline =
+            Some(PipelineView { tracker: pipeline.buffer_tracker(), registry: pipeline.registry().clone() });
         inner.sizing = Some(sizing);
     }
 

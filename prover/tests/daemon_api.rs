@@ -1,0 +1,358 @@
+//! `proofpipe-prover daemon` against a real API server, with this test playing the operator:
+//! it assigns jobs by label, and the daemon proves them into their status, skips a
+//! partition already proved, reports into the pool status, cancels a job whose label goes,
+//! and exits 0 on SIGTERM.
+//!
+//! Needs `KUBECONFIG` naming a cluster where CRDs may be installed, such as the local API
+//! server of `../shared/kube-testenv` (`eval "$(../shared/kube-testenv/start.sh)"`). Without
+//! it the test prints why it is skipped and passes.
+
+use std::fs::File;
+use std::future::Future;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Client, Resource};
+use proofpipe_crds::{ASSIGNED_POD_LABEL, PartitionProof, ProofJob, ProofJobPhase, ProverPhase, ProverPool};
+use proofpipe_prover::circuits::CircuitKind;
+use proofpipe_prover::daemon::payload::status_proof;
+use proofpipe_prover::groth16::G2Placement;
+use proofpipe_prover::params::ParamsStore;
+use proofpipe_prover::pipeline::{JobSpec, Pipeline, PipelineConfig};
+use serde_json::{Value, json};
+
+const POD: &str = "gpu-prover-0";
+const POOL: &str = "gpu";
+const CONSTRAINTS: usize = 1024;
+const SEED: i64 = 11;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemon_proves_resumes_reports_cancels_and_stops() {
+    let Some(cluster) = Cluster::connect("daemon-api").await else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let params_dir = work.path().join("params");
+
+    // A proof of partition 1 made "earlier, by another pod"; it also leaves the parameters
+    // on disk for the daemon.
+    let earlier = prove_one_partition(&params_dir, 1).await;
+    let pools: Api<ProverPool> = cluster.api();
+    pools
+        .create(
+            &PostParams::default(),
+            &object::<ProverPool>(POOL, json!({ "template": { "image": "proofpipe-prover:test" } }), None),
+        )
+        .await
+        .expect("create the pool");
+    let jobs: Api<ProofJob> = cluster.api();
+    assign(&jobs, "first", 3).await;
+    jobs.patch_status(
+        "first",
+        &PatchParams::apply("test-operator"),
+        &Patch::Apply(json!({
+            "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProofJob", "metadata": { "name": "first" },
+            "status": { "phase": "Running", "pod": POD, "proofs": [earlier] },
+        })),
+    )
+    .await
+    .expect("pre-fill partition 1");
+
+    let listen = free_local_address();
+    let mut daemon = Daemon::start(&cluster.namespace, &params_dir, &listen, &work.path().join("daemon.log"));
+
+    // Every partition ends verified; the pre-filled one is untouched.
+    let first = daemon
+        .wait("job first to have 3 verified proofs", Duration::from_secs(60), || async {
+            let job = jobs.get("first").await.ok()?;
+            let proofs = job.status.as_ref()?.proofs.clone()?;
+            (proofs.iter().filter(|p| p.verified).count() == 3).then_some(job)
+        })
+        .await;
+    let status = first.status.unwrap();
+    let mut proofs = status.proofs.unwrap();
+    proofs.sort_by_key(|p| p.partition);
+    assert_eq!(proofs[1], earlier, "the pre-filled partition was proved again");
+    for proof in [&proofs[0], &proofs[2]] {
+        assert_eq!(proof.proved_by, POD);
+        assert_eq!(proof.public_inputs.len(), earlier.public_inputs.len());
+        assert!(proof.public_inputs.iter().all(|input| input.len() == 64));
+    }
+    assert!(status.stage_seconds.is_some_and(|s| s.synthesis > 0.0));
+    assert_eq!(status.phase, Some(ProofJobPhase::Running), "the daemon wrote an operator field");
+
+    // The pool status has this pod's entry.
+    let entry = daemon
+        .wait("the pool to list this prover with 2 proofs", Duration::from_secs(20), || async {
+            let pool = pools.get(POOL).await.ok()?;
+            let provers = pool.status?.provers?;
+            provers.into_iter().find(|p| p.pod == POD && p.proofs_completed == 2)
+        })
+        .await;
+    let sizing = entry.sizing.expect("the entry carries the job's sizing");
+    assert!(sizing.memory_estimate.contains("GiB/"), "{}", sizing.memory_estimate);
+
+    let (ready, _) = http_get(&listen, "/readyz").await;
+    assert_eq!(ready, 200);
+    let (code, metrics) = http_get(&listen, "/metrics").await;
+    assert_eq!(code, 200);
+    for series in [
+        "proofpipe_daemon_jobs_started_total 1",
+        "proofpipe_daemon_jobs_finished_total{outcome=\"succeeded\"} 1",
+        "proofpipe_daemon_status_writes_total{object=\"proofjob\"}",
+        "proofpipe_partitions_total",
+    ] {
+        assert!(metrics.contains(series), "/metrics lacks {series}:\n{metrics}");
+    }
+
+    // A long job loses its label mid-run: the daemon cancels it and stops adding proofs.
+    let partitions = 400;
+    assign(&jobs, "second", partitions).await;
+    daemon
+        .wait("job second to have a proof", Duration::from_secs(60), || async {
+            let proofs = jobs.get("second").await.ok()?.status?.proofs?;
+            (!proofs.is_empty()).then_some(())
+        })
+        .await;
+    let unassign = json!({ "metadata": { "labels": { ASSIGNED_POD_LABEL: null } } });
+    jobs.patch("second", &PatchParams::default(), &Patch::Merge(unassign)).await.expect("remove the label");
+    daemon
+        .wait("the daemon to cancel job second", Duration::from_secs(20), || async {
+            let (_, metrics) = http_get(&listen, "/metrics").await;
+            metrics.contains("proofpipe_daemon_jobs_finished_total{outcome=\"cancelled\"} 1").then_some(())
+        })
+        .await;
+    let count = || async { jobs.get("second").await.unwrap().status.and_then(|s| s.proofs).map_or(0, |p| p.len()) };
+    let after_cancel = count().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(count().await, after_cancel, "proofs kept coming after the cancel");
+    assert!(after_cancel < partitions as usize, "the job finished before it could be cancelled");
+    daemon
+        .wait("the prover to report Idle", Duration::from_secs(20), || async {
+            let provers = pools.get(POOL).await.ok()?.status?.provers?;
+            provers.into_iter().find(|p| p.pod == POD && p.phase == ProverPhase::Idle && p.current_job.is_none())
+        })
+        .await;
+
+    let exited_cleanly = daemon.terminate(Duration::from_secs(25));
+    // Shown with --nocapture, or when the assertion fails.
+    eprintln!("--- daemon log ---\n{}", daemon.log_text());
+    assert!(exited_cleanly, "the daemon did not exit 0 on SIGTERM");
+    cluster.delete_namespace().await;
+}
+
+/// Proves one partition of the test's job through the library, as another pod would have.
+async fn prove_one_partition(params_dir: &Path, partition: u32) -> PartitionProof {
+    let params_dir = params_dir.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let (params, _) = ParamsStore::new(params_dir).get(CircuitKind::MulChain, CONSTRAINTS).unwrap();
+        let config = PipelineConfig {
+            partition_workers: 1,
+            channel_capacity: 1,
+            gpu_workers: 1,
+            finalize_workers: 1,
+            finalize_queue: 1,
+            g2: G2Placement::GpuStage,
+            record_timeline: false,
+        };
+        let pipeline = Pipeline::start(config, Arc::new(proofpipe_kernels::CpuBackend::new())).unwrap();
+        let mut spec = JobSpec::new(CircuitKind::MulChain, CONSTRAINTS, 3);
+        spec.seed = SEED as u64;
+        spec.skip = (0..3).filter(|&p| p != partition).collect();
+        let report = pipeline.submit(spec, params).unwrap().wait();
+        status_proof(&report.proofs[0], "earlier-pod")
+    })
+    .await
+    .unwrap()
+}
+
+/// Creates a mul-chain job assigned to [`POD`] by label, as the operator would.
+async fn assign(jobs: &Api<ProofJob>, name: &str, partitions: i32) {
+    let spec = json!({ "pool": POOL, "circuit": "mul-chain", "constraints": CONSTRAINTS, "partitions": partitions, "seed": SEED });
+    jobs.create(&PostParams::default(), &object::<ProofJob>(name, spec, Some(json!({ ASSIGNED_POD_LABEL: POD }))))
+        .await
+        .unwrap_or_else(|err| panic!("create job {name}: {err}"));
+}
+
+fn object<K: Resource<DynamicType = ()> + serde::de::DeserializeOwned>(
+    name: &str,
+    spec: Value,
+    labels: Option<Value>,
+) -> K {
+    serde_json::from_value(json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "metadata": { "name": name, "labels": labels.unwrap_or(json!({})) },
+        "spec": spec,
+    }))
+    .expect("a valid object")
+}
+
+fn free_local_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+/// A bare HTTP/1.1 GET: the status code and the body.
+async fn http_get(address: &str, path: &str) -> (u16, String) {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    let address = address.to_owned();
+    let response = tokio::task::spawn_blocking(move || {
+        let mut stream = std::net::TcpStream::connect(&address).expect("connect to the daemon");
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    })
+    .await
+    .unwrap();
+    let code = response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).expect("a status line");
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body).to_owned();
+    (code, body)
+}
+
+/// The daemon process; killed if the test ends early.
+struct Daemon {
+    child: Child,
+    log: std::path::PathBuf,
+}
+
+impl Daemon {
+    fn start(namespace: &str, params_dir: &Path, listen: &str, log: &Path) -> Self {
+        let child = Command::new(env!("CARGO_BIN_EXE_proofpipe-prover"))
+            .arg("daemon")
+            .arg("--params-dir")
+            .arg(params_dir)
+            .args(["--listen", listen])
+            .env("PROOFPIPE_POD_NAME", POD)
+            .env("PROOFPIPE_NAMESPACE", namespace)
+            .env("PROOFPIPE_POOL", POOL)
+            .env("PROOFPIPE_PARTITION_WORKERS", "auto")
+            .env("PROOFPIPE_CHANNEL_CAPACITY", "auto")
+            .env("PROOFPIPE_GPU_WORKERS", "auto")
+            .env("PROOFPIPE_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(log).unwrap())
+            .spawn()
+            .expect("start the daemon");
+        Self { child, log: log.to_owned() }
+    }
+
+    /// Polls `check` until it yields a value; on timeout (or the daemon exiting) fails with
+    /// the daemon's log.
+    async fn wait<T, F, Fut>(&mut self, what: &str, timeout: Duration, check: F) -> T
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Option<T>>,
+    {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(value) = check().await {
+                return value;
+            }
+            let exited = self.child.try_wait().unwrap();
+            if exited.is_some() || Instant::now() > deadline {
+                let log = self.log_text();
+                panic!(
+                    "waiting for {what}: {}\n--- daemon log ---\n{log}",
+                    exited.map_or("timed out".into(), |s| format!("the daemon exited ({s})"))
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends SIGTERM; true if the daemon exits 0 within `timeout`.
+    fn terminate(&mut self, timeout: Duration) -> bool {
+        let sent = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        assert!(sent.success(), "kill -TERM failed");
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client and a fresh namespace, with both CRDs installed and established.
+struct Cluster {
+    client: Client,
+    namespace: String,
+}
+
+impl Cluster {
+    async fn connect(test: &str) -> Option<Self> {
+        if std::env::var_os("KUBECONFIG").is_none() {
+            eprintln!(
+                "SKIPPED {test}: KUBECONFIG is not set. Start an API server with \
+                 `eval \"$(../shared/kube-testenv/start.sh)\"` to run it."
+            );
+            return None;
+        }
+        let client = Client::try_default().await.expect("build a client from KUBECONFIG");
+        install_crds(&client).await;
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+        let namespace = format!("{test}-{}-{nanos}", std::process::id());
+        let object = Namespace {
+            metadata: ObjectMeta { name: Some(namespace.clone()), ..ObjectMeta::default() },
+            ..Namespace::default()
+        };
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &object)
+            .await
+            .expect("create the test namespace");
+        Some(Self { client, namespace })
+    }
+
+    fn api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    async fn delete_namespace(self) {
+        Api::<Namespace>::all(self.client)
+            .delete(&self.namespace, &DeleteParams::default())
+            .await
+            .expect("delete the test namespace");
+    }
+}
+
+async fn install_crds(client: &Client) {
+    let api = Api::<CustomResourceDefinition>::all(client.clone());
+    let params = PatchParams::apply("proofpipe-prover-tests").force();
+    for crd in proofpipe_crds::crds() {
+        let name = crd.metadata.name.clone().expect("CRDs are named");
+        api.patch(&name, &params, &Patch::Apply(&crd)).await.unwrap_or_else(|err| panic!("apply CRD {name}: {err}"));
+        for _ in 0..300 {
+            let crd = api.get(&name).await.expect("read back the CRD");
+            let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
+            if conditions.iter().any(|c| c.type_ == "Established" && c.status == "True") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}

@@ -48,8 +48,12 @@ fn draw(path: &Path, title: &str, spans: &[BusySpan], points: &[TimelinePoint]) 
     gantt
         .configure_mesh()
         .disable_y_mesh()
-        .y_labels(rows.len().max(1))
-        .y_label_formatter(&|y| labels.get(y.floor() as usize).cloned().unwrap_or_default())
+        // Ticks every half row; only the row centres (k + 0.5) get a label.
+        .y_labels(rows.len().max(1) * 2 + 1)
+        .y_label_formatter(&|y| {
+            let centre = (y.fract() - 0.5).abs() < 1e-6;
+            if centre { labels.get(y.floor() as usize).cloned().unwrap_or_default() } else { String::new() }
+        })
         .x_desc("seconds")
         .draw()?;
     gantt.draw_series(spans.iter().map(|s| {

@@ -99,9 +99,9 @@ pub(super) fn job_event(decided: &JobEvent) -> Event {
     }
 }
 
-/// A pool's pods were created or deleted.
-pub(super) fn scaled(note: String) -> Event {
-    event(EventType::Normal, "Scaled", "Scale", note, None)
+/// A pool created or deleted one pod (`action`: CreatePod, ReplacePod, DeletePod).
+pub(super) fn scaled(action: &str, note: String, pod: ObjectReference) -> Event {
+    event(EventType::Normal, "Scaled", action, note, Some(pod))
 }
 
 /// A reconcile failed; the note is the whole error chain.

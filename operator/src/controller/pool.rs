@@ -170,7 +170,15 @@ async fn reconcile_pool(pool: &ProverPool, context: &Context) -> Result<Outcome,
     Ok(outcome)
 }
 
-/// Creates and deletes pods as planned, with one `Scaled` Event saying what and why.
+/// One pod change of a [`PodPlan`].
+#[derive(Clone, Copy)]
+enum PodChange {
+    Replace,
+    ScaleDown,
+    Create,
+}
+
+/// Creates and deletes pods as planned, with a `Scaled` Event for each pod saying why.
 async fn apply_pod_plan(
     pool: &ProverPool,
     namespace: &str,
@@ -178,36 +186,41 @@ async fn apply_pod_plan(
     context: &Context,
 ) -> Result<(), Error> {
     let api: Api<Pod> = context.namespaced(namespace);
-    for name in pod_plan.replace.iter().chain(&pod_plan.scale_down) {
-        delete_pod(&api, namespace, name).await?;
-    }
-    for name in &pod_plan.create {
-        create_pod(&api, &prover_pod(pool, name)).await?;
-    }
     let replicas = pool.spec.replicas;
-    let mut notes = Vec::new();
-    if !pod_plan.replace.is_empty() {
-        notes.push(format!(
-            "deleted terminated pods {} to replace them",
-            pod_plan.replace.join(", ")
-        ));
+    let pool_ref = pool.object_ref(&());
+    let changes = (pod_plan.replace.iter().map(|pod| (PodChange::Replace, pod)))
+        .chain(
+            pod_plan
+                .scale_down
+                .iter()
+                .map(|pod| (PodChange::ScaleDown, pod)),
+        )
+        .chain(pod_plan.create.iter().map(|pod| (PodChange::Create, pod)));
+    for (change, pod) in changes {
+        let (action, note) = match change {
+            PodChange::Replace => {
+                delete_pod(&api, namespace, pod).await?;
+                (
+                    "ReplacePod",
+                    format!("deleted terminated prover pod {pod} to replace it"),
+                )
+            }
+            PodChange::ScaleDown => {
+                delete_pod(&api, namespace, pod).await?;
+                let note = format!(
+                    "deleted prover pod {pod} to scale down to {replicas} (idle and not-ready pods go first)"
+                );
+                ("DeletePod", note)
+            }
+            PodChange::Create => {
+                create_pod(&api, &prover_pod(pool, pod)).await?;
+                ("CreatePod", format!("created prover pod {pod}"))
+            }
+        };
+        tracing::info!(pool = %format!("{namespace}/{}", pool.name_any()), "{note}");
+        let event = events::scaled(action, note, events::pod_reference(Some(namespace), pod));
+        context.publish(&pool_ref, event).await;
     }
-    if !pod_plan.scale_down.is_empty() {
-        notes.push(format!(
-            "deleted pods {} to scale down to {replicas} (idle and not-ready pods first)",
-            pod_plan.scale_down.join(", ")
-        ));
-    }
-    if !pod_plan.create.is_empty() {
-        notes.push(format!(
-            "created pods {} for {replicas} replicas",
-            pod_plan.create.join(", ")
-        ));
-    }
-    tracing::info!(pool = %format!("{namespace}/{}", pool.name_any()), "{}", notes.join("; "));
-    context
-        .publish(&pool.object_ref(&()), events::scaled(notes.join("; ")))
-        .await;
     Ok(())
 }
 

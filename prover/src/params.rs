@@ -94,10 +94,20 @@ fn header_for(circuit: CircuitKind, constraints: usize) -> ParamsHeader {
     }
 }
 
+/// Filled once by whichever caller loads the parameters first.
+type LoadOnce = Arc<OnceLock<Arc<CircuitParams>>>;
+
 /// The on-disk cache of parameters, with an in-process memo so each set loads once.
 pub struct ParamsStore {
     dir: PathBuf,
-    loaded: Mutex<HashMap<(CircuitKind, usize), Arc<OnceLock<Arc<CircuitParams>>>>>,
+    loaded: Mutex<HashMap<(CircuitKind, usize), LoadOnce>>,
+}
+
+/// A file in the cache directory, with its header or why it could not be read.
+pub struct CachedFile {
+    pub path: PathBuf,
+    pub header: Result<ParamsHeader, ProverError>,
+    pub bytes: u64,
 }
 
 /// What `ensure` did to get parameters.
@@ -169,7 +179,7 @@ impl ParamsStore {
     }
 
     /// Every parameter file in the directory, with its header or why it cannot be read.
-    pub fn list(&self) -> Result<Vec<(PathBuf, Result<ParamsHeader, ProverError>, u64)>, ProverError> {
+    pub fn list(&self) -> Result<Vec<CachedFile>, ProverError> {
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(e) => e,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -179,11 +189,11 @@ impl ParamsStore {
         for entry in entries {
             let path = entry.map_err(ProverError::io("listing", &self.dir))?.path();
             if path.extension().is_some_and(|e| e == "params") {
-                let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                out.push((path.clone(), read_header(&path).map(|(h, _)| h), len));
+                let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                out.push(CachedFile { header: read_header(&path).map(|(h, _)| h), path, bytes });
             }
         }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(out)
     }
 

@@ -71,7 +71,7 @@ impl CircuitKind {
         Ok(match self {
             CircuitKind::MulChain => PartitionCircuit::MulChain(MulChain::new(constraints, rng)),
             CircuitKind::MerkleSha256 => {
-                PartitionCircuit::MerkleSha256(MerkleSha256::new(constraints, rng))
+                PartitionCircuit::MerkleSha256(Box::new(MerkleSha256::new(constraints, rng)))
             }
         })
     }
@@ -127,7 +127,8 @@ pub struct CircuitShape {
 /// One partition's circuit, with its witness.
 pub enum PartitionCircuit {
     MulChain(MulChain),
-    MerkleSha256(MerkleSha256),
+    // Boxed: it carries its witness generator, much larger than MulChain.
+    MerkleSha256(Box<MerkleSha256>),
 }
 
 impl Circuit<Fr> for PartitionCircuit {

@@ -33,7 +33,8 @@ pub fn run(args: ParamsArgs) -> Result<ExitCode, ProverError> {
     let files = store.list()?;
     let mut bad = 0;
     let mut rows = Vec::new();
-    for (path, header, len) in files {
+    for file in files {
+        let (path, header, len) = (file.path, file.header, file.bytes);
         let header = match (header, args.check) {
             (Ok(h), true) => ParamsStore::check_file(&path).map(|_| h),
             (h, _) => h,

@@ -28,7 +28,10 @@ impl AssignmentLog {
         let Some(pod) = &state.assigned_pod else {
             return;
         };
-        self.pods_of.entry(job.to_owned()).or_default().insert(pod.clone());
+        self.pods_of
+            .entry(job.to_owned())
+            .or_default()
+            .insert(pod.clone());
         if let Some(JobState {
             assigned_pod: Some(before),
             ..

@@ -57,7 +57,7 @@ pub fn memory_hierarchies(mountinfo: &str, proc_cgroup: &str) -> Vec<MemoryHiera
     let mut found = Vec::new();
     let mut add = |version: CgroupVersion, own_path: &str, mount: &Mount| {
         // A cgroup outside the mounted subtree (another cgroup namespace) is unreachable.
-        if let Some(relative) = Path::new(own_path).strip_prefix(&mount.root).ok() {
+        if let Ok(relative) = Path::new(own_path).strip_prefix(&mount.root) {
             found.push(MemoryHierarchy {
                 version,
                 mount_point: mount.mount_point.clone(),
@@ -67,7 +67,8 @@ pub fn memory_hierarchies(mountinfo: &str, proc_cgroup: &str) -> Vec<MemoryHiera
     };
     for line in proc_cgroup.lines() {
         let mut fields = line.splitn(3, ':');
-        let (Some(id), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next())
+        let (Some(id), Some(controllers), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
         else {
             continue;
         };
@@ -119,9 +120,9 @@ fn unescape_octal(field: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        let octal = bytes.get(i + 1..i + 4).filter(|digits| {
-            bytes[i] == b'\\' && digits.iter().all(|d| (b'0'..=b'7').contains(d))
-        });
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|digits| bytes[i] == b'\\' && digits.iter().all(|d| (b'0'..=b'7').contains(d)));
         match octal.and_then(|digits| u8::from_str_radix(std::str::from_utf8(digits).ok()?, 8).ok())
         {
             Some(byte) => {
@@ -155,7 +156,8 @@ impl RunnerCgroup {
     /// Creates `name` in the first usable memory hierarchy of this host, or says why none is.
     pub fn create(name: &str) -> Result<Self, String> {
         let read = |path: &str| fs::read_to_string(path).map_err(|e| format!("read {path}: {e}"));
-        let hierarchies = memory_hierarchies(&read("/proc/self/mountinfo")?, &read("/proc/self/cgroup")?);
+        let hierarchies =
+            memory_hierarchies(&read("/proc/self/mountinfo")?, &read("/proc/self/cgroup")?);
         if hierarchies.is_empty() {
             return Err("no memory cgroup hierarchy is mounted".into());
         }
@@ -181,7 +183,8 @@ impl RunnerCgroup {
             dir,
         };
         if cgroup.version == CgroupVersion::V2 {
-            let controllers = fs::read_to_string(cgroup.dir.join("cgroup.controllers")).unwrap_or_default();
+            let controllers =
+                fs::read_to_string(cgroup.dir.join("cgroup.controllers")).unwrap_or_default();
             let enabled = controllers.split_whitespace().any(|c| c == "memory")
                 && fs::write(cgroup.dir.join("cgroup.subtree_control"), "+memory").is_ok();
             if !enabled {
@@ -265,7 +268,10 @@ impl PodCgroup {
         let Ok(procs) = fs::read_to_string(self.procs_file()) else {
             return;
         };
-        for pid in procs.lines().filter_map(|line| line.trim().parse::<libc::pid_t>().ok()) {
+        for pid in procs
+            .lines()
+            .filter_map(|line| line.trim().parse::<libc::pid_t>().ok())
+        {
             // SAFETY: kill(2) takes no pointers; a pid that exited meanwhile yields ESRCH.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
@@ -327,18 +333,31 @@ mod tests {
             ]
         );
         // v1 nests under the own cgroup; v2 at the root of the hierarchy stays at the root.
-        assert_eq!(found[0].runner_parent(), Path::new("/sys/fs/cgroup/unified"));
-        assert_eq!(found[1].runner_parent(), Path::new("/sys/fs/cgroup/memory/process_api/c0b4"));
+        assert_eq!(
+            found[0].runner_parent(),
+            Path::new("/sys/fs/cgroup/unified")
+        );
+        assert_eq!(
+            found[1].runner_parent(),
+            Path::new("/sys/fs/cgroup/memory/process_api/c0b4")
+        );
     }
 
     #[test]
     fn unified_host_uses_a_sibling_of_its_own_cgroup() {
-        let mountinfo = "30 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n";
+        let mountinfo =
+            "30 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n";
         let found = memory_hierarchies(mountinfo, "0::/user.slice/session-1.scope\n");
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].version, CgroupVersion::V2);
-        assert_eq!(found[0].own_dir, Path::new("/sys/fs/cgroup/user.slice/session-1.scope"));
-        assert_eq!(found[0].runner_parent(), Path::new("/sys/fs/cgroup/user.slice"));
+        assert_eq!(
+            found[0].own_dir,
+            Path::new("/sys/fs/cgroup/user.slice/session-1.scope")
+        );
+        assert_eq!(
+            found[0].runner_parent(),
+            Path::new("/sys/fs/cgroup/user.slice")
+        );
     }
 
     #[test]
@@ -347,14 +366,18 @@ mod tests {
 40 30 0:40 /docker/abc /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory
 41 30 0:41 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro - cgroup cgroup rw,cpu,cpuacct
 ";
-        let found = memory_hierarchies(mountinfo, "5:memory:/docker/abc/inner\n3:cpu,cpuacct:/docker/abc\n");
+        let found = memory_hierarchies(
+            mountinfo,
+            "5:memory:/docker/abc/inner\n3:cpu,cpuacct:/docker/abc\n",
+        );
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].own_dir, Path::new("/sys/fs/cgroup/memory/inner"));
     }
 
     #[test]
     fn cgroup_outside_the_mounted_subtree_is_skipped() {
-        let mountinfo = "40 30 0:40 /docker/abc /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
+        let mountinfo =
+            "40 30 0:40 /docker/abc /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
         assert_eq!(memory_hierarchies(mountinfo, "5:memory:/elsewhere\n"), []);
     }
 
@@ -375,7 +398,10 @@ mod tests {
 
     #[test]
     fn oom_kill_count_from_v1_and_v2_files() {
-        assert_eq!(oom_kill_count("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n"), Some(2));
+        assert_eq!(
+            oom_kill_count("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n"),
+            Some(2)
+        );
         assert_eq!(
             oom_kill_count("low 0\nhigh 0\nmax 5\noom 1\noom_kill 1\noom_group_kill 0\n"),
             Some(1)

@@ -36,7 +36,9 @@ impl TestNamespace {
             );
             return None;
         }
-        let client = Client::try_default().await.expect("a client from KUBECONFIG");
+        let client = Client::try_default()
+            .await
+            .expect("a client from KUBECONFIG");
         install_crds(&client).await;
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -67,13 +69,20 @@ impl TestNamespace {
 
     /// An untyped API for the kind of `object` (its `apiVersion` and `kind`).
     pub fn api_for(&self, object: &DynamicObject) -> Api<DynamicObject> {
-        let types = object.types.as_ref().expect("fixtures carry apiVersion and kind");
+        let types = object
+            .types
+            .as_ref()
+            .expect("fixtures carry apiVersion and kind");
         let (group, version) = types
             .api_version
             .split_once('/')
             .unwrap_or(("", types.api_version.as_str()));
         let gvk = GroupVersionKind::gvk(group, version, &types.kind);
-        Api::namespaced_with(self.client.clone(), &self.name, &ApiResource::from_gvk(&gvk))
+        Api::namespaced_with(
+            self.client.clone(),
+            &self.name,
+            &ApiResource::from_gvk(&gvk),
+        )
     }
 
     /// Server-side applies `objects` into this namespace, failing the test on rejection.
@@ -91,7 +100,11 @@ impl TestNamespace {
     /// Creates `object` and returns the API server's error message, failing the test if the
     /// object is accepted.
     pub async fn rejection(&self, object: &DynamicObject) -> String {
-        match self.api_for(object).create(&PostParams::default(), object).await {
+        match self
+            .api_for(object)
+            .create(&PostParams::default(), object)
+            .await
+        {
             Err(kube::Error::Api(status)) => status.message,
             other => panic!("expected the API server to reject {object:?}, got {other:?}"),
         }
@@ -115,16 +128,24 @@ pub async fn install_crds(client: &Client) {
         api.patch(&name, &params, &Patch::Apply(&crd))
             .await
             .unwrap_or_else(|err| panic!("apply CRD {name}: {err}"));
-        eventually(&format!("CRD {name} Established"), Duration::from_secs(30), || async {
-            let crd = api.get(&name).await.map_err(|err| err.to_string())?;
-            let established = crd
-                .status
-                .and_then(|status| status.conditions)
-                .unwrap_or_default()
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True");
-            if established { Ok(()) } else { Err("not yet".into()) }
-        })
+        eventually(
+            &format!("CRD {name} Established"),
+            Duration::from_secs(30),
+            || async {
+                let crd = api.get(&name).await.map_err(|err| err.to_string())?;
+                let established = crd
+                    .status
+                    .and_then(|status| status.conditions)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True");
+                if established {
+                    Ok(())
+                } else {
+                    Err("not yet".into())
+                }
+            },
+        )
         .await
         .unwrap_or_else(|err| panic!("{err}"));
     }

@@ -43,7 +43,12 @@ pub fn resolve_env(
         .env
         .iter()
         .flatten()
-        .map(|var| Ok((var.name.clone(), resolve_var(pod, container, var, node_memory_bytes)?)))
+        .map(|var| {
+            Ok((
+                var.name.clone(),
+                resolve_var(pod, container, var, node_memory_bytes)?,
+            ))
+        })
         .collect()
 }
 
@@ -256,6 +261,9 @@ mod tests {
             "env": [{ "name": "M", "valueFrom": { "resourceFieldRef": { "resource": "limits.memory" } } }],
         }))
         .unwrap_err();
-        assert!(matches!(err, EnvError::Quantity { ref name, .. } if name == "M"), "{err}");
+        assert!(
+            matches!(err, EnvError::Quantity { ref name, .. } if name == "M"),
+            "{err}"
+        );
     }
 }

@@ -43,7 +43,10 @@ mod tests {
              apiVersion: proofpipe.dev/v1alpha1\nkind: ProofJob\nmetadata: {name: b}\nspec: {}\n",
         )
         .unwrap();
-        let names: Vec<_> = objects.iter().map(|o| o.metadata.name.clone().unwrap()).collect();
+        let names: Vec<_> = objects
+            .iter()
+            .map(|o| o.metadata.name.clone().unwrap())
+            .collect();
         assert_eq!(names, ["a", "b"]);
         assert_eq!(objects[1].types.as_ref().unwrap().kind, "ProofJob");
     }

@@ -121,7 +121,10 @@ mod tests {
         let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
         assert!(log.contains("hi nohome\n"), "{log}");
         assert!(log.contains("err\n"), "{log}");
-        assert!(log.contains("leader\n"), "the process leads its own group: {log}");
+        assert!(
+            log.contains("leader\n"),
+            "the process leads its own group: {log}"
+        );
     }
 
     #[tokio::test]

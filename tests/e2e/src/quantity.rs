@@ -119,7 +119,18 @@ mod tests {
     #[test]
     fn malformed_quantities_are_rejected() {
         for bad in [
-            "", "Mi", "-1Gi", "1 Gi", "1gi", "1.2.3", "1Zi", "1e", "e3", "1x", "1Gib", ".",
+            "",
+            "Mi",
+            "-1Gi",
+            "1 Gi",
+            "1gi",
+            "1.2.3",
+            "1Zi",
+            "1e",
+            "e3",
+            "1x",
+            "1Gib",
+            ".",
             "99999999999999999999999999Ei",
         ] {
             assert_eq!(

@@ -120,7 +120,10 @@ impl PodRunner {
         let runner_name = format!("proofpipe-e2e-{}-{}", std::process::id(), unique_suffix());
         let cgroup = match RunnerCgroup::create(&runner_name) {
             Ok(cgroup) => {
-                eprintln!("pod runner: memory limits enforced through cgroup {:?}", cgroup.version());
+                eprintln!(
+                    "pod runner: memory limits enforced through cgroup {:?}",
+                    cgroup.version()
+                );
                 Some(cgroup)
             }
             Err(reason) => {
@@ -185,7 +188,11 @@ impl PodRunner {
         for entry in entries {
             let log = std::fs::read_to_string(entry.dir.join("log")).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(lines).collect();
-            out.push_str(&format!("----- pod {} ({})\n", entry.name, entry.dir.display()));
+            out.push_str(&format!(
+                "----- pod {} ({})\n",
+                entry.name,
+                entry.dir.display()
+            ));
             for line in tail.into_iter().rev() {
                 out.push_str(line);
                 out.push('\n');
@@ -199,14 +206,23 @@ impl PodRunner {
         let pods = self.shared.pods.lock().expect("pods lock");
         pods.values()
             .filter(|entry| entry.name == name && entry.pgid.is_some())
-            .find_map(|entry| entry.cgroup.as_ref().map(|cgroup| cgroup.dir().to_path_buf()))
+            .find_map(|entry| {
+                entry
+                    .cgroup
+                    .as_ref()
+                    .map(|cgroup| cgroup.dir().to_path_buf())
+            })
     }
 }
 
 impl Drop for PodRunner {
     fn drop(&mut self) {
         self.watch.abort();
-        let pods = self.shared.pods.lock().unwrap_or_else(|poison| poison.into_inner());
+        let pods = self
+            .shared
+            .pods
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
         for entry in pods.values() {
             if let Some(pgid) = entry.pgid {
                 signal_group(pgid, libc::SIGKILL);
@@ -248,7 +264,12 @@ async fn watch_pods(shared: Arc<Shared>) {
             Ok(watcher::Event::Apply(pod)) => on_pod(&shared, pod),
             Ok(watcher::Event::Delete(pod)) => {
                 if let Some(entry) = pod.uid().and_then(|uid| {
-                    shared.pods.lock().expect("pods lock").get(&uid).map(|e| e.stop.clone())
+                    shared
+                        .pods
+                        .lock()
+                        .expect("pods lock")
+                        .get(&uid)
+                        .map(|e| e.stop.clone())
                 }) {
                     entry.notify_one();
                 }
@@ -329,7 +350,12 @@ async fn run_pod(shared: Arc<Shared>, pod: Pod, uid: String, dir: PathBuf, stop:
         entry.pgid = pgid;
         entry.cgroup = cgroup.clone();
     }
-    write_status(&shared.pods_api, &name, &status::running(&container_ref, &started)).await;
+    write_status(
+        &shared.pods_api,
+        &name,
+        &status::running(&container_ref, &started),
+    )
+    .await;
 
     let deleted;
     let exit_status = tokio::select! {
@@ -384,7 +410,12 @@ async fn run_pod(shared: Arc<Shared>, pod: Pod, uid: String, dir: PathBuf, stop:
 
 /// Sets `spec.nodeName` when no scheduler did, as a scheduler's binding would.
 async fn bind(api: &Api<Pod>, pod: &Pod) -> kube::Result<()> {
-    if pod.spec.as_ref().and_then(|spec| spec.node_name.as_ref()).is_some() {
+    if pod
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.node_name.as_ref())
+        .is_some()
+    {
         return Ok(());
     }
     let patch = serde_json::json!({ "spec": { "nodeName": NODE_NAME } });
@@ -400,7 +431,10 @@ fn start_container(
     dir: &Path,
     uid: &str,
 ) -> Result<(tokio::process::Child, Option<Arc<PodCgroup>>), StartError> {
-    let spec = pod.spec.as_ref().expect("a pod with a container has a spec");
+    let spec = pod
+        .spec
+        .as_ref()
+        .expect("a pod with a container has a spec");
     if spec.containers.len() != 1 || spec.init_containers.as_ref().is_some_and(|c| !c.is_empty()) {
         return Err(StartError(
             "RunContainerError",
@@ -427,13 +461,12 @@ fn start_container(
         .map_err(|err| config_error(format!("limits.memory: {err}")))?;
 
     let run_error = |message: String| StartError("RunContainerError", message);
-    std::fs::create_dir_all(dir).map_err(|err| run_error(format!("create {}: {err}", dir.display())))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|err| run_error(format!("create {}: {err}", dir.display())))?;
     let cgroup = match &shared.cgroup {
-        Some(runner) => Some(Arc::new(
-            runner
-                .pod(uid, memory_limit)
-                .map_err(|err| run_error(format!("create the pod's memory cgroup: {err}")))?,
-        )),
+        Some(runner) => Some(Arc::new(runner.pod(uid, memory_limit).map_err(|err| {
+            run_error(format!("create the pod's memory cgroup: {err}"))
+        })?)),
         None => None,
     };
     // The container's own variables override the host's, as a pod's env overrides the
@@ -461,7 +494,10 @@ fn start_container(
 
 async fn write_status(api: &Api<Pod>, name: &str, status: &PodStatus) {
     let patch = serde_json::json!({ "status": status });
-    if let Err(err) = api.patch_status(name, &patch_params(), &Patch::Merge(&patch)).await {
+    if let Err(err) = api
+        .patch_status(name, &patch_params(), &Patch::Merge(&patch))
+        .await
+    {
         // A pod deleted meanwhile has no status left to write.
         if !matches!(&err, kube::Error::Api(status) if status.code == 404) {
             eprintln!("pod runner: cannot write the status of pod {name}: {err}");
@@ -492,7 +528,9 @@ fn host_memory_bytes() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|meminfo| {
-            let kib = meminfo.lines().find_map(|line| line.strip_prefix("MemTotal:"))?;
+            let kib = meminfo
+                .lines()
+                .find_map(|line| line.strip_prefix("MemTotal:"))?;
             kib.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
         })
         .map_or(0, |kib| kib * 1024)

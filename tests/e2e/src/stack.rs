@@ -72,7 +72,11 @@ impl Stack {
         let mut objects = fixtures::load(name);
         let params_dir = self.work.path().join("params").display().to_string();
         for object in &mut objects {
-            if object.types.as_ref().is_some_and(|t| t.kind == "ProverPool") {
+            if object
+                .types
+                .as_ref()
+                .is_some_and(|t| t.kind == "ProverPool")
+            {
                 add_template_env(object, "PROOFPIPE_PARAMS_DIR", &params_dir);
             }
         }
@@ -156,10 +160,14 @@ async fn record(api: Api<ProofJob>, log: Arc<Mutex<AssignmentLog>>) {
                     assigned_pod: job.labels().get(ASSIGNED_POD_LABEL).cloned(),
                     finished: phase(&job).is_some_and(ProofJobPhase::is_finished),
                 };
-                log.lock().expect("assignment log lock").observe(&job.name_any(), state);
+                log.lock()
+                    .expect("assignment log lock")
+                    .observe(&job.name_any(), state);
             }
             Ok(watcher::Event::Delete(job)) => {
-                log.lock().expect("assignment log lock").forget(&job.name_any());
+                log.lock()
+                    .expect("assignment log lock")
+                    .forget(&job.name_any());
             }
             Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
             Err(err) => eprintln!("assignment recorder: watch error: {err}"),
@@ -202,10 +210,17 @@ pub fn check_succeeded(job: &ProofJob) -> Result<(), String> {
         problems.push(format!("progress {:?}", status.progress));
     }
     let pod_prefix = format!("{}-prover-", job.spec.pool);
-    if !status.pod.as_deref().is_some_and(|pod| pod.starts_with(&pod_prefix)) {
+    if !status
+        .pod
+        .as_deref()
+        .is_some_and(|pod| pod.starts_with(&pod_prefix))
+    {
         problems.push(format!("pod {:?}", status.pod));
     }
-    if status.attempts.unwrap_or(0) < 1 || status.start_time.is_none() || status.completion_time.is_none() {
+    if status.attempts.unwrap_or(0) < 1
+        || status.start_time.is_none()
+        || status.completion_time.is_none()
+    {
         problems.push(format!(
             "attempts {:?}, startTime {:?}, completionTime {:?}",
             status.attempts, status.start_time, status.completion_time
@@ -221,7 +236,10 @@ pub fn check_succeeded(job: &ProofJob) -> Result<(), String> {
     }
     let proofs = status.proofs.as_deref().unwrap_or_default();
     let partitions: Vec<i32> = proofs.iter().map(|p| p.partition).collect();
-    if partitions.iter().copied().collect::<std::collections::BTreeSet<_>>()
+    if partitions
+        .iter()
+        .copied()
+        .collect::<std::collections::BTreeSet<_>>()
         != (0..total).collect()
         || partitions.len() != total as usize
     {
@@ -234,7 +252,11 @@ pub fn check_succeeded(job: &ProofJob) -> Result<(), String> {
                 .proof
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=');
-        if !proof.verified || !well_formed || proof.public_inputs.is_empty() || !proof.proved_by.starts_with(&pod_prefix) {
+        if !proof.verified
+            || !well_formed
+            || proof.public_inputs.is_empty()
+            || !proof.proved_by.starts_with(&pod_prefix)
+        {
             problems.push(format!(
                 "partition {}: verified {}, {} base64 chars, {} public inputs, provedBy {:?}",
                 proof.partition,

@@ -62,12 +62,28 @@ pub fn running(container: &ContainerRef, started: &Time) -> PodStatus {
 }
 
 /// A pod whose container exited: Succeeded on exit 0, Failed otherwise.
-pub fn terminated(container: &ContainerRef, started: &Time, finished: &Time, exit: Exit) -> PodStatus {
+pub fn terminated(
+    container: &ContainerRef,
+    started: &Time,
+    finished: &Time,
+    exit: Exit,
+) -> PodStatus {
     let reason = exit.reason();
     PodStatus {
-        phase: Some(if exit.code == 0 { "Succeeded" } else { "Failed" }.into()),
-        message: (exit.code != 0)
-            .then(|| format!("container {} exited with code {} ({reason})", container.name, exit.code)),
+        phase: Some(
+            if exit.code == 0 {
+                "Succeeded"
+            } else {
+                "Failed"
+            }
+            .into(),
+        ),
+        message: (exit.code != 0).then(|| {
+            format!(
+                "container {} exited with code {} ({reason})",
+                container.name, exit.code
+            )
+        }),
         conditions: Some(conditions(false, finished)),
         container_statuses: Some(vec![container_status(
             container,
@@ -138,7 +154,11 @@ fn conditions(ready: bool, at: &Time) -> Vec<PodCondition> {
     ]
 }
 
-fn container_status(container: &ContainerRef, ready: bool, state: ContainerState) -> ContainerStatus {
+fn container_status(
+    container: &ContainerRef,
+    ready: bool,
+    state: ContainerState,
+) -> ContainerStatus {
     ContainerStatus {
         name: container.name.into(),
         image: container.image.into(),
@@ -199,8 +219,17 @@ mod tests {
         assert_eq!(status.message, None);
         assert_eq!(condition(&status, "Ready"), "False");
         let container = &status.container_statuses.unwrap()[0];
-        let terminated = container.state.as_ref().unwrap().terminated.as_ref().unwrap();
-        assert_eq!((terminated.exit_code, terminated.reason.as_deref()), (0, Some("Completed")));
+        let terminated = container
+            .state
+            .as_ref()
+            .unwrap()
+            .terminated
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            (terminated.exit_code, terminated.reason.as_deref()),
+            (0, Some("Completed"))
+        );
         assert_eq!(terminated.finished_at, Some(at(160)));
     }
 
@@ -229,7 +258,13 @@ mod tests {
         };
         let status = terminated(&PROVER, &at(100), &at(101), exit);
         let container = &status.container_statuses.unwrap()[0];
-        let terminated = container.state.as_ref().unwrap().terminated.as_ref().unwrap();
+        let terminated = container
+            .state
+            .as_ref()
+            .unwrap()
+            .terminated
+            .as_ref()
+            .unwrap();
         assert_eq!(terminated.reason.as_deref(), Some("OOMKilled"));
         assert_eq!((terminated.exit_code, terminated.signal), (137, Some(9)));
     }

@@ -20,7 +20,9 @@ where
             Err(reason) => reason,
         };
         if Instant::now() >= deadline {
-            return Err(format!("timed out after {timeout:?} waiting for {what}: {reason}"));
+            return Err(format!(
+                "timed out after {timeout:?} waiting for {what}: {reason}"
+            ));
         }
         tokio::time::sleep(POLL_INTERVAL).await;
     }
@@ -35,7 +37,11 @@ mod tests {
         let mut calls = 0;
         let value = eventually("the third call", Duration::from_secs(5), || {
             calls += 1;
-            let result = if calls == 3 { Ok(calls) } else { Err(format!("call {calls}")) };
+            let result = if calls == 3 {
+                Ok(calls)
+            } else {
+                Err(format!("call {calls}"))
+            };
             async move { result }
         })
         .await;

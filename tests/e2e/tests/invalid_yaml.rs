@@ -13,14 +13,20 @@ async fn invalid_fixtures_are_rejected_with_clear_messages() {
         return;
     };
     let cases = [
-        ("missing-pool.yaml", ["spec.pool", "Required value"].as_slice()),
+        (
+            "missing-pool.yaml",
+            ["spec.pool", "Required value"].as_slice(),
+        ),
         (
             "zero-partitions.yaml",
             &["spec.partitions", "should be greater than or equal to 1"],
         ),
         (
             "unknown-circuit.yaml",
-            &["spec.circuit", "circuit must be one of mul-chain, merkle-sha256"],
+            &[
+                "spec.circuit",
+                "circuit must be one of mul-chain, merkle-sha256",
+            ],
         ),
         (
             "negative-seed.yaml",

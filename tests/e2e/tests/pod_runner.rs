@@ -39,12 +39,18 @@ async fn wait_pod(
 }
 
 fn phase(pod: &Pod) -> &str {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("")
 }
 
 fn condition(pod: &Pod, type_: &str) -> Option<String> {
     let conditions = pod.status.as_ref()?.conditions.as_ref()?;
-    conditions.iter().find(|c| c.type_ == type_).map(|c| c.status.clone())
+    conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| c.status.clone())
 }
 
 fn has_phase(expected: &'static str) -> impl Fn(&Pod) -> Result<(), String> {
@@ -56,7 +62,15 @@ fn has_phase(expected: &'static str) -> impl Fn(&Pod) -> Result<(), String> {
 
 fn exit_code(pod: &Pod) -> Option<i32> {
     let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
-    Some(statuses.first()?.state.as_ref()?.terminated.as_ref()?.exit_code)
+    Some(
+        statuses
+            .first()?
+            .state
+            .as_ref()?
+            .terminated
+            .as_ref()?
+            .exit_code,
+    )
 }
 
 #[tokio::test]
@@ -65,13 +79,16 @@ async fn pod_runs_ready_in_its_memory_cgroup_and_deletion_kills_it() {
         return;
     };
     let api: Api<Pod> = namespace.api();
-    namespace.apply(&fixtures::load("runner/limited-pod.yaml")).await;
+    namespace
+        .apply(&fixtures::load("runner/limited-pod.yaml"))
+        .await;
 
-    let pod = wait_pod(&api, &runner, "limited", "Running and Ready", |pod| {
-        match (phase(pod), condition(pod, "Ready").as_deref()) {
-            ("Running", Some("True")) => Ok(()),
-            other => Err(format!("(phase, Ready) = {other:?}")),
-        }
+    let pod = wait_pod(&api, &runner, "limited", "Running and Ready", |pod| match (
+        phase(pod),
+        condition(pod, "Ready").as_deref(),
+    ) {
+        ("Running", Some("True")) => Ok(()),
+        other => Err(format!("(phase, Ready) = {other:?}")),
     })
     .await;
     let spec = pod.spec.as_ref().unwrap();
@@ -86,12 +103,19 @@ async fn pod_runs_ready_in_its_memory_cgroup_and_deletion_kills_it() {
     // The Downward API values, then the cgroups the process found itself in.
     let log = eventually("the pod's output", TIMEOUT, || async {
         let log = runner.pod_log("limited");
-        if log.contains("POD=") { Ok(log) } else { Err(format!("log so far: {log:?}")) }
+        if log.contains("POD=") {
+            Ok(log)
+        } else {
+            Err(format!("log so far: {log:?}"))
+        }
     })
     .await
     .unwrap();
     let expected_env = format!("POD=limited NS={} MEM={}", namespace.name, 64 << 20);
-    assert!(log.contains(&expected_env), "expected {expected_env:?} in:\n{log}");
+    assert!(
+        log.contains(&expected_env),
+        "expected {expected_env:?} in:\n{log}"
+    );
 
     match runner.pod_cgroup_dir("limited") {
         Some(dir) => {
@@ -107,12 +131,18 @@ async fn pod_runs_ready_in_its_memory_cgroup_and_deletion_kills_it() {
                 .find(|path| dir.ends_with(path.trim_start_matches('/')) && path.len() > 1);
             assert!(own.is_some(), "no line of\n{log}\nnames {}", dir.display());
             let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap();
-            assert!(!procs.trim().is_empty(), "the pod's process is in {}", dir.display());
+            assert!(
+                !procs.trim().is_empty(),
+                "the pod's process is in {}",
+                dir.display()
+            );
         }
         None => eprintln!("no writable memory cgroup on this host: limit not checked"),
     }
 
-    api.delete("limited", &DeleteParams::default()).await.unwrap();
+    api.delete("limited", &DeleteParams::default())
+        .await
+        .unwrap();
     eventually("the pod's process to die", TIMEOUT, || async {
         match runner.pod_cgroup_dir("limited") {
             None => Ok(()),
@@ -143,12 +173,24 @@ async fn unmapped_image_fails_the_pod_with_a_clear_message() {
         return;
     };
     let api: Api<Pod> = namespace.api();
-    namespace.apply(&fixtures::load("runner/unmapped-image.yaml")).await;
-    let pod = wait_pod(&api, &runner, "unmapped", "phase Failed", has_phase("Failed")).await;
+    namespace
+        .apply(&fixtures::load("runner/unmapped-image.yaml"))
+        .await;
+    let pod = wait_pod(
+        &api,
+        &runner,
+        "unmapped",
+        "phase Failed",
+        has_phase("Failed"),
+    )
+    .await;
     let status = pod.status.unwrap();
     assert_eq!(status.reason.as_deref(), Some("UnmappedImage"));
     let message = status.message.unwrap_or_default();
-    assert!(message.contains("registry.example/not-mapped:1"), "{message}");
+    assert!(
+        message.contains("registry.example/not-mapped:1"),
+        "{message}"
+    );
     namespace.delete().await;
 }
 
@@ -158,12 +200,31 @@ async fn killed_process_fails_the_pod_with_137() {
         return;
     };
     let api: Api<Pod> = namespace.api();
-    namespace.apply(&fixtures::load("runner/limited-pod.yaml")).await;
-    wait_pod(&api, &runner, "limited", "phase Running", has_phase("Running")).await;
+    namespace
+        .apply(&fixtures::load("runner/limited-pod.yaml"))
+        .await;
+    wait_pod(
+        &api,
+        &runner,
+        "limited",
+        "phase Running",
+        has_phase("Running"),
+    )
+    .await;
     runner.kill_pod_process("limited").unwrap();
-    let pod = wait_pod(&api, &runner, "limited", "phase Failed", has_phase("Failed")).await;
+    let pod = wait_pod(
+        &api,
+        &runner,
+        "limited",
+        "phase Failed",
+        has_phase("Failed"),
+    )
+    .await;
     assert_eq!(exit_code(&pod), Some(137));
-    assert!(runner.kill_pod_process("limited").is_err(), "nothing left to kill");
+    assert!(
+        runner.kill_pod_process("limited").is_err(),
+        "nothing left to kill"
+    );
     namespace.delete().await;
 }
 
@@ -181,7 +242,11 @@ async fn exceeding_the_memory_limit_is_an_oom_kill() {
     let pod = wait_pod(&api, &runner, "oom", "phase Failed", has_phase("Failed")).await;
     let statuses = pod.status.unwrap().container_statuses.unwrap();
     let terminated = statuses[0].state.clone().unwrap().terminated.unwrap();
-    assert_eq!(terminated.reason.as_deref(), Some("OOMKilled"), "{terminated:?}");
+    assert_eq!(
+        terminated.reason.as_deref(),
+        Some("OOMKilled"),
+        "{terminated:?}"
+    );
     assert_eq!(terminated.exit_code, 137);
     namespace.delete().await;
 }

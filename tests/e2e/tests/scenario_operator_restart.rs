@@ -18,9 +18,12 @@ async fn operator_restart_assigns_no_job_twice() {
     stack.apply("queue-jobs.yaml").await;
     let jobs = stack.jobs();
 
-    stack
+    let before = stack
         .wait_for("a job running while another waits", || async {
-            let list = jobs.list(&Default::default()).await.map_err(|e| e.to_string())?;
+            let list = jobs
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
             let assigned = list
                 .items
                 .iter()
@@ -32,24 +35,34 @@ async fn operator_restart_assigns_no_job_twice() {
                 .filter(|j| phase(j) == Some(ProofJobPhase::Queued))
                 .count();
             if assigned >= 1 && waiting >= 1 {
-                Ok(())
+                Ok(format!("{assigned} assigned, {waiting} queued"))
             } else {
                 Err(format!("{assigned} assigned, {waiting} queued"))
             }
         })
         .await;
-    eprintln!("restarting the operator");
+    eprintln!("restarting the operator with {before}");
     stack.restart_operator();
 
     let names = stack
         .wait_for("every job Succeeded", || async {
-            let list = jobs.list(&Default::default()).await.map_err(|e| e.to_string())?;
-            let problems: Vec<String> =
-                list.items.iter().filter_map(|job| check_succeeded(job).err()).collect();
+            let list = jobs
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let problems: Vec<String> = list
+                .items
+                .iter()
+                .filter_map(|job| check_succeeded(job).err())
+                .collect();
             if list.items.len() == 5 && problems.is_empty() {
                 Ok(list.items.iter().map(|j| j.name_any()).collect::<Vec<_>>())
             } else {
-                Err(format!("{} jobs; {}", list.items.len(), problems.join("\n")))
+                Err(format!(
+                    "{} jobs; {}",
+                    list.items.len(),
+                    problems.join("\n")
+                ))
             }
         })
         .await;
@@ -58,11 +71,21 @@ async fn operator_restart_assigns_no_job_twice() {
         assert_eq!(log.violations(), [] as [String; 0]);
         // No prover failed, so no job had a reason to move.
         for name in &names {
-            assert_eq!(log.pods_of(name).len(), 1, "job {name} was assigned to {:?}", log.pods_of(name));
+            assert_eq!(
+                log.pods_of(name).len(),
+                1,
+                "job {name} was assigned to {:?}",
+                log.pods_of(name)
+            );
         }
     });
     for job in jobs.list(&Default::default()).await.unwrap().items {
         let attempts = job.status.as_ref().and_then(|s| s.attempts);
-        assert_eq!(attempts, Some(1), "job {} was started more than once", job.name_any());
+        assert_eq!(
+            attempts,
+            Some(1),
+            "job {} was started more than once",
+            job.name_any()
+        );
     }
 }

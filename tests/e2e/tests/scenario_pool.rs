@@ -19,13 +19,23 @@ async fn pool_proves_three_jobs() {
 
     stack
         .wait_for("every job Succeeded with verified proofs", || async {
-            let list = jobs.list(&Default::default()).await.map_err(|e| e.to_string())?;
+            let list = jobs
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
             if list.items.len() != 3 {
                 return Err(format!("{} jobs", list.items.len()));
             }
-            let problems: Vec<String> =
-                list.items.iter().filter_map(|job| check_succeeded(job).err()).collect();
-            if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+            let problems: Vec<String> = list
+                .items
+                .iter()
+                .filter_map(|job| check_succeeded(job).err())
+                .collect();
+            if problems.is_empty() {
+                Ok(())
+            } else {
+                Err(problems.join("\n"))
+            }
         })
         .await;
 

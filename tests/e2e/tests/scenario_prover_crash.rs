@@ -37,7 +37,10 @@ async fn killed_prover_loses_no_finished_partition() {
             }
         })
         .await;
-    eprintln!("killing the prover of pod {pod} after {} proofs", before.len());
+    eprintln!(
+        "killing the prover of pod {pod} after {} proofs",
+        before.len()
+    );
     stack.runner.kill_pod_process(&pod).unwrap();
 
     let job = stack
@@ -58,6 +61,14 @@ async fn killed_prover_loses_no_finished_partition() {
         .into_iter()
         .map(|p| (p.partition, (p.proof, p.proved_by)))
         .collect();
+    let mut proved_by: BTreeMap<&str, usize> = BTreeMap::new();
+    for (_, by) in after.values() {
+        *proved_by.entry(by).or_default() += 1;
+    }
+    eprintln!(
+        "attempts {:?}, partitions proved by {proved_by:?}",
+        status.attempts
+    );
     for (partition, proof) in &before {
         assert_eq!(
             after.get(partition),

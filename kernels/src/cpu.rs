@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use bellperson::domain::EvaluationDomain;
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use blst::{MultiPoint, blst_p1_affine, blst_p2_affine};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ec_gpu_gen::threadpool::Worker;
 use ff::PrimeField;
 use group::Group;
@@ -20,7 +20,9 @@ pub struct CpuBackend {
 
 impl CpuBackend {
     pub fn new() -> Self {
-        Self { worker: Worker::new() }
+        Self {
+            worker: Worker::new(),
+        }
     }
 
     /// Checks the bases cover the exponents and gathers the exponents of the variables the
@@ -61,10 +63,15 @@ impl ProvingBackend for CpuBackend {
 
     fn quotient(&self, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Result<Vec<FrRepr>, KernelError> {
         if a.len() != b.len() || b.len() != c.len() {
-            return Err(KernelError::MismatchedEvaluations { a: a.len(), b: b.len(), c: c.len() });
+            return Err(KernelError::MismatchedEvaluations {
+                a: a.len(),
+                b: b.len(),
+                c: c.len(),
+            });
         }
         let n = a.len();
-        let domain = |v| EvaluationDomain::from_coeffs(v).map_err(|_| KernelError::DomainTooLarge(n));
+        let domain =
+            |v| EvaluationDomain::from_coeffs(v).map_err(|_| KernelError::DomainTooLarge(n));
         let (mut a, mut b, mut c) = (domain(a)?, domain(b)?, domain(c)?);
         let mut no_gpu = None;
         let worker = &self.worker;
@@ -78,7 +85,8 @@ impl ProvingBackend for CpuBackend {
         a.sub_assign(worker, &c);
         drop(c);
         a.divide_by_z_on_coset(worker);
-        a.icoset_fft(worker, &mut no_gpu).expect("CPU FFT is infallible");
+        a.icoset_fft(worker, &mut no_gpu)
+            .expect("CPU FFT is infallible");
         let mut coeffs = a.into_coeffs();
         // deg(h) = m - 2: the top coefficient is zero and the h query has m - 1 points.
         coeffs.pop();
@@ -133,15 +141,20 @@ mod tests {
     use rand_core::SeedableRng;
 
     fn naive_msm(bases: &[G1Affine], scalars: &[Fr]) -> G1Projective {
-        bases.iter().zip(scalars).map(|(b, s)| b.to_curve() * s).sum()
+        bases
+            .iter()
+            .zip(scalars)
+            .map(|(b, s)| b.to_curve() * s)
+            .sum()
     }
 
     #[test]
     fn msm_matches_naive_sum_full_and_sparse() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let n = 100;
-        let points: Vec<G1Affine> =
-            (0..n + 3).map(|_| G1Projective::random(&mut rng).to_affine()).collect();
+        let points: Vec<G1Affine> = (0..n + 3)
+            .map(|_| G1Projective::random(&mut rng).to_affine())
+            .collect();
         let scalars: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
         let exps = Arc::new(scalars.iter().map(|s| s.to_repr()).collect::<Vec<_>>());
         let backend = CpuBackend::new();
@@ -192,6 +205,9 @@ mod tests {
     #[test]
     fn quotient_rejects_mismatched_lengths() {
         let err = CpuBackend::new().quotient(vec![Fr::ONE; 3], vec![Fr::ONE; 2], vec![Fr::ONE; 3]);
-        assert!(matches!(err, Err(KernelError::MismatchedEvaluations { .. })));
+        assert!(matches!(
+            err,
+            Err(KernelError::MismatchedEvaluations { .. })
+        ));
     }
 }

@@ -80,5 +80,8 @@ pub fn domain_size(n: usize) -> usize {
 /// The backend this process proves with, and why it was chosen (for the one log line that
 /// says so). Builds without a GPU backend always use the CPU.
 pub fn select_backend() -> (Arc<dyn ProvingBackend>, &'static str) {
-    (Arc::new(CpuBackend::new()), "this build has no GPU backend; the GPU stage runs on the CPU")
+    (
+        Arc::new(CpuBackend::new()),
+        "this build has no GPU backend; the GPU stage runs on the CPU",
+    )
 }

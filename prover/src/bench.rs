@@ -76,7 +76,11 @@ fn run_result(seconds: f64, proofs: usize, verified: usize, peak: Option<u64>) -
 
 /// bellperson's stock batch prover: synthesizes every partition at once, then proves them
 /// in one batch.
-pub fn run_stock(params: &CircuitParams, partitions: u32, seed: u64) -> Result<RunResult, ProverError> {
+pub fn run_stock(
+    params: &CircuitParams,
+    partitions: u32,
+    seed: u64,
+) -> Result<RunResult, ProverError> {
     rss::reset_peak_rss();
     let start = Instant::now();
     let circuits = (0..partitions)
@@ -84,15 +88,22 @@ pub fn run_stock(params: &CircuitParams, partitions: u32, seed: u64) -> Result<R
         .collect::<Result<Vec<_>, _>>()?;
     let mut rng = ChaCha20Rng::from_entropy();
     let proofs = create_random_proof_batch::<Bls12, _, _, _>(circuits, &params.params, &mut rng)
-        .map_err(|e| ProverError::Proving { partition: 0, message: format!("stock batch prover: {e}") })?;
+        .map_err(|e| ProverError::Proving {
+            partition: 0,
+            message: format!("stock batch prover: {e}"),
+        })?;
     let seconds = start.elapsed().as_secs_f64();
     let peak = rss::peak_rss_bytes();
     // Verify outside the timing, against the public inputs our own synthesis computes.
     let mut verified = 0;
     for (p, proof) in proofs.iter().enumerate() {
-        let circuit = params.circuit.partition(params.constraints, seed, p as u32)?;
-        let s = groth16::synthesize(circuit, params.shape)
-            .map_err(|e| ProverError::Synthesis { partition: p as u32, message: e.to_string() })?;
+        let circuit = params
+            .circuit
+            .partition(params.constraints, seed, p as u32)?;
+        let s = groth16::synthesize(circuit, params.shape).map_err(|e| ProverError::Synthesis {
+            partition: p as u32,
+            message: e.to_string(),
+        })?;
         verified += usize::from(groth16::verify(&params.pvk, proof, s.public_inputs()));
     }
     Ok(run_result(seconds, proofs.len(), verified, peak))
@@ -116,7 +127,10 @@ pub fn run_pipeline(
     let seconds = start.elapsed().as_secs_f64();
     let peak = rss::peak_rss_bytes();
     if let JobOutcome::Failed(e) = &report.outcome {
-        return Err(ProverError::Proving { partition: 0, message: e.clone() });
+        return Err(ProverError::Proving {
+            partition: 0,
+            message: e.clone(),
+        });
     }
     let busy = pipeline.stage_busy();
     let c = pipeline.config();

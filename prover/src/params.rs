@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use bellperson::groth16::{Parameters, PreparedVerifyingKey, generate_random_parameters, prepare_verifying_key};
+use bellperson::groth16::{
+    Parameters, PreparedVerifyingKey, generate_random_parameters, prepare_verifying_key,
+};
 use blstrs::{Bls12, G1Affine, G2Affine};
 use parking_lot::Mutex;
 use rand_chacha::ChaCha20Rng;
@@ -89,7 +91,9 @@ fn header_for(circuit: CircuitKind, constraints: usize) -> ParamsHeader {
         format: FORMAT_VERSION,
         circuit,
         constraints,
-        setup_seed: blake3::Hash::from_bytes(setup_seed(circuit, constraints)).to_hex().to_string(),
+        setup_seed: blake3::Hash::from_bytes(setup_seed(circuit, constraints))
+            .to_hex()
+            .to_string(),
         bellperson: bellperson::BELLMAN_VERSION.to_string(),
     }
 }
@@ -121,12 +125,18 @@ pub enum ParamsOrigin {
 
 impl ParamsStore {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into(), loaded: Mutex::new(HashMap::new()) }
+        Self {
+            dir: dir.into(),
+            loaded: Mutex::new(HashMap::new()),
+        }
     }
 
     /// The default directory: `$XDG_CACHE_HOME/proofpipe/params` or its platform equivalent.
     pub fn default_dir() -> PathBuf {
-        dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("proofpipe").join("params")
+        dirs::cache_dir()
+            .unwrap_or_else(std::env::temp_dir)
+            .join("proofpipe")
+            .join("params")
     }
 
     pub fn dir(&self) -> &Path {
@@ -134,13 +144,23 @@ impl ParamsStore {
     }
 
     pub fn path_for(&self, circuit: CircuitKind, constraints: usize) -> PathBuf {
-        self.dir.join(format!("{}-{}.params", circuit.name(), constraints))
+        self.dir
+            .join(format!("{}-{}.params", circuit.name(), constraints))
     }
 
     /// The parameters for `(circuit, constraints)`: from memory, else from disk, else
     /// generated and written to disk. Concurrent callers for the same key share one load.
-    pub fn get(&self, circuit: CircuitKind, constraints: usize) -> Result<(Arc<CircuitParams>, ParamsOrigin), ProverError> {
-        let cell = self.loaded.lock().entry((circuit, constraints)).or_default().clone();
+    pub fn get(
+        &self,
+        circuit: CircuitKind,
+        constraints: usize,
+    ) -> Result<(Arc<CircuitParams>, ParamsOrigin), ProverError> {
+        let cell = self
+            .loaded
+            .lock()
+            .entry((circuit, constraints))
+            .or_default()
+            .clone();
         if let Some(p) = cell.get() {
             return Ok((p.clone(), ParamsOrigin::Memory));
         }
@@ -152,7 +172,10 @@ impl ParamsStore {
         }
         let path = self.path_for(circuit, constraints);
         let (params, origin) = if path.exists() {
-            (read_params(&path, circuit, constraints)?, ParamsOrigin::Disk)
+            (
+                read_params(&path, circuit, constraints)?,
+                ParamsOrigin::Disk,
+            )
         } else {
             let params = generate(circuit, constraints)?;
             write_params(&path, &header_for(circuit, constraints), &params)?;
@@ -170,7 +193,11 @@ impl ParamsStore {
     }
 
     /// Generates parameters and overwrites the cached file.
-    pub fn regenerate(&self, circuit: CircuitKind, constraints: usize) -> Result<PathBuf, ProverError> {
+    pub fn regenerate(
+        &self,
+        circuit: CircuitKind,
+        constraints: usize,
+    ) -> Result<PathBuf, ProverError> {
         let params = generate(circuit, constraints)?;
         let path = self.path_for(circuit, constraints);
         write_params(&path, &header_for(circuit, constraints), &params)?;
@@ -190,7 +217,11 @@ impl ParamsStore {
             let path = entry.map_err(ProverError::io("listing", &self.dir))?.path();
             if path.extension().is_some_and(|e| e == "params") {
                 let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                out.push(CachedFile { header: read_header(&path).map(|(h, _)| h), path, bytes });
+                out.push(CachedFile {
+                    header: read_header(&path).map(|(h, _)| h),
+                    path,
+                    bytes,
+                });
             }
         }
         out.sort_by(|a, b| a.path.cmp(&b.path));
@@ -209,8 +240,13 @@ fn generate(circuit: CircuitKind, constraints: usize) -> Result<Parameters<Bls12
     let started = Instant::now();
     tracing::info!(%circuit, constraints, "generating Groth16 parameters (once per circuit and size)");
     let mut rng = ChaCha20Rng::from_seed(setup_seed(circuit, constraints));
-    let params = generate_random_parameters::<Bls12, _, _>(circuit.partition(constraints, 0, 0)?, &mut rng)
-        .map_err(|e| ProverError::ParamsGeneration { circuit, constraints, message: e.to_string() })?;
+    let params =
+        generate_random_parameters::<Bls12, _, _>(circuit.partition(constraints, 0, 0)?, &mut rng)
+            .map_err(|e| ProverError::ParamsGeneration {
+                circuit,
+                constraints,
+                message: e.to_string(),
+            })?;
     tracing::info!(%circuit, constraints, seconds = started.elapsed().as_secs_f64(), "parameters generated");
     Ok(params)
 }
@@ -246,13 +282,20 @@ impl<R: Read> Read for HashingReader<R> {
     }
 }
 
-fn write_params(path: &Path, header: &ParamsHeader, params: &Parameters<Bls12>) -> Result<(), ProverError> {
+fn write_params(
+    path: &Path,
+    header: &ParamsHeader,
+    params: &Parameters<Bls12>,
+) -> Result<(), ProverError> {
     let dir = path.parent().expect("params paths have a directory");
     std::fs::create_dir_all(dir).map_err(ProverError::io("creating params directory", dir))?;
     let tmp = path.with_extension("params.partial");
     let write = || -> io::Result<()> {
         let file = File::create(&tmp)?;
-        let mut w = HashingWriter { inner: BufWriter::new(file), hasher: blake3::Hasher::new() };
+        let mut w = HashingWriter {
+            inner: BufWriter::new(file),
+            hasher: blake3::Hasher::new(),
+        };
         let header = serde_json::to_vec(header).expect("header serializes");
         w.write_all(MAGIC)?;
         w.write_all(&(header.len() as u32).to_le_bytes())?;
@@ -268,41 +311,60 @@ fn write_params(path: &Path, header: &ParamsHeader, params: &Parameters<Bls12>) 
 }
 
 fn corrupt(path: &Path, reason: impl Into<String>) -> ProverError {
-    ProverError::CorruptParams { path: path.to_path_buf(), reason: reason.into() }
+    ProverError::CorruptParams {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
 }
 
 fn read_header_from<R: Read>(path: &Path, r: &mut R) -> Result<ParamsHeader, ProverError> {
     let mut magic = [0u8; 8];
-    r.read_exact(&mut magic).map_err(|_| corrupt(path, "shorter than its header"))?;
+    r.read_exact(&mut magic)
+        .map_err(|_| corrupt(path, "shorter than its header"))?;
     if &magic != MAGIC {
         return Err(corrupt(path, "not a proofpipe parameter file (bad magic)"));
     }
     let mut len = [0u8; 4];
-    r.read_exact(&mut len).map_err(|_| corrupt(path, "truncated header"))?;
+    r.read_exact(&mut len)
+        .map_err(|_| corrupt(path, "truncated header"))?;
     let len = u32::from_le_bytes(len) as usize;
     if len > 64 * 1024 {
         return Err(corrupt(path, format!("header length {len} is implausible")));
     }
     let mut json = vec![0u8; len];
-    r.read_exact(&mut json).map_err(|_| corrupt(path, "truncated header"))?;
+    r.read_exact(&mut json)
+        .map_err(|_| corrupt(path, "truncated header"))?;
     serde_json::from_slice(&json).map_err(|e| corrupt(path, format!("unreadable header: {e}")))
 }
 
 fn read_header(path: &Path) -> Result<(ParamsHeader, u64), ProverError> {
     let file = File::open(path).map_err(ProverError::io("opening parameters", path))?;
-    let len = file.metadata().map_err(ProverError::io("reading metadata of", path))?.len();
+    let len = file
+        .metadata()
+        .map_err(ProverError::io("reading metadata of", path))?
+        .len();
     Ok((read_header_from(path, &mut BufReader::new(file))?, len))
 }
 
-fn read_params(path: &Path, circuit: CircuitKind, constraints: usize) -> Result<Parameters<Bls12>, ProverError> {
+fn read_params(
+    path: &Path,
+    circuit: CircuitKind,
+    constraints: usize,
+) -> Result<Parameters<Bls12>, ProverError> {
     let started = Instant::now();
     let file = File::open(path).map_err(ProverError::io("opening parameters", path))?;
-    let len = file.metadata().map_err(ProverError::io("reading metadata of", path))?.len();
+    let len = file
+        .metadata()
+        .map_err(ProverError::io("reading metadata of", path))?
+        .len();
     if len < 32 {
         return Err(corrupt(path, "too short"));
     }
     // Hash exactly the bytes before the 32-byte trailer.
-    let mut r = HashingReader { inner: BufReader::with_capacity(1 << 20, file).take(len - 32), hasher: blake3::Hasher::new() };
+    let mut r = HashingReader {
+        inner: BufReader::with_capacity(1 << 20, file).take(len - 32),
+        hasher: blake3::Hasher::new(),
+    };
     let header = read_header_from(path, &mut r)?;
     let expected = header_for(circuit, constraints);
     if header != expected {
@@ -310,8 +372,14 @@ fn read_params(path: &Path, circuit: CircuitKind, constraints: usize) -> Result<
             path,
             format!(
                 "header says {} at {} constraints (format {}, setup seed {}), wanted {} at {} (format {}, setup seed {})",
-                header.circuit, header.constraints, header.format, header.setup_seed,
-                expected.circuit, expected.constraints, expected.format, expected.setup_seed
+                header.circuit,
+                header.constraints,
+                header.format,
+                header.setup_seed,
+                expected.circuit,
+                expected.constraints,
+                expected.format,
+                expected.setup_seed
             ),
         ));
     }
@@ -319,15 +387,21 @@ fn read_params(path: &Path, circuit: CircuitKind, constraints: usize) -> Result<
     let params = Parameters::<Bls12>::read(&mut r, false)
         .map_err(|e| corrupt(path, format!("unreadable parameters: {e}")))?;
     let mut rest = Vec::new();
-    r.read_to_end(&mut rest).map_err(ProverError::io("reading parameters", path))?;
+    r.read_to_end(&mut rest)
+        .map_err(ProverError::io("reading parameters", path))?;
     if !rest.is_empty() {
-        return Err(corrupt(path, format!("{} unexpected bytes after the parameters", rest.len())));
+        return Err(corrupt(
+            path,
+            format!("{} unexpected bytes after the parameters", rest.len()),
+        ));
     }
     let digest = r.hasher.finalize();
     let mut trailer = [0u8; 32];
     // The trailer follows in the same buffered reader (the file itself may be read ahead).
     let mut rest_of_file = r.inner.into_inner();
-    rest_of_file.read_exact(&mut trailer).map_err(ProverError::io("reading parameters", path))?;
+    rest_of_file
+        .read_exact(&mut trailer)
+        .map_err(ProverError::io("reading parameters", path))?;
     if digest.as_bytes() != &trailer {
         return Err(corrupt(path, "checksum mismatch"));
     }
@@ -352,7 +426,10 @@ mod tests {
         let fresh = ParamsStore::new(dir.path());
         let (r, origin) = fresh.get(CircuitKind::MulChain, 64).unwrap();
         assert_eq!(origin, ParamsOrigin::Disk);
-        assert_eq!(r.params.vk, p.params.vk, "generation is deterministic and the file round-trips");
+        assert_eq!(
+            r.params.vk, p.params.vk,
+            "generation is deterministic and the file round-trips"
+        );
         assert!(r.heap_bytes() <= estimated_params_bytes(r.shape));
     }
 
@@ -368,17 +445,31 @@ mod tests {
         let mid = bytes.len() / 2;
         bytes[mid] ^= 0x40;
         std::fs::write(&path, &bytes).unwrap();
-        let err = ParamsStore::new(dir.path()).get(CircuitKind::MulChain, 64).err().unwrap();
+        let err = ParamsStore::new(dir.path())
+            .get(CircuitKind::MulChain, 64)
+            .err()
+            .unwrap();
         assert!(matches!(err, ProverError::CorruptParams { .. }), "{err}");
 
         // A valid file for another size, under this size's name.
         store.get(CircuitKind::MulChain, 32).unwrap();
         std::fs::copy(store.path_for(CircuitKind::MulChain, 32), &path).unwrap();
-        let err = ParamsStore::new(dir.path()).get(CircuitKind::MulChain, 64).err().unwrap().to_string();
-        assert!(err.contains("at 32 constraints") && err.contains("--regenerate"), "{err}");
+        let err = ParamsStore::new(dir.path())
+            .get(CircuitKind::MulChain, 64)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("at 32 constraints") && err.contains("--regenerate"),
+            "{err}"
+        );
 
         // Truncated.
         std::fs::write(&path, &bytes[..100]).unwrap();
-        assert!(ParamsStore::new(dir.path()).get(CircuitKind::MulChain, 64).is_err());
+        assert!(
+            ParamsStore::new(dir.path())
+                .get(CircuitKind::MulChain, 64)
+                .is_err()
+        );
     }
 }

@@ -18,7 +18,12 @@ fn color(stage: Stage) -> RGBColor {
 }
 
 /// Draws the timeline into `path` (SVG).
-pub fn timeline_svg(path: &Path, title: &str, spans: &[BusySpan], points: &[TimelinePoint]) -> Result<(), ProverError> {
+pub fn timeline_svg(
+    path: &Path,
+    title: &str,
+    spans: &[BusySpan],
+    points: &[TimelinePoint],
+) -> Result<(), ProverError> {
     draw(path, title, spans, points).map_err(|e| ProverError::Io {
         action: "drawing the timeline plot",
         path: path.to_path_buf(),
@@ -26,8 +31,18 @@ pub fn timeline_svg(path: &Path, title: &str, spans: &[BusySpan], points: &[Time
     })
 }
 
-fn draw(path: &Path, title: &str, spans: &[BusySpan], points: &[TimelinePoint]) -> Result<(), Box<dyn std::error::Error>> {
-    let end = spans.iter().map(|s| s.end).chain(points.iter().map(|p| p.seconds)).fold(0.0f64, f64::max).max(1e-3);
+fn draw(
+    path: &Path,
+    title: &str,
+    spans: &[BusySpan],
+    points: &[TimelinePoint],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let end = spans
+        .iter()
+        .map(|s| s.end)
+        .chain(points.iter().map(|p| p.seconds))
+        .fold(0.0f64, f64::max)
+        .max(1e-3);
     // One row per worker, grouped by stage.
     let mut rows: Vec<(Stage, usize)> = spans.iter().map(|s| (s.stage, s.worker)).collect();
     rows.sort_by_key(|&(s, w)| (s as usize, w));
@@ -44,7 +59,10 @@ fn draw(path: &Path, title: &str, spans: &[BusySpan], points: &[TimelinePoint]) 
         .y_label_area_size(90)
         .caption("stage occupancy", ("sans-serif", 15))
         .build_cartesian_2d(0.0..end, 0.0..rows.len().max(1) as f64)?;
-    let labels: Vec<String> = rows.iter().map(|(s, w)| format!("{}-{w}", s.name())).collect();
+    let labels: Vec<String> = rows
+        .iter()
+        .map(|(s, w)| format!("{}-{w}", s.name()))
+        .collect();
     gantt
         .configure_mesh()
         .disable_y_mesh()
@@ -52,18 +70,34 @@ fn draw(path: &Path, title: &str, spans: &[BusySpan], points: &[TimelinePoint]) 
         .y_labels(rows.len().max(1) * 2 + 1)
         .y_label_formatter(&|y| {
             let centre = (y.fract() - 0.5).abs() < 1e-6;
-            if centre { labels.get(y.floor() as usize).cloned().unwrap_or_default() } else { String::new() }
+            if centre {
+                labels.get(y.floor() as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
         })
         .x_desc("seconds")
         .draw()?;
     gantt.draw_series(spans.iter().map(|s| {
-        let row = rows.iter().position(|r| *r == (s.stage, s.worker)).unwrap_or(0) as f64;
-        Rectangle::new([(s.start, row + 0.15), (s.end, row + 0.85)], color(s.stage).filled())
+        let row = rows
+            .iter()
+            .position(|r| *r == (s.stage, s.worker))
+            .unwrap_or(0) as f64;
+        Rectangle::new(
+            [(s.start, row + 0.15), (s.end, row + 0.85)],
+            color(s.stage).filled(),
+        )
     }))?;
 
     let max = points
         .iter()
-        .map(|p| p.snapshot.synthesizing.max(p.snapshot.queued).max(p.snapshot.gpu).max(p.snapshot.finalizing))
+        .map(|p| {
+            p.snapshot
+                .synthesizing
+                .max(p.snapshot.queued)
+                .max(p.snapshot.gpu)
+                .max(p.snapshot.finalizing)
+        })
         .max()
         .unwrap_or(1)
         .max(1) as f64;
@@ -73,7 +107,11 @@ fn draw(path: &Path, title: &str, spans: &[BusySpan], points: &[TimelinePoint]) 
         .y_label_area_size(90)
         .caption("partitions holding buffers, by stage", ("sans-serif", 15))
         .build_cartesian_2d(0.0..end, 0.0..max + 0.5)?;
-    counts.configure_mesh().x_desc("seconds").y_desc("partitions").draw()?;
+    counts
+        .configure_mesh()
+        .x_desc("seconds")
+        .y_desc("partitions")
+        .draw()?;
     for stage in Stage::ALL {
         // A step plot: each count holds until the next transition.
         let mut line = Vec::with_capacity(points.len() * 2);
@@ -89,7 +127,11 @@ fn draw(path: &Path, title: &str, spans: &[BusySpan], points: &[TimelinePoint]) 
             .label(stage.name())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
-    counts.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).draw()?;
+    counts
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()?;
     root.present()?;
     Ok(())
 }

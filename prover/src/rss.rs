@@ -22,7 +22,13 @@ fn status_kib(field: &str) -> Option<u64> {
 }
 
 fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
-    status.lines().find(|l| l.starts_with(field))?.split_whitespace().nth(1)?.parse().ok()
+    status
+        .lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

@@ -24,26 +24,50 @@ fn prove_json(params_dir: &Path, args: &[&str]) -> Value {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "prove {args:?} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_str(stdout.lines().last().expect("a summary line")).expect("the last line is JSON")
+    assert!(
+        out.status.success(),
+        "prove {args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().expect("a summary line"))
+        .expect("the last line is JSON")
 }
 
 fn num(v: &Value, key: &str) -> u64 {
-    v[key].as_u64().unwrap_or_else(|| panic!("{key} missing in {v}"))
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
 }
 
 #[test]
 fn prove_verifies_every_partition_and_reports_the_plan() {
     let dir = tempfile::tempdir().unwrap();
     for circuit in ["mul-chain", "merkle-sha256"] {
-        let constraints = if circuit == "mul-chain" { "2048" } else { "32768" };
-        let v = prove_json(dir.path(), &["--circuit", circuit, "--constraints", constraints, "--partitions", "3"]);
+        let constraints = if circuit == "mul-chain" {
+            "2048"
+        } else {
+            "32768"
+        };
+        let v = prove_json(
+            dir.path(),
+            &[
+                "--circuit",
+                circuit,
+                "--constraints",
+                constraints,
+                "--partitions",
+                "3",
+            ],
+        );
         assert_eq!(num(&v, "proofs"), 3, "{v}");
         assert_eq!(num(&v, "verified"), 3, "{v}");
         let bound = num(&v, "partition_workers") + num(&v, "channel_capacity");
         assert!(num(&v, "max_synthesized_in_flight") <= bound, "{v}");
         assert!(v["seconds_per_proof"].as_f64().unwrap() > 0.0);
-        assert!(num(&v, "peak_rss_bytes") <= num(&v, "predicted_peak_bytes"), "measured above predicted: {v}");
+        assert!(
+            num(&v, "peak_rss_bytes") <= num(&v, "predicted_peak_bytes"),
+            "measured above predicted: {v}"
+        );
     }
 }
 
@@ -54,29 +78,64 @@ fn memory_limit_sweep_stays_under_prediction_and_limit() {
     // From below the minimum to plenty: each run either refuses clearly or stays in bounds.
     for limit in ["120MiB", "136MiB", "170MiB", "4GiB"] {
         let out = prover(dir.path())
-            .args(["prove", "--constraints", "16384", "--partitions", "6", "--json", "--memory-limit", limit, "--params-dir"])
+            .args([
+                "prove",
+                "--constraints",
+                "16384",
+                "--partitions",
+                "6",
+                "--json",
+                "--memory-limit",
+                limit,
+                "--params-dir",
+            ])
             .arg(dir.path())
             .output()
             .unwrap();
         if out.status.code() == Some(2) {
-            assert!(String::from_utf8_lossy(&out.stderr).contains("is too small"), "limit {limit}");
-            assert!(workers.is_empty(), "a larger limit was refused after a smaller one ran");
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("is too small"),
+                "limit {limit}"
+            );
+            assert!(
+                workers.is_empty(),
+                "a larger limit was refused after a smaller one ran"
+            );
             continue;
         }
-        assert!(out.status.success(), "limit {limit}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "limit {limit}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let stdout = String::from_utf8_lossy(&out.stdout);
         let v: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-        let (peak, predicted, limit_bytes) =
-            (num(&v, "peak_rss_bytes"), num(&v, "predicted_peak_bytes"), num(&v, "memory_limit_bytes"));
-        assert!(peak <= predicted && predicted <= limit_bytes, "limit {limit}: peak {peak} predicted {predicted}: {v}");
+        let (peak, predicted, limit_bytes) = (
+            num(&v, "peak_rss_bytes"),
+            num(&v, "predicted_peak_bytes"),
+            num(&v, "memory_limit_bytes"),
+        );
+        assert!(
+            peak <= predicted && predicted <= limit_bytes,
+            "limit {limit}: peak {peak} predicted {predicted}: {v}"
+        );
         let bound = num(&v, "partition_workers") + num(&v, "channel_capacity");
         assert!(num(&v, "max_synthesized_in_flight") <= bound, "{v}");
         assert_eq!(num(&v, "verified"), 6);
         workers.push(num(&v, "partition_workers"));
     }
-    assert!(workers.len() >= 2, "the sweep should include runnable limits: {workers:?}");
-    assert!(workers.windows(2).all(|w| w[0] <= w[1]), "more memory gave fewer workers: {workers:?}");
-    assert_eq!(workers[0], 1, "the smallest runnable limit should allow one worker: {workers:?}");
+    assert!(
+        workers.len() >= 2,
+        "the sweep should include runnable limits: {workers:?}"
+    );
+    assert!(
+        workers.windows(2).all(|w| w[0] <= w[1]),
+        "more memory gave fewer workers: {workers:?}"
+    );
+    assert_eq!(
+        workers[0], 1,
+        "the smallest runnable limit should allow one worker: {workers:?}"
+    );
 }
 
 /// The acceptance size: 4 partitions of 2^16 constraints, both circuits. Generating
@@ -87,37 +146,111 @@ fn memory_limit_sweep_stays_under_prediction_and_limit() {
 fn proves_four_partitions_of_65536_constraints_for_both_circuits() {
     let dir = tempfile::tempdir().unwrap();
     for circuit in ["mul-chain", "merkle-sha256"] {
-        let v = prove_json(dir.path(), &["--circuit", circuit, "--constraints", "65536", "--partitions", "4"]);
+        let v = prove_json(
+            dir.path(),
+            &[
+                "--circuit",
+                circuit,
+                "--constraints",
+                "65536",
+                "--partitions",
+                "4",
+            ],
+        );
         assert_eq!(num(&v, "verified"), 4, "{v}");
-        assert!(num(&v, "peak_rss_bytes") <= num(&v, "predicted_peak_bytes"), "{v}");
-        eprintln!("{circuit}: {:.2}s per proof, peak RSS {} bytes", v["seconds_per_proof"].as_f64().unwrap(), num(&v, "peak_rss_bytes"));
+        assert!(
+            num(&v, "peak_rss_bytes") <= num(&v, "predicted_peak_bytes"),
+            "{v}"
+        );
+        eprintln!(
+            "{circuit}: {:.2}s per proof, peak RSS {} bytes",
+            v["seconds_per_proof"].as_f64().unwrap(),
+            num(&v, "peak_rss_bytes")
+        );
     }
 }
 
 fn fails_with(dir: &Path, args: &[&str], code: i32, needle: &str) {
-    let out = prover(dir).args(args).arg("--params-dir").arg(dir).output().unwrap();
+    let out = prover(dir)
+        .args(args)
+        .arg("--params-dir")
+        .arg(dir)
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
-    assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in:\n{stderr}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: expected {needle:?} in:\n{stderr}"
+    );
 }
 
 #[test]
 fn bad_input_gets_a_clear_error_and_exit_code() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    fails_with(d, &["prove", "--partitions", "0"], 2, "at least one partition");
-    fails_with(d, &["prove", "--circuit", "sha-tree"], 2, "use one of mul-chain, merkle-sha256");
-    fails_with(d, &["prove", "--constraints", "8"], 2, "needs at least 16 constraints");
-    fails_with(d, &["prove", "--memory-limit", "20MiB"], 2, "memory limit 20.0 MiB is too small");
-    fails_with(d, &["prove", "--memory-limit", "plenty"], 2, "is not a size");
-    fails_with(d, &["prove", "--circuit", "merkle-sha256", "--constraints", "4096"], 2, "merkle-sha256 needs at least");
+    fails_with(
+        d,
+        &["prove", "--partitions", "0"],
+        2,
+        "at least one partition",
+    );
+    fails_with(
+        d,
+        &["prove", "--circuit", "sha-tree"],
+        2,
+        "use one of mul-chain, merkle-sha256",
+    );
+    fails_with(
+        d,
+        &["prove", "--constraints", "8"],
+        2,
+        "needs at least 16 constraints",
+    );
+    fails_with(
+        d,
+        &["prove", "--memory-limit", "20MiB"],
+        2,
+        "memory limit 20.0 MiB is too small",
+    );
+    fails_with(
+        d,
+        &["prove", "--memory-limit", "plenty"],
+        2,
+        "is not a size",
+    );
+    fails_with(
+        d,
+        &[
+            "prove",
+            "--circuit",
+            "merkle-sha256",
+            "--constraints",
+            "4096",
+        ],
+        2,
+        "merkle-sha256 needs at least",
+    );
 }
 
 #[test]
 fn plan_reports_the_sizing_as_json_and_table() {
     let dir = tempfile::tempdir().unwrap();
     let out = prover(dir.path())
-        .args(["plan", "--constraints", "16777216", "--memory-limit", "128GiB", "--cores", "16", "--gpus", "1", "--partitions", "10", "--json"])
+        .args([
+            "plan",
+            "--constraints",
+            "16777216",
+            "--memory-limit",
+            "128GiB",
+            "--cores",
+            "16",
+            "--gpus",
+            "1",
+            "--partitions",
+            "10",
+            "--json",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -125,17 +258,38 @@ fn plan_reports_the_sizing_as_json_and_table() {
     assert!(num(&v, "partition_workers") >= 1);
     assert!(num(&v, "channel_capacity") >= 1);
     assert!(num(&v, "predicted_peak_bytes") <= 128 << 30);
-    let table = prover(dir.path()).args(["plan", "--memory-limit", "1GiB"]).output().unwrap();
+    let table = prover(dir.path())
+        .args(["plan", "--memory-limit", "1GiB"])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&table.stdout);
-    assert!(text.contains("partition_workers") && text.contains("predicted peak"), "{text}");
+    assert!(
+        text.contains("partition_workers") && text.contains("predicted peak"),
+        "{text}"
+    );
 }
 
 #[test]
 fn params_are_listed_and_corruption_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    prover(d).args(["params", "--circuit", "mul-chain", "--constraints", "64", "--params-dir"]).arg(d).assert().success();
-    let list = prover(d).args(["params", "--check", "--params-dir"]).arg(d).output().unwrap();
+    prover(d)
+        .args([
+            "params",
+            "--circuit",
+            "mul-chain",
+            "--constraints",
+            "64",
+            "--params-dir",
+        ])
+        .arg(d)
+        .assert()
+        .success();
+    let list = prover(d)
+        .args(["params", "--check", "--params-dir"])
+        .arg(d)
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&list.stdout).contains("ok   "));
 
     let file = d.join("mul-chain-64.params");
@@ -143,10 +297,31 @@ fn params_are_listed_and_corruption_is_reported() {
     let i = bytes.len() - 100;
     bytes[i] ^= 1;
     std::fs::write(&file, bytes).unwrap();
-    let list = prover(d).args(["params", "--check", "--params-dir"]).arg(d).output().unwrap();
+    let list = prover(d)
+        .args(["params", "--check", "--params-dir"])
+        .arg(d)
+        .output()
+        .unwrap();
     assert_eq!(list.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&list.stdout).contains("is corrupt"));
-    fails_with(d, &["prove", "--constraints", "64", "--partitions", "1"], 1, "--regenerate");
-    prover(d).args(["params", "--circuit", "mul-chain", "--constraints", "64", "--regenerate", "--params-dir"]).arg(d).assert().success();
+    fails_with(
+        d,
+        &["prove", "--constraints", "64", "--partitions", "1"],
+        1,
+        "--regenerate",
+    );
+    prover(d)
+        .args([
+            "params",
+            "--circuit",
+            "mul-chain",
+            "--constraints",
+            "64",
+            "--regenerate",
+            "--params-dir",
+        ])
+        .arg(d)
+        .assert()
+        .success();
     prove_json(d, &["--constraints", "64", "--partitions", "1"]);
 }

@@ -17,7 +17,12 @@ pub(crate) struct CountingCs {
 
 impl CountingCs {
     pub(crate) fn new() -> Self {
-        Self { inputs: vec![Fr::ONE], aux: Vec::new(), constraints: 0, unsatisfied: 0 }
+        Self {
+            inputs: vec![Fr::ONE],
+            aux: Vec::new(),
+            constraints: 0,
+            unsatisfied: 0,
+        }
     }
 
     /// Dimensions as the prover sees them: plus one constraint per public input.

@@ -67,7 +67,10 @@ impl Layout {
 
 impl MerkleSha256 {
     pub fn new(constraints: usize, rng: ChaCha20Rng) -> Self {
-        Self { layout: Self::layout(constraints), rng }
+        Self {
+            layout: Self::layout(constraints),
+            rng,
+        }
     }
 
     pub fn min_constraints() -> usize {
@@ -78,12 +81,24 @@ impl MerkleSha256 {
     /// The most levels that fit in `constraints`, padded to exactly that size.
     pub fn layout(constraints: usize) -> Layout {
         let costs = costs();
-        let unpadded = |levels| Layout { levels, padding: 0, costs }.shape().constraints;
+        let unpadded = |levels| {
+            Layout {
+                levels,
+                padding: 0,
+                costs,
+            }
+            .shape()
+            .constraints
+        };
         let mut levels = constraints / costs.level.constraints;
         while levels > 0 && unpadded(levels) > constraints {
             levels -= 1;
         }
-        Layout { levels, padding: constraints - unpadded(levels), costs }
+        Layout {
+            levels,
+            padding: constraints - unpadded(levels),
+            costs,
+        }
     }
 }
 
@@ -101,7 +116,14 @@ fn costs() -> Costs {
         let level = sub(two, one);
         // `measure` counts the constant ONE (one input, one constraint) once; a path does not.
         let path = sub(one, level);
-        Costs { level, path: CircuitShape { constraints: path.constraints - 1, aux: path.aux, inputs: path.inputs - 1 } }
+        Costs {
+            level,
+            path: CircuitShape {
+                constraints: path.constraints - 1,
+                aux: path.aux,
+                inputs: path.inputs - 1,
+            },
+        }
     })
 }
 
@@ -121,7 +143,10 @@ fn alloc_bits<CS: ConstraintSystem<Fr>>(
         .into_iter()
         .enumerate()
         .map(|(i, b)| {
-            Ok(Boolean::from(AllocatedBit::alloc(cs.namespace(|| format!("bit {i}")), Some(b))?))
+            Ok(Boolean::from(AllocatedBit::alloc(
+                cs.namespace(|| format!("bit {i}")),
+                Some(b),
+            )?))
         })
         .collect()
 }
@@ -148,10 +173,20 @@ fn inclusion_path<CS: ConstraintSystem<Fr>>(
         // ch(s, x, y) = s ? x : y, one constraint per bit.
         let mut block = Vec::with_capacity(512);
         for (i, (n, s)) in node.iter().zip(&sibling).enumerate() {
-            block.push(Boolean::sha256_ch(cs.namespace(|| format!("left {i}")), &is_right, s, n)?);
+            block.push(Boolean::sha256_ch(
+                cs.namespace(|| format!("left {i}")),
+                &is_right,
+                s,
+                n,
+            )?);
         }
         for (i, (n, s)) in node.iter().zip(&sibling).enumerate() {
-            block.push(Boolean::sha256_ch(cs.namespace(|| format!("right {i}")), &is_right, n, s)?);
+            block.push(Boolean::sha256_ch(
+                cs.namespace(|| format!("right {i}")),
+                &is_right,
+                n,
+                s,
+            )?);
         }
         node = sha256_block_no_padding(cs.namespace(|| "compress"), &block)?;
     }
@@ -161,7 +196,11 @@ fn inclusion_path<CS: ConstraintSystem<Fr>>(
 impl Circuit<Fr> for MerkleSha256 {
     fn synthesize<CS: ConstraintSystem<Fr>>(mut self, cs: &mut CS) -> Result<(), SynthesisError> {
         for (p, depth) in self.layout.path_depths().enumerate() {
-            inclusion_path(&mut cs.namespace(|| format!("path {p}")), &mut self.rng, depth)?;
+            inclusion_path(
+                &mut cs.namespace(|| format!("path {p}")),
+                &mut self.rng,
+                depth,
+            )?;
         }
         for i in 0..self.layout.padding {
             let bit = self.rng.next_u32() & 1 == 1;
@@ -193,21 +232,30 @@ mod tests {
             let mut sibling = [0u8; 32];
             rng.fill_bytes(&mut sibling);
             let is_right = rng.next_u32() & 1 == 1;
-            let (l, r) = if is_right { (sibling, node) } else { (node, sibling) };
+            let (l, r) = if is_right {
+                (sibling, node)
+            } else {
+                (node, sibling)
+            };
             let mut block = [0u8; 64];
             block[..32].copy_from_slice(&l);
             block[32..].copy_from_slice(&r);
             let mut state = [
-                0x6a09e667u32, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c,
-                0x1f83d9ab, 0x5be0cd19,
+                0x6a09e667u32,
+                0xbb67ae85,
+                0x3c6ef372,
+                0xa54ff53a,
+                0x510e527f,
+                0x9b05688c,
+                0x1f83d9ab,
+                0x5be0cd19,
             ];
             compress256(&mut state, &[block.into()]);
             for (i, w) in state.iter().enumerate() {
                 node[i * 4..i * 4 + 4].copy_from_slice(&w.to_be_bytes());
             }
         }
-        let expected: Vec<Fr> =
-            multipack::compute_multipacking(&multipack::bytes_to_bits(&node));
+        let expected: Vec<Fr> = multipack::compute_multipacking(&multipack::bytes_to_bits(&node));
         let got = cs.public_inputs();
         assert_eq!(got.len(), 2);
         assert_eq!(

@@ -79,7 +79,11 @@ impl CircuitKind {
     fn check_size(self, constraints: usize) -> Result<(), ProverError> {
         let min = self.min_constraints();
         if constraints < min {
-            return Err(ProverError::CircuitTooSmall { circuit: self, constraints, min });
+            return Err(ProverError::CircuitTooSmall {
+                circuit: self,
+                constraints,
+                min,
+            });
         }
         if constraints > MAX_CONSTRAINTS {
             return Err(ProverError::CircuitTooLarge {
@@ -155,7 +159,10 @@ mod tests {
     #[test]
     fn unknown_circuit_names_the_known_ones() {
         let err = "sha-tree".parse::<CircuitKind>().unwrap_err().to_string();
-        assert!(err.contains("sha-tree") && err.contains("mul-chain") && err.contains("merkle-sha256"), "{err}");
+        assert!(
+            err.contains("sha-tree") && err.contains("mul-chain") && err.contains("merkle-sha256"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -174,17 +181,26 @@ mod tests {
             (CircuitKind::MerkleSha256, 70_001),
         ] {
             let mut cs = CountingCs::new();
-            kind.partition(n, 3, 1).unwrap().synthesize(&mut cs).unwrap();
+            kind.partition(n, 3, 1)
+                .unwrap()
+                .synthesize(&mut cs)
+                .unwrap();
             let declared = kind.shape(n).unwrap();
             assert_eq!(cs.shape(), declared, "{kind} at {n}");
             assert_eq!(declared.constraints, n, "{kind} at {n}");
-            assert!(cs.is_satisfied(), "{kind} at {n}: witness does not satisfy the circuit");
+            assert!(
+                cs.is_satisfied(),
+                "{kind} at {n}: witness does not satisfy the circuit"
+            );
         }
     }
 
     #[test]
     fn too_small_is_a_clear_error() {
-        let err = CircuitKind::MerkleSha256.shape(1024).unwrap_err().to_string();
+        let err = CircuitKind::MerkleSha256
+            .shape(1024)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("at least"), "{err}");
     }
 
@@ -192,7 +208,11 @@ mod tests {
     fn witnesses_differ_per_partition_and_repeat_per_seed() {
         let inputs = |seed, p| {
             let mut cs = CountingCs::new();
-            CircuitKind::MulChain.partition(64, seed, p).unwrap().synthesize(&mut cs).unwrap();
+            CircuitKind::MulChain
+                .partition(64, seed, p)
+                .unwrap()
+                .synthesize(&mut cs)
+                .unwrap();
             cs.public_inputs()
         };
         assert_eq!(inputs(1, 0), inputs(1, 0));

@@ -20,12 +20,19 @@ impl MulChain {
     pub const MIN_CONSTRAINTS: usize = 16;
 
     pub fn new(constraints: usize, mut rng: ChaCha20Rng) -> Self {
-        Self { steps: constraints - Self::FIXED_CONSTRAINTS, x0: Fr::random(&mut rng) }
+        Self {
+            steps: constraints - Self::FIXED_CONSTRAINTS,
+            x0: Fr::random(&mut rng),
+        }
     }
 
     pub fn shape(constraints: usize) -> CircuitShape {
         let steps = constraints - Self::FIXED_CONSTRAINTS;
-        CircuitShape { constraints, aux: steps + 1, inputs: 2 }
+        CircuitShape {
+            constraints,
+            aux: steps + 1,
+            inputs: 2,
+        }
     }
 
     fn step_constant(i: usize) -> Fr {
@@ -41,7 +48,12 @@ impl Circuit<Fr> for MulChain {
             let k = Self::step_constant(i);
             let next_val = x_val * (x_val + k);
             let next = cs.alloc(|| "x", || Ok(next_val))?;
-            cs.enforce(|| "step", |lc| lc + x, |lc| lc + x + (k, CS::one()), |lc| lc + next);
+            cs.enforce(
+                || "step",
+                |lc| lc + x,
+                |lc| lc + x + (k, CS::one()),
+                |lc| lc + next,
+            );
             x = next;
             x_val = next_val;
         }

@@ -15,23 +15,60 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     let prepared = setup::prepare(&args.job, &args.sizing, &store)?;
     let (backend, why) = proofpipe_kernels::select_backend();
     tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
-    let report = compare(prepared.params.clone(), args.job.partitions, PipelineConfig::from_plan(&prepared.plan), backend)?;
+    let report = compare(
+        prepared.params.clone(),
+        args.job.partitions,
+        PipelineConfig::from_plan(&prepared.plan),
+        backend,
+    )?;
 
     if let Some(path) = &args.plot {
         let title = format!(
             "{} x{} constraints, {} partitions: pipeline (pw={}, capacity={}, {})",
-            report.circuit, report.constraints, report.partitions,
-            report.pipeline.config.partition_workers, report.pipeline.config.channel_capacity, report.pipeline.backend
+            report.circuit,
+            report.constraints,
+            report.partitions,
+            report.pipeline.config.partition_workers,
+            report.pipeline.config.channel_capacity,
+            report.pipeline.backend
         );
-        timeline_svg(path, &title, &report.pipeline.spans, &report.pipeline.timeline)?;
+        timeline_svg(
+            path,
+            &title,
+            &report.pipeline.spans,
+            &report.pipeline.timeline,
+        )?;
         tracing::info!(path = %path.display(), "timeline plot written");
     }
     let s = &report.stock;
     let p = &report.pipeline;
-    let gib = |b: Option<u64>| b.map_or("n/a".into(), |b| format!("{:.2}GiB", b as f64 / (1u64 << 30) as f64));
-    println!("{:<10} {:>9} {:>12} {:>10} {:>10}", "prover", "seconds", "proofs/s", "verified", "peak RSS");
-    println!("{:<10} {:>9.2} {:>12.3} {:>7}/{:<2} {:>10}", "stock", s.seconds, s.proofs_per_second, s.verified, s.proofs, gib(s.peak_rss_bytes));
-    println!("{:<10} {:>9.2} {:>12.3} {:>7}/{:<2} {:>10}", "pipeline", p.result.seconds, p.result.proofs_per_second, p.result.verified, p.result.proofs, gib(p.result.peak_rss_bytes));
+    let gib = |b: Option<u64>| {
+        b.map_or("n/a".into(), |b| {
+            format!("{:.2}GiB", b as f64 / (1u64 << 30) as f64)
+        })
+    };
+    println!(
+        "{:<10} {:>9} {:>12} {:>10} {:>10}",
+        "prover", "seconds", "proofs/s", "verified", "peak RSS"
+    );
+    println!(
+        "{:<10} {:>9.2} {:>12.3} {:>7}/{:<2} {:>10}",
+        "stock",
+        s.seconds,
+        s.proofs_per_second,
+        s.verified,
+        s.proofs,
+        gib(s.peak_rss_bytes)
+    );
+    println!(
+        "{:<10} {:>9.2} {:>12.3} {:>7}/{:<2} {:>10}",
+        "pipeline",
+        p.result.seconds,
+        p.result.proofs_per_second,
+        p.result.verified,
+        p.result.proofs,
+        gib(p.result.peak_rss_bytes)
+    );
     println!(
         "throughput ratio (pipeline / stock): {:.2}; stage busy: synthesis {:.0}% gpu {:.0}% finalize {:.0}%; max synthesized in flight {} (pw={} + capacity={})",
         report.throughput_ratio,
@@ -43,8 +80,15 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
         p.config.channel_capacity,
     );
     if args.json {
-        println!("{}", serde_json::to_string(&report).expect("report serializes"));
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("report serializes")
+        );
     }
     let all_verified = s.verified == s.proofs && p.result.verified == p.result.proofs;
-    Ok(if all_verified { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if all_verified {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -23,9 +23,17 @@ pub fn run(args: ParamsArgs) -> Result<ExitCode, ProverError> {
         };
         let (params, _) = store.get(circuit, args.constraints)?;
         if args.json {
-            println!("{}", json!({"path": path, "origin": origin, "circuit": circuit, "constraints": args.constraints, "shape": params.shape, "heap_bytes": params.heap_bytes()}));
+            println!(
+                "{}",
+                json!({"path": path, "origin": origin, "circuit": circuit, "constraints": args.constraints, "shape": params.shape, "heap_bytes": params.heap_bytes()})
+            );
         } else {
-            println!("{} ({origin}): {circuit} at {} constraints, {} in memory", path.display(), args.constraints, ByteSize(params.heap_bytes()));
+            println!(
+                "{} ({origin}): {circuit} at {} constraints, {} in memory",
+                path.display(),
+                args.constraints,
+                ByteSize(params.heap_bytes())
+            );
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -50,18 +58,37 @@ pub fn run(args: ParamsArgs) -> Result<ExitCode, ProverError> {
     if args.json {
         println!("{}", json!({"dir": store.dir(), "files": rows}));
     } else {
-        println!("parameters in {} ({}):", store.dir().display(), if args.check { "checksums verified" } else { "headers read; --check verifies checksums" });
+        println!(
+            "parameters in {} ({}):",
+            store.dir().display(),
+            if args.check {
+                "checksums verified"
+            } else {
+                "headers read; --check verifies checksums"
+            }
+        );
         if rows.is_empty() {
-            println!("  none yet: `proofpipe-prover params --circuit mul-chain --constraints 4096` makes some");
+            println!(
+                "  none yet: `proofpipe-prover params --circuit mul-chain --constraints 4096` makes some"
+            );
         }
         for r in &rows {
             let path = r["path"].as_str().unwrap_or_default();
             if r["ok"] == true {
-                println!("  ok   {path}: {} at {} constraints, {}", r["circuit"].as_str().unwrap_or_default(), r["constraints"], ByteSize(r["bytes"].as_u64().unwrap_or(0)));
+                println!(
+                    "  ok   {path}: {} at {} constraints, {}",
+                    r["circuit"].as_str().unwrap_or_default(),
+                    r["constraints"],
+                    ByteSize(r["bytes"].as_u64().unwrap_or(0))
+                );
             } else {
                 println!("  BAD  {path}: {}", r["error"].as_str().unwrap_or_default());
             }
         }
     }
-    Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -45,18 +45,52 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
     let b = &plan.breakdown;
     let per = &b.per_partition;
     let rows = [
-        ("circuit", format!("{} ({} constraints, {} aux, {} inputs)", args.job.circuit, shape.constraints, shape.aux, shape.inputs)),
-        ("memory limit", format!("{} (from {})", ByteSize(plan.memory_limit), limit.source)),
+        (
+            "circuit",
+            format!(
+                "{} ({} constraints, {} aux, {} inputs)",
+                args.job.circuit, shape.constraints, shape.aux, shape.inputs
+            ),
+        ),
+        (
+            "memory limit",
+            format!("{} (from {})", ByteSize(plan.memory_limit), limit.source),
+        ),
         ("partition_workers", plan.partition_workers.to_string()),
         ("channel_capacity", plan.channel_capacity.to_string()),
         ("gpu_workers", plan.gpu_workers.to_string()),
-        ("max synthesized in flight", plan.max_synthesized_in_flight().to_string()),
-        ("per partition", format!("synthesized {} / GPU stage {} / finalize {}", ByteSize(per.synthesized), ByteSize(per.gpu_stage), ByteSize(per.finalize))),
-        ("base + parameters", format!("{} + {}", ByteSize(b.base_bytes), ByteSize(b.params_bytes))),
-        ("synthesized partitions", ByteSize(b.synthesized_bytes).to_string()),
+        (
+            "max synthesized in flight",
+            plan.max_synthesized_in_flight().to_string(),
+        ),
+        (
+            "per partition",
+            format!(
+                "synthesized {} / GPU stage {} / finalize {}",
+                ByteSize(per.synthesized),
+                ByteSize(per.gpu_stage),
+                ByteSize(per.finalize)
+            ),
+        ),
+        (
+            "base + parameters",
+            format!("{} + {}", ByteSize(b.base_bytes), ByteSize(b.params_bytes)),
+        ),
+        (
+            "synthesized partitions",
+            ByteSize(b.synthesized_bytes).to_string(),
+        ),
         ("GPU stage", ByteSize(b.gpu_stage_bytes).to_string()),
         ("finalize", ByteSize(b.finalize_bytes).to_string()),
-        ("predicted peak", format!("{} of {} ({} headroom kept)", ByteSize(plan.predicted_peak_bytes), ByteSize(plan.memory_limit), ByteSize(b.headroom_bytes))),
+        (
+            "predicted peak",
+            format!(
+                "{} of {} ({} headroom kept)",
+                ByteSize(plan.predicted_peak_bytes),
+                ByteSize(plan.memory_limit),
+                ByteSize(b.headroom_bytes)
+            ),
+        ),
     ];
     for (k, v) in rows {
         println!("{k:<27} {v}");

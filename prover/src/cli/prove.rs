@@ -48,8 +48,10 @@ pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, Prover
 
     let bar = progress.add(ProgressBar::new(u64::from(args.job.partitions)));
     bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} partitions {msg}")
-            .expect("valid template"),
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} partitions {msg}",
+        )
+        .expect("valid template"),
     );
     let mut outcome = JobOutcome::Failed("the pipeline stopped".into());
     let mut proofs = Vec::new();
@@ -73,7 +75,8 @@ pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, Prover
     proofs.sort_by_key(|p| p.partition);
 
     if let Some(path) = &args.metrics_file {
-        std::fs::write(path, pipeline.metrics_text()).map_err(ProverError::io("writing metrics to", path))?;
+        std::fs::write(path, pipeline.metrics_text())
+            .map_err(ProverError::io("writing metrics to", path))?;
     }
     let verified = proofs.iter().filter(|p| p.verified).count();
     let summary = Summary {
@@ -102,7 +105,11 @@ pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, Prover
         println!(
             "partition {:>3}: {} | synth {:.2}s wait {:.2}s gpu {:.2}s finalize {:.2}s | {}",
             p.partition,
-            if p.verified { "verified" } else { "NOT VERIFIED" },
+            if p.verified {
+                "verified"
+            } else {
+                "NOT VERIFIED"
+            },
             t.synthesis.as_secs_f64(),
             t.queue_wait.as_secs_f64(),
             t.gpu.as_secs_f64(),
@@ -127,14 +134,23 @@ pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, Prover
         summary.partition_workers,
         summary.channel_capacity,
         summary.max_synthesized_in_flight,
-        summary.peak_rss_bytes.map_or("n/a".into(), |b| format!("{:.2}GiB", gib(b))),
+        summary
+            .peak_rss_bytes
+            .map_or("n/a".into(), |b| format!("{:.2}GiB", gib(b))),
         gib(summary.predicted_peak_bytes),
         gib(summary.memory_limit_bytes),
         summary.memory_limit_source,
     );
     if args.json {
-        println!("{}", serde_json::to_string(&summary).expect("summary serializes"));
+        println!(
+            "{}",
+            serde_json::to_string(&summary).expect("summary serializes")
+        );
     }
     let ok = outcome == JobOutcome::Succeeded && verified == args.job.partitions as usize;
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

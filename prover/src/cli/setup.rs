@@ -15,7 +15,11 @@ pub struct Prepared {
     pub plan: Plan,
 }
 
-pub fn prepare(job: &JobArgs, sizing: &SizingArgs, store: &ParamsStore) -> Result<Prepared, ProverError> {
+pub fn prepare(
+    job: &JobArgs,
+    sizing: &SizingArgs,
+    store: &ParamsStore,
+) -> Result<Prepared, ProverError> {
     if job.partitions == 0 {
         return Err(ProverError::ZeroPartitions);
     }
@@ -48,5 +52,9 @@ pub fn prepare(job: &JobArgs, sizing: &SizingArgs, store: &ParamsStore) -> Resul
         predicted_peak = %bytesize::ByteSize(plan.predicted_peak_bytes),
         "pipeline sized from the memory limit"
     );
-    Ok(Prepared { limit, params, plan })
+    Ok(Prepared {
+        limit,
+        params,
+        plan,
+    })
 }

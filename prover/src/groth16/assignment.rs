@@ -56,13 +56,21 @@ impl Synthesized {
 }
 
 /// Synthesizes `circuit`, laid out as `shape`, into a proving assignment.
-pub fn synthesize<C: Circuit<Fr>>(circuit: C, shape: CircuitShape) -> Result<Synthesized, SynthesisError> {
+pub fn synthesize<C: Circuit<Fr>>(
+    circuit: C,
+    shape: CircuitShape,
+) -> Result<Synthesized, SynthesisError> {
     let mut cs = Synthesized::with_shape(shape);
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     circuit.synthesize(&mut cs)?;
     // Groth16 needs the input polynomials linearly independent: one x * 0 = 0 per input.
     for i in 0..cs.inputs.len() {
-        cs.enforce(|| "input", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+        cs.enforce(
+            || "input",
+            |lc| lc + Variable::new_unchecked(Index::Input(i)),
+            |lc| lc,
+            |lc| lc,
+        );
     }
     Ok(cs)
 }
@@ -86,7 +94,11 @@ fn eval_tracked(
                 continue;
             }
             let value = values[index];
-            acc += if *coeff == Fr::ONE { value } else { value * coeff };
+            acc += if *coeff == Fr::ONE {
+                value
+            } else {
+                value * coeff
+            };
             if let Some(d) = density.as_deref_mut() {
                 d.inc(index);
             }
@@ -130,9 +142,19 @@ impl ConstraintSystem<Fr> for Synthesized {
         LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
     {
-        let (a, b, c) = (a(LinearCombination::zero()), b(LinearCombination::zero()), c(LinearCombination::zero()));
+        let (a, b, c) = (
+            a(LinearCombination::zero()),
+            b(LinearCombination::zero()),
+            c(LinearCombination::zero()),
+        );
         // Inputs are dense in A by construction (the x * 0 = 0 constraints), so A tracks aux only.
-        let a = eval_tracked(&a, None, Some(&mut self.a_aux_density), &self.inputs, &self.aux);
+        let a = eval_tracked(
+            &a,
+            None,
+            Some(&mut self.a_aux_density),
+            &self.inputs,
+            &self.aux,
+        );
         let b = eval_tracked(
             &b,
             Some(&mut self.b_input_density),

@@ -15,7 +15,11 @@ use bellperson::groth16::{PreparedVerifyingKey, Proof, verify_proof};
 use blstrs::{Bls12, Scalar as Fr};
 
 /// Checks a proof with bellperson's verifier.
-pub fn verify(pvk: &PreparedVerifyingKey<Bls12>, proof: &Proof<Bls12>, public_inputs: &[Fr]) -> bool {
+pub fn verify(
+    pvk: &PreparedVerifyingKey<Bls12>,
+    proof: &Proof<Bls12>,
+    public_inputs: &[Fr],
+) -> bool {
     verify_proof(pvk, proof, public_inputs).unwrap_or(false)
 }
 
@@ -25,7 +29,6 @@ pub fn proof_bytes(proof: &Proof<Bls12>) -> Vec<u8> {
     proof.write(&mut out).expect("writing to a Vec cannot fail");
     out
 }
-
 
 /// The first bytes of a proof in hex, enough to tell proofs apart in logs.
 pub fn short_hex(bytes: &[u8]) -> String {

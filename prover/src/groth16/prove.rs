@@ -67,8 +67,16 @@ fn check_params(params: &Parameters<Bls12>, s: &Synthesized) -> Result<(), Kerne
     };
     mismatch("L query", params.l.len(), s.aux.len())?;
     mismatch("IC (public inputs)", params.vk.ic.len(), s.inputs.len())?;
-    mismatch("H query", params.h.len(), proofpipe_kernels::domain_size(s.a.len()) - 1)?;
-    mismatch("A query", params.a.len(), s.inputs.len() + s.a_aux_density.get_total_density())
+    mismatch(
+        "H query",
+        params.h.len(),
+        proofpipe_kernels::domain_size(s.a.len()) - 1,
+    )?;
+    mismatch(
+        "A query",
+        params.a.len(),
+        s.inputs.len() + s.a_aux_density.get_total_density(),
+    )
 }
 
 /// The GPU stage: the quotient polynomial and the G1 MSMs (and the G2 MSM when placed here).
@@ -82,7 +90,16 @@ pub fn prove_start(
     g2: G2Placement,
 ) -> Result<Started, KernelError> {
     check_params(params, &s)?;
-    let Synthesized { a, b, c, inputs, aux, a_aux_density, b_input_density, b_aux_density } = s;
+    let Synthesized {
+        a,
+        b,
+        c,
+        inputs,
+        aux,
+        a_aux_density,
+        b_input_density,
+        b_aux_density,
+    } = s;
     let public_inputs = inputs[1..].to_vec();
     let h_exps = Arc::new(backend.quotient(a, b, c)?);
     let inputs = Arc::new(inputs.iter().map(PrimeField::to_repr).collect::<Vec<_>>());
@@ -95,7 +112,10 @@ pub fn prove_start(
     let a_aux_density = Density::Sparse(Arc::new(a_aux_density));
     let b_input_density = Arc::new(b_input_density);
     let b_aux_density = Arc::new(b_aux_density);
-    let (b_in, b_aux) = (Density::Sparse(b_input_density.clone()), Density::Sparse(b_aux_density.clone()));
+    let (b_in, b_aux) = (
+        Density::Sparse(b_input_density.clone()),
+        Density::Sparse(b_aux_density.clone()),
+    );
     let n_in = inputs.len();
 
     let mut a_sum = backend.msm_g1(&Bases::new(params.a.clone(), 0), &Density::Full, &inputs)?;
@@ -157,7 +177,10 @@ pub fn finalize(
     let vk = &params.vk;
     if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
         // A zero delta means a subverted setup; refuse rather than leak the witness.
-        return Err(KernelError::Msm { what: "verifying key", message: "delta is the identity".into() });
+        return Err(KernelError::Msm {
+            what: "verifying key",
+            message: "delta is the identity".into(),
+        });
     }
 
     let mut g_a = vk.delta_g1.mul(r);
@@ -179,6 +202,10 @@ pub fn finalize(
     g_c.add_assign(&started.h);
     g_c.add_assign(&started.l);
 
-    let proof = Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() };
+    let proof = Proof {
+        a: g_a.to_affine(),
+        b: g_b.to_affine(),
+        c: g_c.to_affine(),
+    };
     Ok((proof, started.public_inputs))
 }

@@ -29,7 +29,10 @@ impl<T> Handoff<T> {
     pub fn new(capacity: usize, senders: usize) -> Self {
         assert!(capacity > 0, "a hand-off needs at least one slot");
         Self {
-            state: Mutex::new(State { items: VecDeque::with_capacity(capacity), open_senders: senders }),
+            state: Mutex::new(State {
+                items: VecDeque::with_capacity(capacity),
+                open_senders: senders,
+            }),
             capacity,
             not_full: Condvar::new(),
             not_empty: Condvar::new(),

@@ -25,12 +25,21 @@ pub struct JobSpec {
 
 impl JobSpec {
     pub fn new(circuit: CircuitKind, constraints: usize, partitions: u32) -> Self {
-        Self { circuit, constraints, partitions, seed: 0, priority: 0, skip: Vec::new() }
+        Self {
+            circuit,
+            constraints,
+            partitions,
+            seed: 0,
+            priority: 0,
+            skip: Vec::new(),
+        }
     }
 
     /// The partitions this job still has to prove, in order.
     pub fn todo(&self) -> Vec<u32> {
-        (0..self.partitions).filter(|p| !self.skip.contains(p)).collect()
+        (0..self.partitions)
+            .filter(|p| !self.skip.contains(p))
+            .collect()
     }
 }
 
@@ -85,8 +94,22 @@ pub(crate) struct Job {
 }
 
 impl Job {
-    pub fn new(id: u64, spec: JobSpec, params: Arc<CircuitParams>, todo: usize, events: Sender<JobEvent>) -> Self {
-        Self { id, seq: id, spec, params, remaining: AtomicUsize::new(todo), finished: AtomicBool::new(false), events }
+    pub fn new(
+        id: u64,
+        spec: JobSpec,
+        params: Arc<CircuitParams>,
+        todo: usize,
+        events: Sender<JobEvent>,
+    ) -> Self {
+        Self {
+            id,
+            seq: id,
+            spec,
+            params,
+            remaining: AtomicUsize::new(todo),
+            finished: AtomicBool::new(false),
+            events,
+        }
     }
 
     /// Still wants its partitions worked on.
@@ -153,6 +176,10 @@ impl JobHandle {
             }
         }
         proofs.sort_by_key(|p| p.partition);
-        JobReport { id: self.job.id, outcome, proofs }
+        JobReport {
+            id: self.job.id,
+            outcome,
+            proofs,
+        }
     }
 }

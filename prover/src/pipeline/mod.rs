@@ -79,7 +79,8 @@ pub(crate) struct StageClock {
 
 impl StageClock {
     fn record(&self, origin: Instant, stage: Stage, worker: usize, start: Instant, end: Instant) {
-        self.busy_nanos[stage as usize].fetch_add((end - start).as_nanos() as u64, Ordering::Relaxed);
+        self.busy_nanos[stage as usize]
+            .fetch_add((end - start).as_nanos() as u64, Ordering::Relaxed);
         if let Some(spans) = &self.spans {
             spans.lock().push(BusySpan {
                 stage,
@@ -118,15 +119,27 @@ pub struct Pipeline {
 
 impl Pipeline {
     /// Starts the stage threads. Metrics go to a registry of the pipeline's own.
-    pub fn start(config: PipelineConfig, backend: Arc<dyn ProvingBackend>) -> Result<Self, ProverError> {
-        if config.partition_workers == 0 || config.channel_capacity == 0 || config.gpu_workers == 0 || config.finalize_workers == 0 {
+    pub fn start(
+        config: PipelineConfig,
+        backend: Arc<dyn ProvingBackend>,
+    ) -> Result<Self, ProverError> {
+        if config.partition_workers == 0
+            || config.channel_capacity == 0
+            || config.gpu_workers == 0
+            || config.finalize_workers == 0
+        {
             return Err(ProverError::InvalidArgument {
                 what: "pipeline config",
-                reason: format!("every stage needs at least one worker and the channel at least one slot: {config:?}"),
+                reason: format!(
+                    "every stage needs at least one worker and the channel at least one slot: {config:?}"
+                ),
             });
         }
         let registry = Registry::new();
-        let metric_err = |e: prometheus::Error| ProverError::InvalidArgument { what: "metrics", reason: e.to_string() };
+        let metric_err = |e: prometheus::Error| ProverError::InvalidArgument {
+            what: "metrics",
+            reason: e.to_string(),
+        };
         let tracker = BufferTracker::new(&registry, config.record_timeline).map_err(metric_err)?;
         let metrics = PipelineMetrics::new(&registry).map_err(metric_err)?;
         let shared = Arc::new(Shared {
@@ -149,11 +162,20 @@ impl Pipeline {
             gpu_workers = config.gpu_workers,
             "pipeline started"
         );
-        Ok(Self { shared, registry, next_job: AtomicU64::new(1), threads: Mutex::new(threads) })
+        Ok(Self {
+            shared,
+            registry,
+            next_job: AtomicU64::new(1),
+            threads: Mutex::new(threads),
+        })
     }
 
     /// Queues a job; its partitions start as synthesis workers free up, by priority.
-    pub fn submit(&self, spec: JobSpec, params: Arc<CircuitParams>) -> Result<JobHandle, ProverError> {
+    pub fn submit(
+        &self,
+        spec: JobSpec,
+        params: Arc<CircuitParams>,
+    ) -> Result<JobHandle, ProverError> {
         if spec.partitions == 0 {
             return Err(ProverError::ZeroPartitions);
         }
@@ -176,7 +198,10 @@ impl Pipeline {
             job: job.clone(),
             on_cancel: Arc::new(move || {
                 shared.queue.purge_dead();
-                shared.metrics.pending_partitions.set(shared.queue.len() as i64);
+                shared
+                    .metrics
+                    .pending_partitions
+                    .set(shared.queue.len() as i64);
                 shared.metrics.jobs.with_label_values(&["cancelled"]).inc();
             }),
             events: rx,
@@ -185,10 +210,20 @@ impl Pipeline {
             job.finish(JobOutcome::Succeeded);
             return Ok(handle);
         }
-        if !self.shared.queue.push_all(todo.into_iter().map(|partition| Task { job: job.clone(), partition })) {
+        if !self
+            .shared
+            .queue
+            .push_all(todo.into_iter().map(|partition| Task {
+                job: job.clone(),
+                partition,
+            }))
+        {
             return Err(ProverError::PipelineClosed);
         }
-        self.shared.metrics.pending_partitions.set(self.shared.queue.len() as i64);
+        self.shared
+            .metrics
+            .pending_partitions
+            .set(self.shared.queue.len() as i64);
         Ok(handle)
     }
 
@@ -215,7 +250,12 @@ impl Pipeline {
     }
 
     pub fn busy_spans(&self) -> Vec<BusySpan> {
-        self.shared.clock.spans.as_ref().map(|s| s.lock().clone()).unwrap_or_default()
+        self.shared
+            .clock
+            .spans
+            .as_ref()
+            .map(|s| s.lock().clone())
+            .unwrap_or_default()
     }
 
     /// Partitions waiting for a synthesis worker.
@@ -224,8 +264,14 @@ impl Pipeline {
     }
 
     pub fn stage_busy(&self) -> StageBusy {
-        let secs = |s: Stage| self.shared.clock.busy_nanos[s as usize].load(Ordering::Relaxed) as f64 / 1e9;
-        StageBusy { synthesis: secs(Stage::Synthesizing), gpu: secs(Stage::Gpu), finalize: secs(Stage::Finalizing) }
+        let secs = |s: Stage| {
+            self.shared.clock.busy_nanos[s as usize].load(Ordering::Relaxed) as f64 / 1e9
+        };
+        StageBusy {
+            synthesis: secs(Stage::Synthesizing),
+            gpu: secs(Stage::Gpu),
+            finalize: secs(Stage::Finalizing),
+        }
     }
 
     pub fn uptime(&self) -> Duration {

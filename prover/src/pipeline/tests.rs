@@ -39,7 +39,12 @@ struct SlowGpu {
 
 impl SlowGpu {
     fn new(delay_ms: u64) -> Self {
-        Self { inner: CpuBackend::new(), delay: Duration::from_millis(delay_ms), fail_len: None, calls: AtomicUsize::new(0) }
+        Self {
+            inner: CpuBackend::new(),
+            delay: Duration::from_millis(delay_ms),
+            fail_len: None,
+            calls: AtomicUsize::new(0),
+        }
     }
 }
 
@@ -51,15 +56,28 @@ impl ProvingBackend for SlowGpu {
         self.calls.fetch_add(1, Ordering::Relaxed);
         std::thread::sleep(self.delay);
         match self.fail_len {
-            Some((len, false)) if a.len() == len => Err(KernelError::Msm { what: "test", message: "injected failure".into() }),
+            Some((len, false)) if a.len() == len => Err(KernelError::Msm {
+                what: "test",
+                message: "injected failure".into(),
+            }),
             Some((len, true)) if a.len() == len => panic!("injected panic"),
             _ => self.inner.quotient(a, b, c),
         }
     }
-    fn msm_g1(&self, b: &Bases<G1Affine>, d: &Density, e: &Arc<Vec<FrRepr>>) -> Result<G1Projective, KernelError> {
+    fn msm_g1(
+        &self,
+        b: &Bases<G1Affine>,
+        d: &Density,
+        e: &Arc<Vec<FrRepr>>,
+    ) -> Result<G1Projective, KernelError> {
         self.inner.msm_g1(b, d, e)
     }
-    fn msm_g2(&self, b: &Bases<G2Affine>, d: &Density, e: &Arc<Vec<FrRepr>>) -> Result<G2Projective, KernelError> {
+    fn msm_g2(
+        &self,
+        b: &Bases<G2Affine>,
+        d: &Density,
+        e: &Arc<Vec<FrRepr>>,
+    ) -> Result<G2Projective, KernelError> {
         self.inner.msm_g2(b, d, e)
     }
 }
@@ -69,7 +87,9 @@ fn slow_gpu_never_lets_synthesized_partitions_exceed_workers_plus_capacity() {
     let (pw, cap) = (2, 1);
     let pipeline = Pipeline::start(config(pw, cap), Arc::new(SlowGpu::new(150))).unwrap();
     let p = params(N);
-    let job = pipeline.submit(JobSpec::new(CircuitKind::MulChain, N, 8), p).unwrap();
+    let job = pipeline
+        .submit(JobSpec::new(CircuitKind::MulChain, N, 8), p)
+        .unwrap();
     let report = job.wait();
     assert_eq!(report.outcome, JobOutcome::Succeeded);
     assert_eq!(report.proofs.len(), 8);
@@ -83,22 +103,37 @@ fn slow_gpu_never_lets_synthesized_partitions_exceed_workers_plus_capacity() {
     // Synthesis is ~100x faster than this GPU stage: the bound must actually have been reached,
     // or this test would not be testing the backpressure.
     assert_eq!(buffers.max_synthesized_in_flight, (pw + cap) as u64);
-    assert_eq!(buffers.estimated_bytes(), 0, "every buffer is released at the end: {buffers}");
+    assert_eq!(
+        buffers.estimated_bytes(),
+        0,
+        "every buffer is released at the end: {buffers}"
+    );
     let metrics = pipeline.metrics_text();
-    assert!(metrics.contains("proofpipe_partitions_total{outcome=\"proved\"} 8"), "{metrics}");
+    assert!(
+        metrics.contains("proofpipe_partitions_total{outcome=\"proved\"} 8"),
+        "{metrics}"
+    );
 }
 
 #[test]
 fn higher_priority_jobs_overtake_queued_work() {
     let pipeline = Pipeline::start(config(1, 1), Arc::new(SlowGpu::new(60))).unwrap();
     let p = params(N);
-    let low = pipeline.submit(JobSpec::new(CircuitKind::MulChain, N, 8), p.clone()).unwrap();
+    let low = pipeline
+        .submit(JobSpec::new(CircuitKind::MulChain, N, 8), p.clone())
+        .unwrap();
     let mut urgent = JobSpec::new(CircuitKind::MulChain, N, 2);
     urgent.priority = 10;
     let high = pipeline.submit(urgent, p).unwrap();
     assert_eq!(high.wait().outcome, JobOutcome::Succeeded);
-    let low_finished = low.events.try_iter().any(|e| matches!(e, JobEvent::Finished(_)));
-    assert!(!low_finished, "the low-priority job finished before the urgent one");
+    let low_finished = low
+        .events
+        .try_iter()
+        .any(|e| matches!(e, JobEvent::Finished(_)));
+    assert!(
+        !low_finished,
+        "the low-priority job finished before the urgent one"
+    );
     assert_eq!(low.wait().outcome, JobOutcome::Succeeded);
 }
 
@@ -106,13 +141,18 @@ fn higher_priority_jobs_overtake_queued_work() {
 fn cancelled_jobs_stop_and_the_pipeline_goes_on() {
     let pipeline = Pipeline::start(config(1, 1), Arc::new(SlowGpu::new(50))).unwrap();
     let p = params(N);
-    let doomed = pipeline.submit(JobSpec::new(CircuitKind::MulChain, N, 20), p.clone()).unwrap();
+    let doomed = pipeline
+        .submit(JobSpec::new(CircuitKind::MulChain, N, 20), p.clone())
+        .unwrap();
     std::thread::sleep(Duration::from_millis(120));
     doomed.cancel();
     let report = doomed.wait();
     assert_eq!(report.outcome, JobOutcome::Cancelled);
     assert!(report.proofs.len() < 20);
-    let next = pipeline.submit(JobSpec::new(CircuitKind::MulChain, N, 2), p).unwrap().wait();
+    let next = pipeline
+        .submit(JobSpec::new(CircuitKind::MulChain, N, 2), p)
+        .unwrap()
+        .wait();
     assert_eq!(next.outcome, JobOutcome::Succeeded);
     assert_eq!(pipeline.pending_partitions(), 0);
 }
@@ -124,11 +164,24 @@ fn a_failing_job_does_not_stop_the_others() {
         let mut backend = SlowGpu::new(0);
         backend.fail_len = Some((small, panics));
         let pipeline = Pipeline::start(config(2, 1), Arc::new(backend)).unwrap();
-        let bad = pipeline.submit(JobSpec::new(CircuitKind::MulChain, small, 3), params(small)).unwrap();
-        let good = pipeline.submit(JobSpec::new(CircuitKind::MulChain, N, 3), params(N)).unwrap();
+        let bad = pipeline
+            .submit(JobSpec::new(CircuitKind::MulChain, small, 3), params(small))
+            .unwrap();
+        let good = pipeline
+            .submit(JobSpec::new(CircuitKind::MulChain, N, 3), params(N))
+            .unwrap();
         let bad = bad.wait();
-        let JobOutcome::Failed(msg) = &bad.outcome else { panic!("{:?}", bad.outcome) };
-        assert!(msg.contains(if panics { "panicked" } else { "injected failure" }), "{msg}");
+        let JobOutcome::Failed(msg) = &bad.outcome else {
+            panic!("{:?}", bad.outcome)
+        };
+        assert!(
+            msg.contains(if panics {
+                "panicked"
+            } else {
+                "injected failure"
+            }),
+            "{msg}"
+        );
         let good = good.wait();
         assert_eq!(good.outcome, JobOutcome::Succeeded);
         assert_eq!(good.proofs.len(), 3);
@@ -145,16 +198,29 @@ fn finished_partitions_are_not_proved_again() {
     spec.skip = vec![0, 2];
     let report = pipeline.submit(spec, params(N)).unwrap().wait();
     assert_eq!(report.outcome, JobOutcome::Succeeded);
-    assert_eq!(report.proofs.iter().map(|p| p.partition).collect::<Vec<_>>(), vec![1, 3]);
+    assert_eq!(
+        report
+            .proofs
+            .iter()
+            .map(|p| p.partition)
+            .collect::<Vec<_>>(),
+        vec![1, 3]
+    );
     assert_eq!(backend.calls.load(Ordering::Relaxed), 2);
 }
 
 #[test]
 fn bad_submissions_are_refused() {
     let pipeline = Pipeline::start(config(1, 1), Arc::new(CpuBackend::new())).unwrap();
-    let err = pipeline.submit(JobSpec::new(CircuitKind::MulChain, N, 0), params(N)).err().unwrap();
+    let err = pipeline
+        .submit(JobSpec::new(CircuitKind::MulChain, N, 0), params(N))
+        .err()
+        .unwrap();
     assert!(matches!(err, ProverError::ZeroPartitions));
-    let err = pipeline.submit(JobSpec::new(CircuitKind::MulChain, 2 * N, 1), params(N)).err().unwrap();
+    let err = pipeline
+        .submit(JobSpec::new(CircuitKind::MulChain, 2 * N, 1), params(N))
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("parameters are for"), "{err}");
     assert!(Pipeline::start(config(0, 1), Arc::new(CpuBackend::new())).is_err());
 }
@@ -164,6 +230,9 @@ fn g2_in_finalize_proves_too() {
     let mut c = config(1, 1);
     c.g2 = G2Placement::Finalize;
     let pipeline = Pipeline::start(c, Arc::new(CpuBackend::new())).unwrap();
-    let report = pipeline.submit(JobSpec::new(CircuitKind::MulChain, N, 2), params(N)).unwrap().wait();
+    let report = pipeline
+        .submit(JobSpec::new(CircuitKind::MulChain, N, 2), params(N))
+        .unwrap()
+        .wait();
     assert_eq!(report.outcome, JobOutcome::Succeeded);
 }

@@ -29,7 +29,12 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 4] = [Stage::Synthesizing, Stage::Queued, Stage::Gpu, Stage::Finalizing];
+    pub const ALL: [Stage; 4] = [
+        Stage::Synthesizing,
+        Stage::Queued,
+        Stage::Gpu,
+        Stage::Finalizing,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -125,11 +130,17 @@ impl BufferTracker {
     /// transition for plotting.
     pub fn new(registry: &Registry, record_timeline: bool) -> prometheus::Result<Arc<Self>> {
         let buffers = IntGaugeVec::new(
-            Opts::new("proofpipe_buffers", "Partitions holding large buffers, by pipeline stage"),
+            Opts::new(
+                "proofpipe_buffers",
+                "Partitions holding large buffers, by pipeline stage",
+            ),
             &["stage"],
         )?;
         let bytes = IntGaugeVec::new(
-            Opts::new("proofpipe_buffer_bytes", "Estimated bytes of large buffers, by pipeline stage"),
+            Opts::new(
+                "proofpipe_buffer_bytes",
+                "Estimated bytes of large buffers, by pipeline stage",
+            ),
             &["stage"],
         )?;
         let max_in_flight = IntGauge::new(
@@ -145,7 +156,11 @@ impl BufferTracker {
         }
         Ok(Arc::new(Self {
             state: Mutex::new(BufferSnapshot::default()),
-            gauges: Gauges { buffers, bytes, max_in_flight },
+            gauges: Gauges {
+                buffers,
+                bytes,
+                max_in_flight,
+            },
             timeline: record_timeline.then(|| Mutex::new(Vec::new())),
             started: Instant::now(),
         }))
@@ -156,13 +171,20 @@ impl BufferTracker {
     }
 
     pub fn timeline(&self) -> Vec<TimelinePoint> {
-        self.timeline.as_ref().map(|t| t.lock().clone()).unwrap_or_default()
+        self.timeline
+            .as_ref()
+            .map(|t| t.lock().clone())
+            .unwrap_or_default()
     }
 
     /// Starts tracking a buffer in `stage`.
     pub fn track(self: &Arc<Self>, stage: Stage, bytes: u64) -> TrackedBuffer {
         self.apply(None, Some((stage, bytes)));
-        TrackedBuffer { tracker: self.clone(), stage, bytes }
+        TrackedBuffer {
+            tracker: self.clone(),
+            stage,
+            bytes,
+        }
     }
 
     fn apply(&self, from: Option<(Stage, u64)>, to: Option<(Stage, u64)>) {
@@ -178,15 +200,22 @@ impl BufferTracker {
                 *n += 1;
                 *b += bytes;
             }
-            s.max_synthesized_in_flight = s.max_synthesized_in_flight.max(s.synthesized_in_flight());
+            s.max_synthesized_in_flight =
+                s.max_synthesized_in_flight.max(s.synthesized_in_flight());
             s.max_estimated_bytes = s.max_estimated_bytes.max(s.estimated_bytes());
             if let Some(t) = &self.timeline {
-                t.lock().push(TimelinePoint { seconds: self.started.elapsed().as_secs_f64(), snapshot: *s });
+                t.lock().push(TimelinePoint {
+                    seconds: self.started.elapsed().as_secs_f64(),
+                    snapshot: *s,
+                });
             }
             *s
         };
         for stage in Stage::ALL {
-            self.gauges.buffers.with_label_values(&[stage.name()]).set(snap.count(stage) as i64);
+            self.gauges
+                .buffers
+                .with_label_values(&[stage.name()])
+                .set(snap.count(stage) as i64);
         }
         for (stage, bytes) in [
             (Stage::Synthesizing, snap.synthesizing_bytes),
@@ -194,11 +223,23 @@ impl BufferTracker {
             (Stage::Gpu, snap.gpu_bytes),
             (Stage::Finalizing, snap.finalizing_bytes),
         ] {
-            self.gauges.bytes.with_label_values(&[stage.name()]).set(bytes as i64);
+            self.gauges
+                .bytes
+                .with_label_values(&[stage.name()])
+                .set(bytes as i64);
         }
-        self.gauges.max_in_flight.set(snap.max_synthesized_in_flight as i64);
-        let stage = to.or(from).map(|(s, _)| s).expect("a transition has a stage");
-        let label = if to.is_none() { "released" } else { stage.name() };
+        self.gauges
+            .max_in_flight
+            .set(snap.max_synthesized_in_flight as i64);
+        let stage = to
+            .or(from)
+            .map(|(s, _)| s)
+            .expect("a transition has a stage");
+        let label = if to.is_none() {
+            "released"
+        } else {
+            stage.name()
+        };
         tracing::info!(target: "proofpipe::buffers", "BUFFERS[{label}]: {snap}");
     }
 }
@@ -217,7 +258,8 @@ impl TrackedBuffer {
 
     /// Moves the buffer to `stage`, now holding `bytes`.
     pub fn move_to(&mut self, stage: Stage, bytes: u64) {
-        self.tracker.apply(Some((self.stage, self.bytes)), Some((stage, bytes)));
+        self.tracker
+            .apply(Some((self.stage, self.bytes)), Some((stage, bytes)));
         self.stage = stage;
         self.bytes = bytes;
     }
@@ -243,7 +285,10 @@ mod tests {
         b.move_to(Stage::Queued, 100);
         a.move_to(Stage::Gpu, 150);
         let s = t.snapshot();
-        assert_eq!((s.synthesizing, s.queued, s.gpu, s.finalizing), (0, 1, 1, 0));
+        assert_eq!(
+            (s.synthesizing, s.queued, s.gpu, s.finalizing),
+            (0, 1, 1, 0)
+        );
         assert_eq!(s.estimated_bytes(), 250);
         assert_eq!(s.max_synthesized_in_flight, 2);
         drop(b);
@@ -255,13 +300,28 @@ mod tests {
         assert_eq!(t.timeline().len(), 8);
 
         let text = crate::metrics::encode(&registry);
-        assert!(text.contains("proofpipe_buffers{stage=\"gpu\"} 0"), "{text}");
-        assert!(text.contains("proofpipe_max_synthesized_in_flight 2"), "{text}");
+        assert!(
+            text.contains("proofpipe_buffers{stage=\"gpu\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("proofpipe_max_synthesized_in_flight 2"),
+            "{text}"
+        );
     }
 
     #[test]
     fn snapshot_line_has_the_documented_shape() {
-        let s = BufferSnapshot { synthesizing: 2, queued: 1, gpu_bytes: 1 << 30, gpu: 1, ..Default::default() };
-        assert_eq!(s.to_string(), "synth=2 queued=1 gpu=1 finalize=0 est=1.00GiB");
+        let s = BufferSnapshot {
+            synthesizing: 2,
+            queued: 1,
+            gpu_bytes: 1 << 30,
+            gpu: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            s.to_string(),
+            "synth=2 queued=1 gpu=1 finalize=0 est=1.00GiB"
+        );
     }
 }

@@ -11,10 +11,10 @@ use ff::{Field, PrimeField};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
+use super::Shared;
 use super::handoff::Handoff;
 use super::job::{Job, JobOutcome, PartitionProof, StageTimings};
 use super::tracker::{Stage, TrackedBuffer};
-use super::Shared;
 use crate::error::ProverError;
 use crate::groth16::{self, Started, Synthesized};
 
@@ -40,11 +40,19 @@ struct ToFinalize {
 
 pub(super) fn spawn(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
     let c = shared.config;
-    let to_gpu = Arc::new(Handoff::<ToGpu>::new(c.channel_capacity, c.partition_workers));
+    let to_gpu = Arc::new(Handoff::<ToGpu>::new(
+        c.channel_capacity,
+        c.partition_workers,
+    ));
     let (to_fin, fin_rx) = crossbeam_channel::bounded::<ToFinalize>(c.finalize_queue);
     let mut threads = Vec::new();
     let mut spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
-        threads.push(std::thread::Builder::new().name(name).spawn(f).expect("spawning a pipeline thread"));
+        threads.push(
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(f)
+                .expect("spawning a pipeline thread"),
+        );
     };
     for i in 0..c.partition_workers {
         let (s, tx) = (shared.clone(), to_gpu.clone());
@@ -58,11 +66,17 @@ pub(super) fn spawn(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
     }
     for i in 0..c.gpu_workers {
         let (s, rx, tx) = (shared.clone(), to_gpu.clone(), to_fin.clone());
-        spawn(format!("pp-gpu-{i}"), Box::new(move || gpu_worker(&s, i, &rx, &tx)));
+        spawn(
+            format!("pp-gpu-{i}"),
+            Box::new(move || gpu_worker(&s, i, &rx, &tx)),
+        );
     }
     for i in 0..c.finalize_workers {
         let (s, rx) = (shared.clone(), fin_rx.clone());
-        spawn(format!("pp-finalize-{i}"), Box::new(move || finalize_worker(&s, i, &rx)));
+        spawn(
+            format!("pp-finalize-{i}"),
+            Box::new(move || finalize_worker(&s, i, &rx)),
+        );
     }
     threads
 }
@@ -75,42 +89,74 @@ fn panic_message(p: Box<dyn Any + Send>) -> String {
 }
 
 /// Runs stage work, turning a panic into an error so one bad job never kills a worker.
-fn guarded<T>(f: impl FnOnce() -> Result<T, ProverError>, on_panic: impl FnOnce(String) -> ProverError) -> Result<T, ProverError> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(on_panic(format!("panicked: {}", panic_message(p)))))
+fn guarded<T>(
+    f: impl FnOnce() -> Result<T, ProverError>,
+    on_panic: impl FnOnce(String) -> ProverError,
+) -> Result<T, ProverError> {
+    catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|p| Err(on_panic(format!("panicked: {}", panic_message(p)))))
 }
 
 fn fail(shared: &Shared, job: &Job, err: &ProverError) {
-    shared.metrics.partitions.with_label_values(&["failed"]).inc();
+    shared
+        .metrics
+        .partitions
+        .with_label_values(&["failed"])
+        .inc();
     if job.finish(JobOutcome::Failed(err.to_string())) {
         tracing::warn!(job = job.id, error = %err, "job failed");
         shared.metrics.jobs.with_label_values(&["failed"]).inc();
         shared.queue.purge_dead();
-        shared.metrics.pending_partitions.set(shared.queue.len() as i64);
+        shared
+            .metrics
+            .pending_partitions
+            .set(shared.queue.len() as i64);
     }
 }
 
 fn discard(shared: &Shared) {
-    shared.metrics.partitions.with_label_values(&["discarded"]).inc();
+    shared
+        .metrics
+        .partitions
+        .with_label_values(&["discarded"])
+        .inc();
 }
 
 fn synthesis_worker(shared: &Shared, worker: usize, to_gpu: &Handoff<ToGpu>) {
     while let Some(task) = shared.queue.pop() {
-        shared.metrics.pending_partitions.set(shared.queue.len() as i64);
+        shared
+            .metrics
+            .pending_partitions
+            .set(shared.queue.len() as i64);
         let (job, partition) = (task.job, task.partition);
         let shape = job.params.shape;
-        let mut buffer = shared.tracker.track(Stage::Synthesizing, crate::sizing::PartitionBytes::for_shape(shape).synthesized);
+        let mut buffer = shared.tracker.track(
+            Stage::Synthesizing,
+            crate::sizing::PartitionBytes::for_shape(shape).synthesized,
+        );
         let start = Instant::now();
         let result = guarded(
             || {
-                let circuit = job.spec.circuit.partition(job.spec.constraints, job.spec.seed, partition)?;
-                groth16::synthesize(circuit, shape)
-                    .map_err(|e| ProverError::Synthesis { partition, message: e.to_string() })
+                let circuit =
+                    job.spec
+                        .circuit
+                        .partition(job.spec.constraints, job.spec.seed, partition)?;
+                groth16::synthesize(circuit, shape).map_err(|e| ProverError::Synthesis {
+                    partition,
+                    message: e.to_string(),
+                })
             },
             |message| ProverError::Synthesis { partition, message },
         );
         let end = Instant::now();
-        shared.clock.record(shared.started, Stage::Synthesizing, worker, start, end);
-        shared.metrics.stage_seconds.with_label_values(&["synthesis"]).observe((end - start).as_secs_f64());
+        shared
+            .clock
+            .record(shared.started, Stage::Synthesizing, worker, start, end);
+        shared
+            .metrics
+            .stage_seconds
+            .with_label_values(&["synthesis"])
+            .observe((end - start).as_secs_f64());
         let data = match result {
             Ok(d) => d,
             Err(e) => {
@@ -124,19 +170,41 @@ fn synthesis_worker(shared: &Shared, worker: usize, to_gpu: &Handoff<ToGpu>) {
         }
         // Counted as queued from here: this worker holds it until the channel takes it.
         buffer.move_to(Stage::Queued, data.heap_bytes());
-        let timings = StageTimings { synthesis: end - start, ..StageTimings::default() };
-        to_gpu.send(ToGpu { job, partition, data, buffer, timings, synthesized_at: Instant::now() });
+        let timings = StageTimings {
+            synthesis: end - start,
+            ..StageTimings::default()
+        };
+        to_gpu.send(ToGpu {
+            job,
+            partition,
+            data,
+            buffer,
+            timings,
+            synthesized_at: Instant::now(),
+        });
     }
 }
 
-fn gpu_worker(shared: &Shared, worker: usize, from_synth: &Handoff<ToGpu>, to_fin: &Sender<ToFinalize>) {
+fn gpu_worker(
+    shared: &Shared,
+    worker: usize,
+    from_synth: &Handoff<ToGpu>,
+    to_fin: &Sender<ToFinalize>,
+) {
     // The partition counts as on the GPU stage from the instant it leaves the queue.
     let take = |item: &mut ToGpu| {
         let bytes = crate::sizing::PartitionBytes::for_shape(item.job.params.shape).gpu_stage;
         item.buffer.move_to(Stage::Gpu, bytes);
     };
     while let Some(item) = from_synth.recv(take) {
-        let ToGpu { job, partition, data, mut buffer, mut timings, synthesized_at } = item;
+        let ToGpu {
+            job,
+            partition,
+            data,
+            mut buffer,
+            mut timings,
+            synthesized_at,
+        } = item;
         if !job.is_live() {
             discard(shared);
             continue;
@@ -145,20 +213,41 @@ fn gpu_worker(shared: &Shared, worker: usize, from_synth: &Handoff<ToGpu>, to_fi
         timings.queue_wait = start - synthesized_at;
         let result = guarded(
             || {
-                groth16::prove_start(shared.backend.as_ref(), &job.params.params, data, shared.config.g2)
-                    .map_err(|e| ProverError::Proving { partition, message: e.to_string() })
+                groth16::prove_start(
+                    shared.backend.as_ref(),
+                    &job.params.params,
+                    data,
+                    shared.config.g2,
+                )
+                .map_err(|e| ProverError::Proving {
+                    partition,
+                    message: e.to_string(),
+                })
             },
             |message| ProverError::Proving { partition, message },
         );
         let end = Instant::now();
-        shared.clock.record(shared.started, Stage::Gpu, worker, start, end);
-        shared.metrics.stage_seconds.with_label_values(&["gpu"]).observe((end - start).as_secs_f64());
+        shared
+            .clock
+            .record(shared.started, Stage::Gpu, worker, start, end);
+        shared
+            .metrics
+            .stage_seconds
+            .with_label_values(&["gpu"])
+            .observe((end - start).as_secs_f64());
         timings.gpu = end - start;
         match result {
             Ok(started) => {
                 // The a/b/c vectors were freed inside prove_start.
                 buffer.move_to(Stage::Finalizing, started.heap_bytes());
-                let item = ToFinalize { job, partition, data: started, buffer, timings, gpu_done_at: end };
+                let item = ToFinalize {
+                    job,
+                    partition,
+                    data: started,
+                    buffer,
+                    timings,
+                    gpu_done_at: end,
+                };
                 if to_fin.send(item).is_err() {
                     return;
                 }
@@ -171,18 +260,32 @@ fn gpu_worker(shared: &Shared, worker: usize, from_synth: &Handoff<ToGpu>, to_fi
 fn finalize_worker(shared: &Shared, worker: usize, from_gpu: &Receiver<ToFinalize>) {
     let mut rng = ChaCha20Rng::from_entropy();
     for item in from_gpu.iter() {
-        let ToFinalize { job, partition, data, buffer, mut timings, gpu_done_at } = item;
+        let ToFinalize {
+            job,
+            partition,
+            data,
+            buffer,
+            mut timings,
+            gpu_done_at,
+        } = item;
         if !job.is_live() {
             discard(shared);
             continue;
         }
-        let (r, s) = (blstrs::Scalar::random(&mut rng), blstrs::Scalar::random(&mut rng));
+        let (r, s) = (
+            blstrs::Scalar::random(&mut rng),
+            blstrs::Scalar::random(&mut rng),
+        );
         let start = Instant::now();
         let result = guarded(
             || {
                 let params = &job.params;
-                let (proof, inputs) = groth16::finalize(shared.backend.as_ref(), &params.params, data, r, s)
-                    .map_err(|e| ProverError::Proving { partition, message: e.to_string() })?;
+                let (proof, inputs) =
+                    groth16::finalize(shared.backend.as_ref(), &params.params, data, r, s)
+                        .map_err(|e| ProverError::Proving {
+                            partition,
+                            message: e.to_string(),
+                        })?;
                 if !groth16::verify(&params.pvk, &proof, &inputs) {
                     return Err(ProverError::ProofInvalid { partition });
                 }
@@ -192,8 +295,14 @@ fn finalize_worker(shared: &Shared, worker: usize, from_gpu: &Receiver<ToFinaliz
         );
         drop(buffer);
         let end = Instant::now();
-        shared.clock.record(shared.started, Stage::Finalizing, worker, start, end);
-        shared.metrics.stage_seconds.with_label_values(&["finalize"]).observe((end - start).as_secs_f64());
+        shared
+            .clock
+            .record(shared.started, Stage::Finalizing, worker, start, end);
+        shared
+            .metrics
+            .stage_seconds
+            .with_label_values(&["finalize"])
+            .observe((end - start).as_secs_f64());
         timings.finalize = end - gpu_done_at;
         match result {
             Ok((proof, inputs)) => {
@@ -201,7 +310,11 @@ fn finalize_worker(shared: &Shared, worker: usize, from_gpu: &Receiver<ToFinaliz
                     discard(shared);
                     continue;
                 }
-                shared.metrics.partitions.with_label_values(&["proved"]).inc();
+                shared
+                    .metrics
+                    .partitions
+                    .with_label_values(&["proved"])
+                    .inc();
                 let proved = PartitionProof {
                     partition,
                     proof: groth16::proof_bytes(&proof),
@@ -217,4 +330,3 @@ fn finalize_worker(shared: &Shared, worker: usize, from_gpu: &Receiver<ToFinaliz
         }
     }
 }
-

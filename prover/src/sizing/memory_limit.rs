@@ -85,8 +85,12 @@ fn cgroup_mounts(mountinfo: &str) -> (Option<PathBuf>, Option<PathBuf>) {
     let (mut v2, mut v1_memory) = (None, None);
     for line in mountinfo.lines() {
         // "<id> <parent> <dev> <root> <mount point> <options> [optional...] - <fstype> <source> <super options>"
-        let Some((left, right)) = line.split_once(" - ") else { continue };
-        let Some(mount_point) = left.split_whitespace().nth(4) else { continue };
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        let Some(mount_point) = left.split_whitespace().nth(4) else {
+            continue;
+        };
         let mut right = right.split_whitespace();
         let fstype = right.next().unwrap_or_default();
         let super_options = right.nth(1).unwrap_or_default();
@@ -103,7 +107,13 @@ fn cgroup_mounts(mountinfo: &str) -> (Option<PathBuf>, Option<PathBuf>) {
 
 /// The tightest finite limit on the path from the process's cgroup up to the root:
 /// a pod's limit may sit on a parent of the container's cgroup.
-fn tightest<F>(read: &F, mount: &Path, cgroup: &str, file: &str, parse: fn(&str) -> Option<u64>) -> Option<(u64, PathBuf)>
+fn tightest<F>(
+    read: &F,
+    mount: &Path,
+    cgroup: &str,
+    file: &str,
+    parse: fn(&str) -> Option<u64>,
+) -> Option<(u64, PathBuf)>
 where
     F: Fn(&Path) -> Option<String>,
 {
@@ -128,25 +138,46 @@ where
     F: Fn(&Path) -> Option<String>,
 {
     if let Some(bytes) = flag {
-        return Some(MemoryLimit { bytes, source: LimitSource::Flag });
+        return Some(MemoryLimit {
+            bytes,
+            source: LimitSource::Flag,
+        });
     }
     let proc_cgroup = read(&root.join("proc/self/cgroup")).unwrap_or_default();
-    let (v2_mount, v1_mount) = cgroup_mounts(&read(&root.join("proc/self/mountinfo")).unwrap_or_default());
+    let (v2_mount, v1_mount) =
+        cgroup_mounts(&read(&root.join("proc/self/mountinfo")).unwrap_or_default());
     let under_root = |p: PathBuf| root.join(p.strip_prefix("/").unwrap_or(&p));
     let v2_mount = v2_mount.map_or_else(|| root.join("sys/fs/cgroup"), under_root);
     let v1_mount = v1_mount.map_or_else(|| root.join("sys/fs/cgroup/memory"), under_root);
     if let Some(path) = cgroup_path(&proc_cgroup, None)
         && let Some((bytes, file)) = tightest(&read, &v2_mount, path, "memory.max", parse_v2_max)
     {
-        return Some(MemoryLimit { bytes, source: LimitSource::CgroupV2(file) });
+        return Some(MemoryLimit {
+            bytes,
+            source: LimitSource::CgroupV2(file),
+        });
     }
     if let Some(path) = cgroup_path(&proc_cgroup, Some("memory"))
-        && let Some((bytes, file)) = tightest(&read, &v1_mount, path, "memory.limit_in_bytes", parse_v1_limit)
+        && let Some((bytes, file)) = tightest(
+            &read,
+            &v1_mount,
+            path,
+            "memory.limit_in_bytes",
+            parse_v1_limit,
+        )
     {
-        return Some(MemoryLimit { bytes, source: LimitSource::CgroupV1(file) });
+        return Some(MemoryLimit {
+            bytes,
+            source: LimitSource::CgroupV1(file),
+        });
     }
-    let total = read(&root.join("proc/meminfo")).as_deref().and_then(parse_mem_total)?;
-    Some(MemoryLimit { bytes: total, source: LimitSource::MemTotal })
+    let total = read(&root.join("proc/meminfo"))
+        .as_deref()
+        .and_then(parse_mem_total)?;
+    Some(MemoryLimit {
+        bytes: total,
+        source: LimitSource::MemTotal,
+    })
 }
 
 /// The memory limit this process must stay under.
@@ -166,8 +197,10 @@ mod tests {
     use super::*;
 
     fn fs(files: &[(&str, &str)]) -> impl Fn(&Path) -> Option<String> {
-        let map: HashMap<PathBuf, String> =
-            files.iter().map(|(p, c)| (PathBuf::from(p), c.to_string())).collect();
+        let map: HashMap<PathBuf, String> = files
+            .iter()
+            .map(|(p, c)| (PathBuf::from(p), c.to_string()))
+            .collect();
         move |p| map.get(p).cloned()
     }
 
@@ -176,7 +209,13 @@ mod tests {
     #[test]
     fn flag_wins() {
         let l = detect_with(Some(5), Path::new("/"), fs(&[])).unwrap();
-        assert_eq!(l, MemoryLimit { bytes: 5, source: LimitSource::Flag });
+        assert_eq!(
+            l,
+            MemoryLimit {
+                bytes: 5,
+                source: LimitSource::Flag
+            }
+        );
     }
 
     #[test]
@@ -190,21 +229,39 @@ mod tests {
         ]);
         let l = detect_with(None, Path::new("/"), read).unwrap();
         assert_eq!(l.bytes, 1 << 30);
-        assert_eq!(l.source, LimitSource::CgroupV2("/sys/fs/cgroup/kubepods/pod1/memory.max".into()));
+        assert_eq!(
+            l.source,
+            LimitSource::CgroupV2("/sys/fs/cgroup/kubepods/pod1/memory.max".into())
+        );
     }
 
     #[test]
     fn v2_inside_a_cgroup_namespace_reads_the_root() {
-        let read = fs(&[("/proc/self/cgroup", "0::/\n"), ("/sys/fs/cgroup/memory.max", "2147483648\n")]);
-        assert_eq!(detect_with(None, Path::new("/"), read).unwrap().bytes, 2 << 30);
+        let read = fs(&[
+            ("/proc/self/cgroup", "0::/\n"),
+            ("/sys/fs/cgroup/memory.max", "2147483648\n"),
+        ]);
+        assert_eq!(
+            detect_with(None, Path::new("/"), read).unwrap().bytes,
+            2 << 30
+        );
     }
 
     #[test]
     fn v1_is_used_when_there_is_no_v2_limit() {
         let read = fs(&[
-            ("/proc/self/cgroup", "12:cpu,cpuacct:/x\n9:memory:/kubepods/pod2\n0::/\n"),
-            ("/sys/fs/cgroup/memory/kubepods/pod2/memory.limit_in_bytes", "536870912\n"),
-            ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n"),
+            (
+                "/proc/self/cgroup",
+                "12:cpu,cpuacct:/x\n9:memory:/kubepods/pod2\n0::/\n",
+            ),
+            (
+                "/sys/fs/cgroup/memory/kubepods/pod2/memory.limit_in_bytes",
+                "536870912\n",
+            ),
+            (
+                "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                "9223372036854771712\n",
+            ),
             ("/proc/meminfo", MEMINFO),
         ]);
         let l = detect_with(None, Path::new("/"), read).unwrap();
@@ -220,13 +277,19 @@ mod tests {
             ("/proc/self/mountinfo", mountinfo),
             ("/proc/self/cgroup", "4:memory:/pods/p3\n0::/pods/p3\n"),
             ("/sys/fs/cgroup/unified/pods/p3/memory.max", "max\n"),
-            ("/sys/fs/cgroup/memory/pods/p3/memory.limit_in_bytes", "1073741824\n"),
+            (
+                "/sys/fs/cgroup/memory/pods/p3/memory.limit_in_bytes",
+                "1073741824\n",
+            ),
             ("/proc/meminfo", MEMINFO),
         ];
         let read = fs(&files);
         let l = detect_with(None, Path::new("/"), read).unwrap();
         assert_eq!(l.bytes, 1 << 30);
-        assert_eq!(l.source, LimitSource::CgroupV1("/sys/fs/cgroup/memory/pods/p3/memory.limit_in_bytes".into()));
+        assert_eq!(
+            l.source,
+            LimitSource::CgroupV1("/sys/fs/cgroup/memory/pods/p3/memory.limit_in_bytes".into())
+        );
     }
 
     #[test]
@@ -237,7 +300,13 @@ mod tests {
             ("/proc/meminfo", MEMINFO),
         ]);
         let l = detect_with(None, Path::new("/"), read).unwrap();
-        assert_eq!(l, MemoryLimit { bytes: 16384 * 1024, source: LimitSource::MemTotal });
+        assert_eq!(
+            l,
+            MemoryLimit {
+                bytes: 16384 * 1024,
+                source: LimitSource::MemTotal
+            }
+        );
     }
 
     #[test]

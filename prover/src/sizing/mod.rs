@@ -133,7 +133,13 @@ fn predicted_peak(params: u64, per: PartitionBytes, w: Workers) -> (u64, u64, u6
     let synthesized = (w.pw + w.cap) as u64 * per.synthesized;
     let gpu = w.gw as u64 * per.gpu_stage;
     let fin = (w.finalize_workers + w.finalize_queue) as u64 * per.finalize;
-    (base + params + synthesized + gpu + fin, base, synthesized, gpu, fin)
+    (
+        base + params + synthesized + gpu + fin,
+        base,
+        synthesized,
+        gpu,
+        fin,
+    )
 }
 
 /// A channel long enough to absorb several workers finishing at once, no longer: beyond
@@ -153,15 +159,31 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
         });
     }
     let per = PartitionBytes::for_shape(input.shape);
-    let gw = input.overrides.gpu_workers.unwrap_or(if input.gpu_devices == 0 { 1 } else { 2 * input.gpu_devices });
+    let gw = input
+        .overrides
+        .gpu_workers
+        .unwrap_or(if input.gpu_devices == 0 {
+            1
+        } else {
+            2 * input.gpu_devices
+        });
     let (finalize_workers, finalize_queue) = (1, 1);
-    let workers = |pw, cap| Workers { pw, cap, gw, finalize_workers, finalize_queue };
+    let workers = |pw, cap| Workers {
+        pw,
+        cap,
+        gw,
+        finalize_workers,
+        finalize_queue,
+    };
     let usable = (input.memory_limit as f64 * (1.0 - input.headroom)) as u64;
     let fits = |pw, cap| predicted_peak(input.params_bytes, per, workers(pw, cap)).0 <= usable;
 
     let cpu_bound = input.cpu_cores.max(1);
     let useful = input.max_parallel_partitions.unwrap_or(usize::MAX).max(1);
-    let (pw, cap) = match (input.overrides.partition_workers, input.overrides.channel_capacity) {
+    let (pw, cap) = match (
+        input.overrides.partition_workers,
+        input.overrides.channel_capacity,
+    ) {
         (Some(pw), Some(cap)) => (pw, cap),
         (Some(pw), None) => (pw, default_capacity(pw)),
         (None, fixed_cap) => {
@@ -183,7 +205,11 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
     if !fits(pw, cap) {
         let (min_peak, ..) = predicted_peak(input.params_bytes, per, workers(1, 1));
         let (wanted, ..) = predicted_peak(input.params_bytes, per, workers(pw, cap));
-        let needed = if input.overrides.partition_workers.is_some() { wanted } else { min_peak };
+        let needed = if input.overrides.partition_workers.is_some() {
+            wanted
+        } else {
+            min_peak
+        };
         return Err(ProverError::MemoryLimitTooSmall {
             circuit: input.circuit,
             constraints: input.shape.constraints,
@@ -192,7 +218,8 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
             params: ByteSize(input.params_bytes),
         });
     }
-    let (peak, base, synthesized, gpu, fin) = predicted_peak(input.params_bytes, per, workers(pw, cap));
+    let (peak, base, synthesized, gpu, fin) =
+        predicted_peak(input.params_bytes, per, workers(pw, cap));
     Ok(Plan {
         partition_workers: pw,
         channel_capacity: cap,

@@ -23,9 +23,17 @@ const GIB: u64 = 1 << 30;
 #[test]
 fn filecoin_scale_partitions_fit_as_the_engine_measured() {
     // ~2^27 constraints per partition: ~16 GiB synthesized, as the seed engine measured.
-    let shape = CircuitShape { constraints: 130_000_000, aux: 130_000_000, inputs: 20 };
+    let shape = CircuitShape {
+        constraints: 130_000_000,
+        aux: 130_000_000,
+        inputs: 20,
+    };
     let per = PartitionBytes::for_shape(shape);
-    assert!((15 * GIB..=20 * GIB).contains(&per.synthesized), "{}", ByteSize(per.synthesized));
+    assert!(
+        (15 * GIB..=20 * GIB).contains(&per.synthesized),
+        "{}",
+        ByteSize(per.synthesized)
+    );
     let mut i = input(512 * GIB, 1 << 20, 96);
     i.shape = shape;
     i.params_bytes = 44 * GIB;
@@ -38,7 +46,9 @@ fn filecoin_scale_partitions_fit_as_the_engine_measured() {
 #[test]
 fn too_small_a_limit_names_the_minimum() {
     let err = plan(&input(64 << 20, 1 << 16, 2)).unwrap_err();
-    let ProverError::MemoryLimitTooSmall { minimum, .. } = &err else { panic!("{err}") };
+    let ProverError::MemoryLimitTooSmall { minimum, .. } = &err else {
+        panic!("{err}")
+    };
     assert!(err.to_string().contains("at least"), "{err}");
     let ok = plan(&input(minimum.0, 1 << 16, 2)).unwrap();
     assert_eq!((ok.partition_workers, ok.channel_capacity), (1, 1));
@@ -47,11 +57,21 @@ fn too_small_a_limit_names_the_minimum() {
 #[test]
 fn overrides_are_respected_or_refused() {
     let mut i = input(8 * GIB, 1 << 16, 2);
-    i.overrides = Overrides { partition_workers: Some(3), channel_capacity: Some(5), gpu_workers: Some(1) };
+    i.overrides = Overrides {
+        partition_workers: Some(3),
+        channel_capacity: Some(5),
+        gpu_workers: Some(1),
+    };
     let p = plan(&i).unwrap();
-    assert_eq!((p.partition_workers, p.channel_capacity, p.gpu_workers), (3, 5, 1));
+    assert_eq!(
+        (p.partition_workers, p.channel_capacity, p.gpu_workers),
+        (3, 5, 1)
+    );
     i.memory_limit = 200 << 20;
-    assert!(matches!(plan(&i), Err(ProverError::MemoryLimitTooSmall { .. })));
+    assert!(matches!(
+        plan(&i),
+        Err(ProverError::MemoryLimitTooSmall { .. })
+    ));
     i.overrides.partition_workers = Some(0);
     assert!(plan(&i).is_err());
 }

@@ -1,7 +1,8 @@
 //! `proofpipe-prover daemon` against a real API server, with this test playing the operator:
 //! it assigns jobs by label, and the daemon proves them into their status, skips a
 //! partition already proved, reports into the pool status, cancels a job whose label goes,
-//! and exits 0 on SIGTERM.
+//! and exits 0 on SIGTERM; a job it cannot prove gets a ProvingFailed Event and ends the
+//! daemon with exit code 1.
 //!
 //! Needs `KUBECONFIG` naming a cluster where CRDs may be installed, such as the local API
 //! server of `../shared/kube-testenv` (`eval "$(../shared/kube-testenv/start.sh)"`). Without
@@ -11,7 +12,7 @@ use std::fs::File;
 use std::future::Future;
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -43,16 +44,9 @@ async fn daemon_proves_resumes_reports_cancels_and_stops() {
     // A proof of partition 1 made "earlier, by another pod"; it also leaves the parameters
     // on disk for the daemon.
     let earlier = prove_one_partition(&params_dir, 1).await;
-    let pools: Api<ProverPool> = cluster.api();
-    pools
-        .create(
-            &PostParams::default(),
-            &object::<ProverPool>(POOL, json!({ "template": { "image": "proofpipe-prover:test" } }), None),
-        )
-        .await
-        .expect("create the pool");
+    let pools = create_pool(&cluster).await;
     let jobs: Api<ProofJob> = cluster.api();
-    assign(&jobs, "first", 3).await;
+    assign(&jobs, "first", CONSTRAINTS, 3).await;
     jobs.patch_status(
         "first",
         &PatchParams::apply("test-operator"),
@@ -113,7 +107,7 @@ async fn daemon_proves_resumes_reports_cancels_and_stops() {
 
     // A long job loses its label mid-run: the daemon cancels it and stops adding proofs.
     let partitions = 400;
-    assign(&jobs, "second", partitions).await;
+    assign(&jobs, "second", CONSTRAINTS, partitions).await;
     daemon
         .wait("job second to have a proof", Duration::from_secs(60), || async {
             let proofs = jobs.get("second").await.ok()?.status?.proofs?;
@@ -147,6 +141,50 @@ async fn daemon_proves_resumes_reports_cancels_and_stops() {
     cluster.delete_namespace().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_cannot_be_proved_ends_the_daemon_with_an_event() {
+    let Some(cluster) = Cluster::connect("daemon-fail").await else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    create_pool(&cluster).await;
+    let jobs: Api<ProofJob> = cluster.api();
+    // 2^27 constraints need far more memory than this machine has: the daemon refuses the
+    // job before loading parameters.
+    assign(&jobs, "huge", 1 << 27, 1).await;
+    let mut daemon = Daemon::start(
+        &cluster.namespace,
+        &work.path().join("params"),
+        &free_local_address(),
+        &work.path().join("daemon.log"),
+    );
+
+    let status = daemon.wait_exit(Duration::from_secs(30)).expect("the daemon exits after the failure");
+    eprintln!("--- daemon log ---\n{}", daemon.log_text());
+    assert_eq!(status.code(), Some(1), "a failed job exits 1 so the pod fails and the operator requeues");
+    let events: Api<k8s_openapi::api::events::v1::Event> = cluster.api();
+    let events = events.list(&Default::default()).await.expect("list events").items;
+    let failed = events
+        .iter()
+        .find(|e| {
+            e.reason.as_deref() == Some("ProvingFailed")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("huge")
+        })
+        .unwrap_or_else(|| panic!("no ProvingFailed Event on the job: {events:?}"));
+    assert_eq!(failed.type_.as_deref(), Some("Warning"));
+    assert!(failed.note.as_deref().is_some_and(|note| note.contains("memory limit")), "{failed:?}");
+    let status = jobs.get("huge").await.unwrap().status.unwrap_or_default();
+    assert_eq!((status.proofs, status.phase), (None, None), "the daemon wrote something to a job it could not prove");
+    cluster.delete_namespace().await;
+}
+
+async fn create_pool(cluster: &Cluster) -> Api<ProverPool> {
+    let pools: Api<ProverPool> = cluster.api();
+    let spec = json!({ "template": { "image": "proofpipe-prover:test" } });
+    pools.create(&PostParams::default(), &object::<ProverPool>(POOL, spec, None)).await.expect("create the pool");
+    pools
+}
+
 /// Proves one partition of the test's job through the library, as another pod would have.
 async fn prove_one_partition(params_dir: &Path, partition: u32) -> PartitionProof {
     let params_dir = params_dir.to_owned();
@@ -173,8 +211,8 @@ async fn prove_one_partition(params_dir: &Path, partition: u32) -> PartitionProo
 }
 
 /// Creates a mul-chain job assigned to [`POD`] by label, as the operator would.
-async fn assign(jobs: &Api<ProofJob>, name: &str, partitions: i32) {
-    let spec = json!({ "pool": POOL, "circuit": "mul-chain", "constraints": CONSTRAINTS, "partitions": partitions, "seed": SEED });
+async fn assign(jobs: &Api<ProofJob>, name: &str, constraints: usize, partitions: i32) {
+    let spec = json!({ "pool": POOL, "circuit": "mul-chain", "constraints": constraints, "partitions": partitions, "seed": SEED });
     jobs.create(&PostParams::default(), &object::<ProofJob>(name, spec, Some(json!({ ASSIGNED_POD_LABEL: POD }))))
         .await
         .unwrap_or_else(|err| panic!("create job {name}: {err}"));
@@ -277,14 +315,19 @@ impl Daemon {
     fn terminate(&mut self, timeout: Duration) -> bool {
         let sent = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
         assert!(sent.success(), "kill -TERM failed");
+        self.wait_exit(timeout).is_some_and(|status| status.success())
+    }
+
+    /// The daemon's exit status, if it exits within `timeout`.
+    fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
-                return status.success();
+                return Some(status);
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        false
+        None
     }
 }
 

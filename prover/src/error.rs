@@ -10,9 +10,19 @@ pub enum ProverError {
     #[error("unknown circuit {0:?}: use one of mul-chain, merkle-sha256")]
     UnknownCircuit(String),
     #[error("{circuit} needs at least {min} constraints per partition; got {constraints}")]
-    CircuitTooSmall { circuit: CircuitKind, constraints: usize, min: usize },
-    #[error("{circuit} with {constraints} constraints per partition is larger than the maximum {max}")]
-    CircuitTooLarge { circuit: CircuitKind, constraints: usize, max: usize },
+    CircuitTooSmall {
+        circuit: CircuitKind,
+        constraints: usize,
+        min: usize,
+    },
+    #[error(
+        "{circuit} with {constraints} constraints per partition is larger than the maximum {max}"
+    )]
+    CircuitTooLarge {
+        circuit: CircuitKind,
+        constraints: usize,
+        max: usize,
+    },
     #[error("a job needs at least one partition; got 0")]
     ZeroPartitions,
     #[error("invalid {what}: {reason}")]
@@ -44,7 +54,11 @@ pub enum ProverError {
     )]
     CorruptParams { path: PathBuf, reason: String },
     #[error("generating parameters for {circuit} at {constraints} constraints failed: {message}")]
-    ParamsGeneration { circuit: CircuitKind, constraints: usize, message: String },
+    ParamsGeneration {
+        circuit: CircuitKind,
+        constraints: usize,
+        message: String,
+    },
 
     #[error("synthesis of partition {partition} failed: {message}")]
     Synthesis { partition: u32, message: String },
@@ -57,8 +71,13 @@ pub enum ProverError {
     #[error("the pipeline has shut down")]
     PipelineClosed,
 
-    #[error("environment variable {name} is not set; the operator sets it in every prover pod ({hint})")]
-    MissingEnv { name: &'static str, hint: &'static str },
+    #[error(
+        "environment variable {name} is not set; the operator sets it in every prover pod ({hint})"
+    )]
+    MissingEnv {
+        name: &'static str,
+        hint: &'static str,
+    },
     #[error("{action}: {source}")]
     Kube {
         action: String,
@@ -81,15 +100,25 @@ pub enum ProverError {
 
 impl ProverError {
     /// Adds what was being done, and to which path, to an I/O error.
-    pub fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+    pub fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
-        move |source| ProverError::Io { action, path, source }
+        move |source| ProverError::Io {
+            action,
+            path,
+            source,
+        }
     }
 
     /// Adds what was being done, and to which object, to an API error.
     pub fn kube(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
         let action = action.into();
-        move |source| ProverError::Kube { action, source: Box::new(source) }
+        move |source| ProverError::Kube {
+            action,
+            source: Box::new(source),
+        }
     }
 
     /// Whether this is the API server saying the object does not exist (any more).

@@ -20,7 +20,9 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, Resource};
-use proofpipe_crds::{ASSIGNED_POD_LABEL, PartitionProof, ProofJob, ProofJobPhase, ProverPhase, ProverPool};
+use proofpipe_crds::{
+    ASSIGNED_POD_LABEL, PartitionProof, ProofJob, ProofJobPhase, ProverPhase, ProverPool,
+};
 use proofpipe_prover::circuits::CircuitKind;
 use proofpipe_prover::daemon::payload::status_proof;
 use proofpipe_prover::groth16::G2Placement;
@@ -59,38 +61,64 @@ async fn daemon_proves_resumes_reports_cancels_and_stops() {
     .expect("pre-fill partition 1");
 
     let listen = free_local_address();
-    let mut daemon = Daemon::start(&cluster.namespace, &params_dir, &listen, &work.path().join("daemon.log"));
+    let mut daemon = Daemon::start(
+        &cluster.namespace,
+        &params_dir,
+        &listen,
+        &work.path().join("daemon.log"),
+    );
 
     // Every partition ends verified; the pre-filled one is untouched.
     let first = daemon
-        .wait("job first to have 3 verified proofs", Duration::from_secs(60), || async {
-            let job = jobs.get("first").await.ok()?;
-            let proofs = job.status.as_ref()?.proofs.clone()?;
-            (proofs.iter().filter(|p| p.verified).count() == 3).then_some(job)
-        })
+        .wait(
+            "job first to have 3 verified proofs",
+            Duration::from_secs(60),
+            || async {
+                let job = jobs.get("first").await.ok()?;
+                let proofs = job.status.as_ref()?.proofs.clone()?;
+                (proofs.iter().filter(|p| p.verified).count() == 3).then_some(job)
+            },
+        )
         .await;
     let status = first.status.unwrap();
     let mut proofs = status.proofs.unwrap();
     proofs.sort_by_key(|p| p.partition);
-    assert_eq!(proofs[1], earlier, "the pre-filled partition was proved again");
+    assert_eq!(
+        proofs[1], earlier,
+        "the pre-filled partition was proved again"
+    );
     for proof in [&proofs[0], &proofs[2]] {
         assert_eq!(proof.proved_by, POD);
         assert_eq!(proof.public_inputs.len(), earlier.public_inputs.len());
         assert!(proof.public_inputs.iter().all(|input| input.len() == 64));
     }
     assert!(status.stage_seconds.is_some_and(|s| s.synthesis > 0.0));
-    assert_eq!(status.phase, Some(ProofJobPhase::Running), "the daemon wrote an operator field");
+    assert_eq!(
+        status.phase,
+        Some(ProofJobPhase::Running),
+        "the daemon wrote an operator field"
+    );
 
     // The pool status has this pod's entry.
     let entry = daemon
-        .wait("the pool to list this prover with 2 proofs", Duration::from_secs(20), || async {
-            let pool = pools.get(POOL).await.ok()?;
-            let provers = pool.status?.provers?;
-            provers.into_iter().find(|p| p.pod == POD && p.proofs_completed == 2)
-        })
+        .wait(
+            "the pool to list this prover with 2 proofs",
+            Duration::from_secs(20),
+            || async {
+                let pool = pools.get(POOL).await.ok()?;
+                let provers = pool.status?.provers?;
+                provers
+                    .into_iter()
+                    .find(|p| p.pod == POD && p.proofs_completed == 2)
+            },
+        )
         .await;
     let sizing = entry.sizing.expect("the entry carries the job's sizing");
-    assert!(sizing.memory_estimate.contains("GiB/"), "{}", sizing.memory_estimate);
+    assert!(
+        sizing.memory_estimate.contains("GiB/"),
+        "{}",
+        sizing.memory_estimate
+    );
 
     let (ready, _) = http_get(&listen, "/readyz").await;
     assert_eq!(ready, 200);
@@ -102,36 +130,71 @@ async fn daemon_proves_resumes_reports_cancels_and_stops() {
         "proofpipe_daemon_status_writes_total{object=\"proofjob\"}",
         "proofpipe_partitions_total",
     ] {
-        assert!(metrics.contains(series), "/metrics lacks {series}:\n{metrics}");
+        assert!(
+            metrics.contains(series),
+            "/metrics lacks {series}:\n{metrics}"
+        );
     }
 
     // A long job loses its label mid-run: the daemon cancels it and stops adding proofs.
     let partitions = 400;
     assign(&jobs, "second", CONSTRAINTS, partitions).await;
     daemon
-        .wait("job second to have a proof", Duration::from_secs(60), || async {
-            let proofs = jobs.get("second").await.ok()?.status?.proofs?;
-            (!proofs.is_empty()).then_some(())
-        })
+        .wait(
+            "job second to have a proof",
+            Duration::from_secs(60),
+            || async {
+                let proofs = jobs.get("second").await.ok()?.status?.proofs?;
+                (!proofs.is_empty()).then_some(())
+            },
+        )
         .await;
     let unassign = json!({ "metadata": { "labels": { ASSIGNED_POD_LABEL: null } } });
-    jobs.patch("second", &PatchParams::default(), &Patch::Merge(unassign)).await.expect("remove the label");
+    jobs.patch("second", &PatchParams::default(), &Patch::Merge(unassign))
+        .await
+        .expect("remove the label");
     daemon
-        .wait("the daemon to cancel job second", Duration::from_secs(20), || async {
-            let (_, metrics) = http_get(&listen, "/metrics").await;
-            metrics.contains("proofpipe_daemon_jobs_finished_total{outcome=\"cancelled\"} 1").then_some(())
-        })
+        .wait(
+            "the daemon to cancel job second",
+            Duration::from_secs(20),
+            || async {
+                let (_, metrics) = http_get(&listen, "/metrics").await;
+                metrics
+                    .contains("proofpipe_daemon_jobs_finished_total{outcome=\"cancelled\"} 1")
+                    .then_some(())
+            },
+        )
         .await;
-    let count = || async { jobs.get("second").await.unwrap().status.and_then(|s| s.proofs).map_or(0, |p| p.len()) };
+    let count = || async {
+        jobs.get("second")
+            .await
+            .unwrap()
+            .status
+            .and_then(|s| s.proofs)
+            .map_or(0, |p| p.len())
+    };
     let after_cancel = count().await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(count().await, after_cancel, "proofs kept coming after the cancel");
-    assert!(after_cancel < partitions as usize, "the job finished before it could be cancelled");
+    assert_eq!(
+        count().await,
+        after_cancel,
+        "proofs kept coming after the cancel"
+    );
+    assert!(
+        after_cancel < partitions as usize,
+        "the job finished before it could be cancelled"
+    );
     daemon
-        .wait("the prover to report Idle", Duration::from_secs(20), || async {
-            let provers = pools.get(POOL).await.ok()?.status?.provers?;
-            provers.into_iter().find(|p| p.pod == POD && p.phase == ProverPhase::Idle && p.current_job.is_none())
-        })
+        .wait(
+            "the prover to report Idle",
+            Duration::from_secs(20),
+            || async {
+                let provers = pools.get(POOL).await.ok()?.status?.provers?;
+                provers.into_iter().find(|p| {
+                    p.pod == POD && p.phase == ProverPhase::Idle && p.current_job.is_none()
+                })
+            },
+        )
         .await;
 
     let exited_cleanly = daemon.terminate(Duration::from_secs(25));
@@ -159,11 +222,21 @@ async fn a_job_that_cannot_be_proved_ends_the_daemon_with_an_event() {
         &work.path().join("daemon.log"),
     );
 
-    let status = daemon.wait_exit(Duration::from_secs(30)).expect("the daemon exits after the failure");
+    let status = daemon
+        .wait_exit(Duration::from_secs(30))
+        .expect("the daemon exits after the failure");
     eprintln!("--- daemon log ---\n{}", daemon.log_text());
-    assert_eq!(status.code(), Some(1), "a failed job exits 1 so the pod fails and the operator requeues");
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "a failed job exits 1 so the pod fails and the operator requeues"
+    );
     let events: Api<k8s_openapi::api::events::v1::Event> = cluster.api();
-    let events = events.list(&Default::default()).await.expect("list events").items;
+    let events = events
+        .list(&Default::default())
+        .await
+        .expect("list events")
+        .items;
     let failed = events
         .iter()
         .find(|e| {
@@ -172,16 +245,32 @@ async fn a_job_that_cannot_be_proved_ends_the_daemon_with_an_event() {
         })
         .unwrap_or_else(|| panic!("no ProvingFailed Event on the job: {events:?}"));
     assert_eq!(failed.type_.as_deref(), Some("Warning"));
-    assert!(failed.note.as_deref().is_some_and(|note| note.contains("memory limit")), "{failed:?}");
+    assert!(
+        failed
+            .note
+            .as_deref()
+            .is_some_and(|note| note.contains("memory limit")),
+        "{failed:?}"
+    );
     let status = jobs.get("huge").await.unwrap().status.unwrap_or_default();
-    assert_eq!((status.proofs, status.phase), (None, None), "the daemon wrote something to a job it could not prove");
+    assert_eq!(
+        (status.proofs, status.phase),
+        (None, None),
+        "the daemon wrote something to a job it could not prove"
+    );
     cluster.delete_namespace().await;
 }
 
 async fn create_pool(cluster: &Cluster) -> Api<ProverPool> {
     let pools: Api<ProverPool> = cluster.api();
     let spec = json!({ "template": { "image": "proofpipe-prover:test" } });
-    pools.create(&PostParams::default(), &object::<ProverPool>(POOL, spec, None)).await.expect("create the pool");
+    pools
+        .create(
+            &PostParams::default(),
+            &object::<ProverPool>(POOL, spec, None),
+        )
+        .await
+        .expect("create the pool");
     pools
 }
 
@@ -189,7 +278,9 @@ async fn create_pool(cluster: &Cluster) -> Api<ProverPool> {
 async fn prove_one_partition(params_dir: &Path, partition: u32) -> PartitionProof {
     let params_dir = params_dir.to_owned();
     tokio::task::spawn_blocking(move || {
-        let (params, _) = ParamsStore::new(params_dir).get(CircuitKind::MulChain, CONSTRAINTS).unwrap();
+        let (params, _) = ParamsStore::new(params_dir)
+            .get(CircuitKind::MulChain, CONSTRAINTS)
+            .unwrap();
         let config = PipelineConfig {
             partition_workers: 1,
             channel_capacity: 1,
@@ -199,7 +290,8 @@ async fn prove_one_partition(params_dir: &Path, partition: u32) -> PartitionProo
             g2: G2Placement::GpuStage,
             record_timeline: false,
         };
-        let pipeline = Pipeline::start(config, Arc::new(proofpipe_kernels::CpuBackend::new())).unwrap();
+        let pipeline =
+            Pipeline::start(config, Arc::new(proofpipe_kernels::CpuBackend::new())).unwrap();
         let mut spec = JobSpec::new(CircuitKind::MulChain, CONSTRAINTS, 3);
         spec.seed = SEED as u64;
         spec.skip = (0..3).filter(|&p| p != partition).collect();
@@ -213,9 +305,12 @@ async fn prove_one_partition(params_dir: &Path, partition: u32) -> PartitionProo
 /// Creates a mul-chain job assigned to [`POD`] by label, as the operator would.
 async fn assign(jobs: &Api<ProofJob>, name: &str, constraints: usize, partitions: i32) {
     let spec = json!({ "pool": POOL, "circuit": "mul-chain", "constraints": constraints, "partitions": partitions, "seed": SEED });
-    jobs.create(&PostParams::default(), &object::<ProofJob>(name, spec, Some(json!({ ASSIGNED_POD_LABEL: POD }))))
-        .await
-        .unwrap_or_else(|err| panic!("create job {name}: {err}"));
+    jobs.create(
+        &PostParams::default(),
+        &object::<ProofJob>(name, spec, Some(json!({ ASSIGNED_POD_LABEL: POD }))),
+    )
+    .await
+    .unwrap_or_else(|err| panic!("create job {name}: {err}"));
 }
 
 fn object<K: Resource<DynamicType = ()> + serde::de::DeserializeOwned>(
@@ -250,8 +345,15 @@ async fn http_get(address: &str, path: &str) -> (u16, String) {
     })
     .await
     .unwrap();
-    let code = response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).expect("a status line");
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body).to_owned();
+    let code = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("a status line");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, body)| body)
+        .to_owned();
     (code, body)
 }
 
@@ -280,7 +382,10 @@ impl Daemon {
             .stderr(File::create(log).unwrap())
             .spawn()
             .expect("start the daemon");
-        Self { child, log: log.to_owned() }
+        Self {
+            child,
+            log: log.to_owned(),
+        }
     }
 
     /// Polls `check` until it yields a value; on timeout (or the daemon exiting) fails with
@@ -313,9 +418,13 @@ impl Daemon {
 
     /// Sends SIGTERM; true if the daemon exits 0 within `timeout`.
     fn terminate(&mut self, timeout: Duration) -> bool {
-        let sent = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
         assert!(sent.success(), "kill -TERM failed");
-        self.wait_exit(timeout).is_some_and(|status| status.success())
+        self.wait_exit(timeout)
+            .is_some_and(|status| status.success())
     }
 
     /// The daemon's exit status, if it exits within `timeout`.
@@ -353,12 +462,20 @@ impl Cluster {
             );
             return None;
         }
-        let client = Client::try_default().await.expect("build a client from KUBECONFIG");
+        let client = Client::try_default()
+            .await
+            .expect("build a client from KUBECONFIG");
         install_crds(&client).await;
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
         let namespace = format!("{test}-{}-{nanos}", std::process::id());
         let object = Namespace {
-            metadata: ObjectMeta { name: Some(namespace.clone()), ..ObjectMeta::default() },
+            metadata: ObjectMeta {
+                name: Some(namespace.clone()),
+                ..ObjectMeta::default()
+            },
             ..Namespace::default()
         };
         Api::<Namespace>::all(client.clone())
@@ -388,11 +505,16 @@ async fn install_crds(client: &Client) {
     let params = PatchParams::apply("proofpipe-prover-tests").force();
     for crd in proofpipe_crds::crds() {
         let name = crd.metadata.name.clone().expect("CRDs are named");
-        api.patch(&name, &params, &Patch::Apply(&crd)).await.unwrap_or_else(|err| panic!("apply CRD {name}: {err}"));
+        api.patch(&name, &params, &Patch::Apply(&crd))
+            .await
+            .unwrap_or_else(|err| panic!("apply CRD {name}: {err}"));
         for _ in 0..300 {
             let crd = api.get(&name).await.expect("read back the CRD");
             let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
-            if conditions.iter().any(|c| c.type_ == "Established" && c.status == "True") {
+            if conditions
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+            {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

@@ -29,8 +29,10 @@ pub fn run(args: DaemonArgs) -> Result<ExitCode, ProverError> {
     let settings = from_env(|name| std::env::var(name).ok())?;
     let limit = choose_memory_limit(detect_memory_limit(None)?, settings.memory_limit.as_deref())?;
     tracing::info!(bytes = limit.bytes, limit = %bytesize::ByteSize(limit.bytes), source = %limit.origin, "memory limit");
-    let options =
-        DaemonOptions { params_dir: args.params_dir.unwrap_or_else(ParamsStore::default_dir), listen: args.listen };
+    let options = DaemonOptions {
+        params_dir: args.params_dir.unwrap_or_else(ParamsStore::default_dir),
+        listen: args.listen,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(RUNTIME_THREADS)
         .thread_name("daemon-io")

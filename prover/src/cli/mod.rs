@@ -18,7 +18,11 @@ use proofpipe_prover::params::ParamsStore;
 use proofpipe_prover::sizing::{Overrides, parse_memory_size};
 
 #[derive(Parser, Debug)]
-#[command(name = "proofpipe-prover", version, about = "Groth16 proving through a memory-bounded pipeline")]
+#[command(
+    name = "proofpipe-prover",
+    version,
+    about = "Groth16 proving through a memory-bounded pipeline"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

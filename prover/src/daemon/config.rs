@@ -46,7 +46,9 @@ pub struct EnvSettings {
 /// Reads the settings through `var` (`std::env::var(..).ok()` in the binary).
 pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<EnvSettings, ProverError> {
     let required = |name: &'static str, hint: &'static str| {
-        var(name).filter(|value| !value.is_empty()).ok_or(ProverError::MissingEnv { name, hint })
+        var(name)
+            .filter(|value| !value.is_empty())
+            .ok_or(ProverError::MissingEnv { name, hint })
     };
     let identity = Identity {
         pod: required(POD_NAME_VAR, "Downward API fieldRef metadata.name")?,
@@ -59,7 +61,10 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<EnvSettings, Pro
         };
         parse_pipeline_override(&value)
             .map(|count| count.map(|n| n as usize))
-            .map_err(|err| ProverError::InvalidArgument { what: name, reason: err.to_string() })
+            .map_err(|err| ProverError::InvalidArgument {
+                what: name,
+                reason: err.to_string(),
+            })
     };
     Ok(EnvSettings {
         identity,
@@ -99,14 +104,25 @@ pub struct ChosenLimit {
 /// The cgroup's limit wins: it is what the kernel enforces. The pod's declared limit from
 /// the env only replaces MemTotal, which is the whole node's memory and would size the
 /// pipeline into an OOM kill.
-pub fn choose_memory_limit(detected: MemoryLimit, env_value: Option<&str>) -> Result<ChosenLimit, ProverError> {
+pub fn choose_memory_limit(
+    detected: MemoryLimit,
+    env_value: Option<&str>,
+) -> Result<ChosenLimit, ProverError> {
     match (detected.source, env_value) {
         (LimitSource::MemTotal, Some(value)) => {
-            let bytes = parse_memory_size(value)
-                .map_err(|err| ProverError::InvalidArgument { what: MEMORY_LIMIT_VAR, reason: err.to_string() })?;
-            Ok(ChosenLimit { bytes, origin: LimitOrigin::Env })
+            let bytes = parse_memory_size(value).map_err(|err| ProverError::InvalidArgument {
+                what: MEMORY_LIMIT_VAR,
+                reason: err.to_string(),
+            })?;
+            Ok(ChosenLimit {
+                bytes,
+                origin: LimitOrigin::Env,
+            })
         }
-        (source, _) => Ok(ChosenLimit { bytes: detected.bytes, origin: LimitOrigin::Detected(source) }),
+        (source, _) => Ok(ChosenLimit {
+            bytes: detected.bytes,
+            origin: LimitOrigin::Detected(source),
+        }),
     }
 }
 
@@ -118,20 +134,34 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |name| map.get(name).cloned()
     }
 
-    const IDENTITY: [(&str, &str); 3] = [(POD_NAME_VAR, "gpu-prover-0"), (NAMESPACE_VAR, "proving"), (POOL_VAR, "gpu")];
+    const IDENTITY: [(&str, &str); 3] = [
+        (POD_NAME_VAR, "gpu-prover-0"),
+        (NAMESPACE_VAR, "proving"),
+        (POOL_VAR, "gpu"),
+    ];
 
     #[test]
     fn identity_and_auto_overrides() {
         let settings = from_env(env(&IDENTITY)).unwrap();
         assert_eq!(
             settings.identity,
-            Identity { pod: "gpu-prover-0".into(), namespace: "proving".into(), pool: "gpu".into() }
+            Identity {
+                pod: "gpu-prover-0".into(),
+                namespace: "proving".into(),
+                pool: "gpu".into()
+            }
         );
-        assert_eq!(settings.identity.field_manager(), "proofpipe-prover.gpu-prover-0");
+        assert_eq!(
+            settings.identity.field_manager(),
+            "proofpipe-prover.gpu-prover-0"
+        );
         assert_eq!(settings.overrides.partition_workers, None);
         assert_eq!(settings.memory_limit, None);
     }
@@ -139,22 +169,39 @@ mod tests {
     #[test]
     fn a_missing_or_empty_identity_variable_is_named() {
         for missing in [POD_NAME_VAR, NAMESPACE_VAR, POOL_VAR] {
-            let mut pairs: Vec<_> = IDENTITY.iter().filter(|(k, _)| *k != missing).copied().collect();
+            let mut pairs: Vec<_> = IDENTITY
+                .iter()
+                .filter(|(k, _)| *k != missing)
+                .copied()
+                .collect();
             let err = from_env(env(&pairs)).unwrap_err();
             assert!(err.to_string().contains(missing), "{err}");
             assert_eq!(err.exit_code(), 2);
             pairs.push((missing, ""));
-            assert!(from_env(env(&pairs)).unwrap_err().to_string().contains(missing));
+            assert!(
+                from_env(env(&pairs))
+                    .unwrap_err()
+                    .to_string()
+                    .contains(missing)
+            );
         }
     }
 
     #[test]
     fn overrides_are_auto_or_counts() {
         let mut pairs = IDENTITY.to_vec();
-        pairs.extend([(PARTITION_WORKERS_VAR, "4"), (CHANNEL_CAPACITY_VAR, "auto"), (GPU_WORKERS_VAR, "2")]);
+        pairs.extend([
+            (PARTITION_WORKERS_VAR, "4"),
+            (CHANNEL_CAPACITY_VAR, "auto"),
+            (GPU_WORKERS_VAR, "2"),
+        ]);
         let overrides = from_env(env(&pairs)).unwrap().overrides;
         assert_eq!(
-            (overrides.partition_workers, overrides.channel_capacity, overrides.gpu_workers),
+            (
+                overrides.partition_workers,
+                overrides.channel_capacity,
+                overrides.gpu_workers
+            ),
             (Some(4), None, Some(2))
         );
     }
@@ -168,23 +215,42 @@ mod tests {
     }
 
     fn detected(source: LimitSource) -> MemoryLimit {
-        MemoryLimit { bytes: 64 << 30, source }
+        MemoryLimit {
+            bytes: 64 << 30,
+            source,
+        }
     }
 
     #[test]
     fn the_cgroup_limit_beats_the_env() {
         let cgroup = LimitSource::CgroupV2(PathBuf::from("/sys/fs/cgroup/memory.max"));
         let chosen = choose_memory_limit(detected(cgroup.clone()), Some("1073741824")).unwrap();
-        assert_eq!(chosen, ChosenLimit { bytes: 64 << 30, origin: LimitOrigin::Detected(cgroup) });
+        assert_eq!(
+            chosen,
+            ChosenLimit {
+                bytes: 64 << 30,
+                origin: LimitOrigin::Detected(cgroup)
+            }
+        );
     }
 
     #[test]
     fn the_env_replaces_mem_total() {
-        let chosen = choose_memory_limit(detected(LimitSource::MemTotal), Some("1073741824")).unwrap();
-        assert_eq!(chosen, ChosenLimit { bytes: 1 << 30, origin: LimitOrigin::Env });
+        let chosen =
+            choose_memory_limit(detected(LimitSource::MemTotal), Some("1073741824")).unwrap();
+        assert_eq!(
+            chosen,
+            ChosenLimit {
+                bytes: 1 << 30,
+                origin: LimitOrigin::Env
+            }
+        );
         assert!(chosen.origin.to_string().contains(MEMORY_LIMIT_VAR));
         let fallback = choose_memory_limit(detected(LimitSource::MemTotal), None).unwrap();
-        assert_eq!(fallback.origin, LimitOrigin::Detected(LimitSource::MemTotal));
+        assert_eq!(
+            fallback.origin,
+            LimitOrigin::Detected(LimitSource::MemTotal)
+        );
     }
 
     #[test]

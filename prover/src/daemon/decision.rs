@@ -31,22 +31,38 @@ pub enum Decision {
 /// One job at a time: a second assigned job waits until the first ends. Among several
 /// (which the operator does not do) the oldest goes first. A job whose partitions all have
 /// verified proofs is not started: only the operator's Succeeded is still missing.
-pub fn decide(running: Option<&str>, assigned: &[Arc<ProofJob>], completed: &HashSet<String>) -> Decision {
+pub fn decide(
+    running: Option<&str>,
+    assigned: &[Arc<ProofJob>],
+    completed: &HashSet<String>,
+) -> Decision {
     if let Some(uid) = running {
-        let still_ours = assigned.iter().any(|job| job.uid().as_deref() == Some(uid) && is_open(job));
-        return if still_ours { Decision::Continue } else { Decision::Cancel };
+        let still_ours = assigned
+            .iter()
+            .any(|job| job.uid().as_deref() == Some(uid) && is_open(job));
+        return if still_ours {
+            Decision::Continue
+        } else {
+            Decision::Cancel
+        };
     }
     assigned
         .iter()
         .filter(|job| job.uid().is_some_and(|uid| !completed.contains(&uid)))
         .filter(|job| is_open(job) && remaining_partitions(job) > 0)
-        .min_by(|a, b| (a.creation_timestamp(), a.name_any()).cmp(&(b.creation_timestamp(), b.name_any())))
+        .min_by(|a, b| {
+            (a.creation_timestamp(), a.name_any()).cmp(&(b.creation_timestamp(), b.name_any()))
+        })
         .map_or(Decision::Idle, |job| Decision::Start(job.clone()))
 }
 
 /// Not finished by the operator and not being deleted.
 fn is_open(job: &ProofJob) -> bool {
-    let finished = job.status.as_ref().and_then(|s| s.phase).is_some_and(|phase| phase.is_finished());
+    let finished = job
+        .status
+        .as_ref()
+        .and_then(|s| s.phase)
+        .is_some_and(|phase| phase.is_finished());
     !finished && job.metadata.deletion_timestamp.is_none()
 }
 
@@ -90,7 +106,10 @@ mod tests {
     #[test]
     fn starts_the_oldest_open_job() {
         let (old, new) = (created("b", 100), created("a", 200));
-        assert_eq!(decide(None, &[new.clone(), old.clone()]), Decision::Start(old.clone()));
+        assert_eq!(
+            decide(None, &[new.clone(), old.clone()]),
+            Decision::Start(old.clone())
+        );
         let same_age = created("c", 100);
         assert_eq!(decide(None, &[same_age, old.clone()]), Decision::Start(old));
     }
@@ -111,7 +130,10 @@ mod tests {
     fn continues_while_the_running_job_keeps_its_label() {
         let running = created("a", 1);
         let uid = running.uid().unwrap();
-        assert_eq!(decide(Some(&uid), &[running.clone(), created("b", 0)]), Decision::Continue);
+        assert_eq!(
+            decide(Some(&uid), &[running.clone(), created("b", 0)]),
+            Decision::Continue
+        );
         // Even when its last proof is already in the status: the pipeline is finishing.
         let proved = Arc::new(job("a", 1, vec![proof(0, true, "p")]));
         assert_eq!(decide(Some(&uid), &[proved]), Decision::Continue);
@@ -122,7 +144,10 @@ mod tests {
         let running = created("a", 1);
         let uid = running.uid().unwrap();
         assert_eq!(decide(Some(&uid), &[created("b", 2)]), Decision::Cancel);
-        assert_eq!(decide(Some(&uid), &[with_phase(&running, ProofJobPhase::Failed)]), Decision::Cancel);
+        assert_eq!(
+            decide(Some(&uid), &[with_phase(&running, ProofJobPhase::Failed)]),
+            Decision::Cancel
+        );
         // Deleted and recreated under the same name: another uid, another job.
         let mut recreated = (*running).clone();
         recreated.metadata.uid = Some("other".into());

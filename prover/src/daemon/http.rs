@@ -24,7 +24,9 @@ pub async fn serve(
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(daemon);
-    axum::serve(listener, app).with_graceful_shutdown(async move { raised(&mut shutdown).await }).await
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { raised(&mut shutdown).await })
+        .await
 }
 
 /// The current (or last) pipeline's metrics, then the daemon's counters.
@@ -44,6 +46,9 @@ async fn readyz(State(daemon): State<Arc<Daemon>>) -> (StatusCode, &'static str)
     if daemon.watch_ready.load(Ordering::Relaxed) {
         (StatusCode::OK, "ready\n")
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "waiting for the watch of assigned ProofJobs\n")
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "waiting for the watch of assigned ProofJobs\n",
+        )
     }
 }

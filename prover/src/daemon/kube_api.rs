@@ -19,7 +19,10 @@ pub struct KubeWriter {
 
 impl KubeWriter {
     pub fn new(client: Client, identity: Identity) -> Self {
-        let reporter = Reporter { controller: "proofpipe-prover".into(), instance: Some(identity.pod.clone()) };
+        let reporter = Reporter {
+            controller: "proofpipe-prover".into(),
+            instance: Some(identity.pod.clone()),
+        };
         Self {
             jobs: Api::namespaced(client.clone(), &identity.namespace),
             pools: Api::namespaced(client.clone(), &identity.namespace),
@@ -36,24 +39,41 @@ impl KubeWriter {
     /// body is one the contract gives to the daemon proving the job (see payload.rs): a
     /// conflict there is an earlier prover's `stageSeconds` or an unverified entry this
     /// daemon proved anew, never an operator field.
-    pub async fn apply_job_status(&self, job: &str, body: &Value, metrics: &DaemonMetrics) -> Result<(), ProverError> {
+    pub async fn apply_job_status(
+        &self,
+        job: &str,
+        body: &Value,
+        metrics: &DaemonMetrics,
+    ) -> Result<(), ProverError> {
         let params = PatchParams::apply(&self.identity.field_manager()).force();
-        let result = self.jobs.patch_status(job, &params, &Patch::Apply(body)).await;
+        let result = self
+            .jobs
+            .patch_status(job, &params, &Patch::Apply(body))
+            .await;
         metrics.status_write(StatusObject::ProofJob, result.is_ok());
-        result
-            .map(drop)
-            .map_err(ProverError::kube(format!("applying status of ProofJob {}/{job}", self.identity.namespace)))
+        result.map(drop).map_err(ProverError::kube(format!(
+            "applying status of ProofJob {}/{job}",
+            self.identity.namespace
+        )))
     }
 
     /// Applies this prover's entry of the pool status; not forced: nobody else writes it.
-    pub async fn apply_pool_status(&self, body: &Value, metrics: &DaemonMetrics) -> Result<(), ProverError> {
+    pub async fn apply_pool_status(
+        &self,
+        body: &Value,
+        metrics: &DaemonMetrics,
+    ) -> Result<(), ProverError> {
         let pool = &self.identity.pool;
         let params = PatchParams::apply(&self.identity.field_manager());
-        let result = self.pools.patch_status(pool, &params, &Patch::Apply(body)).await;
+        let result = self
+            .pools
+            .patch_status(pool, &params, &Patch::Apply(body))
+            .await;
         metrics.status_write(StatusObject::ProverPool, result.is_ok());
-        result
-            .map(drop)
-            .map_err(ProverError::kube(format!("applying status of ProverPool {}/{pool}", self.identity.namespace)))
+        result.map(drop).map_err(ProverError::kube(format!(
+            "applying status of ProverPool {}/{pool}",
+            self.identity.namespace
+        )))
     }
 
     /// A Warning Event `ProvingFailed` on the job: the daemon's only word about a failure,
@@ -67,11 +87,14 @@ impl KubeWriter {
             action: "Prove".into(),
             secondary: None,
         };
-        self.recorder.publish(&event, &job.object_ref(&())).await.map_err(ProverError::kube(format!(
-            "recording an Event on ProofJob {}/{}",
-            self.identity.namespace,
-            job.name_any()
-        )))
+        self.recorder
+            .publish(&event, &job.object_ref(&()))
+            .await
+            .map_err(ProverError::kube(format!(
+                "recording an Event on ProofJob {}/{}",
+                self.identity.namespace,
+                job.name_any()
+            )))
     }
 }
 

@@ -31,18 +31,29 @@ pub struct DaemonMetrics {
 impl DaemonMetrics {
     pub fn new() -> prometheus::Result<Self> {
         let registry = Registry::new();
-        let jobs_started =
-            IntCounter::new("proofpipe_daemon_jobs_started_total", "ProofJobs this daemon started proving")?;
+        let jobs_started = IntCounter::new(
+            "proofpipe_daemon_jobs_started_total",
+            "ProofJobs this daemon started proving",
+        )?;
         let jobs_finished = IntCounterVec::new(
-            Opts::new("proofpipe_daemon_jobs_finished_total", "ProofJobs this daemon stopped proving, by outcome"),
+            Opts::new(
+                "proofpipe_daemon_jobs_finished_total",
+                "ProofJobs this daemon stopped proving, by outcome",
+            ),
             &["outcome"],
         )?;
         let status_writes = IntCounterVec::new(
-            Opts::new("proofpipe_daemon_status_writes_total", "Status applies that succeeded, by object kind"),
+            Opts::new(
+                "proofpipe_daemon_status_writes_total",
+                "Status applies that succeeded, by object kind",
+            ),
             &["object"],
         )?;
         let status_write_errors = IntCounterVec::new(
-            Opts::new("proofpipe_daemon_status_write_errors_total", "Status applies that failed, by object kind"),
+            Opts::new(
+                "proofpipe_daemon_status_write_errors_total",
+                "Status applies that failed, by object kind",
+            ),
             &["object"],
         )?;
         registry.register(Box::new(jobs_started.clone()))?;
@@ -57,7 +68,13 @@ impl DaemonMetrics {
             status_writes.with_label_values(&[object.label()]);
             status_write_errors.with_label_values(&[object.label()]);
         }
-        Ok(Self { registry, jobs_started, jobs_finished, status_writes, status_write_errors })
+        Ok(Self {
+            registry,
+            jobs_started,
+            jobs_finished,
+            status_writes,
+            status_write_errors,
+        })
     }
 
     pub fn job_started(&self) {
@@ -74,7 +91,11 @@ impl DaemonMetrics {
     }
 
     pub fn status_write(&self, object: StatusObject, ok: bool) {
-        let counter = if ok { &self.status_writes } else { &self.status_write_errors };
+        let counter = if ok {
+            &self.status_writes
+        } else {
+            &self.status_write_errors
+        };
         counter.with_label_values(&[object.label()]).inc();
     }
 
@@ -90,13 +111,26 @@ mod tests {
     #[test]
     fn counters_show_from_the_start_and_count() {
         let metrics = DaemonMetrics::new().unwrap();
-        assert!(metrics.text().contains("proofpipe_daemon_status_write_errors_total{object=\"proofjob\"} 0"));
+        assert!(
+            metrics
+                .text()
+                .contains("proofpipe_daemon_status_write_errors_total{object=\"proofjob\"} 0")
+        );
         metrics.job_started();
         metrics.job_finished(&JobOutcome::Cancelled);
         metrics.status_write(StatusObject::ProverPool, true);
         let text = metrics.text();
-        assert!(text.contains("proofpipe_daemon_jobs_started_total 1"), "{text}");
-        assert!(text.contains("proofpipe_daemon_jobs_finished_total{outcome=\"cancelled\"} 1"), "{text}");
-        assert!(text.contains("proofpipe_daemon_status_writes_total{object=\"proverpool\"} 1"), "{text}");
+        assert!(
+            text.contains("proofpipe_daemon_jobs_started_total 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("proofpipe_daemon_jobs_finished_total{outcome=\"cancelled\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("proofpipe_daemon_status_writes_total{object=\"proverpool\"} 1"),
+            "{text}"
+        );
     }
 }

@@ -79,19 +79,38 @@ pub struct Daemon {
 
 impl Daemon {
     fn sizing_input(&self, spec: &JobSpec, shape: CircuitShape, params_bytes: u64) -> SizingInput {
-        sizing::sizing_input(spec, shape, self.memory_limit, params_bytes, self.cpu_cores, self.overrides)
+        sizing::sizing_input(
+            spec,
+            shape,
+            self.memory_limit,
+            params_bytes,
+            self.cpu_cores,
+            self.overrides,
+        )
     }
 }
 
 /// Runs until SIGTERM or ctrl-c (then `Ok`), or until a job fails in the pipeline (then
 /// the error: the pod fails and the operator requeues the job under its backoff limit).
-pub async fn run(settings: EnvSettings, limit: ChosenLimit, options: DaemonOptions) -> Result<(), ProverError> {
-    let client = Client::try_default().await.map_err(ProverError::kube("connecting to the API server"))?;
-    let listener = TcpListener::bind(options.listen)
+pub async fn run(
+    settings: EnvSettings,
+    limit: ChosenLimit,
+    options: DaemonOptions,
+) -> Result<(), ProverError> {
+    let client = Client::try_default()
         .await
-        .map_err(|source| ProverError::Listen { addr: options.listen, source })?;
-    let metrics = DaemonMetrics::new()
-        .map_err(|err| ProverError::InvalidArgument { what: "metrics", reason: err.to_string() })?;
+        .map_err(ProverError::kube("connecting to the API server"))?;
+    let listener =
+        TcpListener::bind(options.listen)
+            .await
+            .map_err(|source| ProverError::Listen {
+                addr: options.listen,
+                source,
+            })?;
+    let metrics = DaemonMetrics::new().map_err(|err| ProverError::InvalidArgument {
+        what: "metrics",
+        reason: err.to_string(),
+    })?;
     let identity = settings.identity;
     tracing::info!(
         pod = %identity.pod,
@@ -137,8 +156,12 @@ struct ActiveJob {
 async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
     let selector = format!("{ASSIGNED_POD_LABEL}={}", daemon.identity.pod);
     let (store, writer) = reflector::store();
-    let events =
-        watcher(daemon.kube.jobs(), watcher::Config::default().labels(&selector)).default_backoff().reflect(writer);
+    let events = watcher(
+        daemon.kube.jobs(),
+        watcher::Config::default().labels(&selector),
+    )
+    .default_backoff()
+    .reflect(writer);
     let mut events = pin!(events);
     let mut terminate = pin!(shutdown_signal());
     let mut active: Option<ActiveJob> = None;
@@ -204,7 +227,12 @@ fn act(
             daemon.metrics.job_started();
             let task = tokio::spawn(runner::run_job(daemon.clone(), job.clone(), cancelled));
             let uid = job.uid().expect("decide starts only jobs with a uid");
-            *active = Some(ActiveJob { job, uid, cancel, task });
+            *active = Some(ActiveJob {
+                job,
+                uid,
+                cancel,
+                task,
+            });
         }
     }
 }
@@ -230,7 +258,9 @@ async fn end_job(daemon: &Daemon, job: &ProofJob, run: JobRun) -> Result<JobOutc
     daemon.metrics.job_finished(&run.outcome);
     let name = job.name_any();
     match &run.outcome {
-        JobOutcome::Succeeded => tracing::info!(job = %name, "every partition of the job is proved"),
+        JobOutcome::Succeeded => {
+            tracing::info!(job = %name, "every partition of the job is proved")
+        }
         JobOutcome::Cancelled => tracing::info!(job = %name, "stopped proving the job"),
         JobOutcome::Failed(message) => {
             tracing::error!(job = %name, "proving failed: {message}");
@@ -238,7 +268,10 @@ async fn end_job(daemon: &Daemon, job: &ProofJob, run: JobRun) -> Result<JobOutc
                 tracing::warn!("{err}");
             }
             let job = format!("{}/{name}", daemon.identity.namespace);
-            return Err(ProverError::JobFailed { job, message: message.clone() });
+            return Err(ProverError::JobFailed {
+                job,
+                message: message.clone(),
+            });
         }
     }
     Ok(run.outcome)

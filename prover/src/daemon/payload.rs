@@ -12,7 +12,8 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Resource;
 use proofpipe_crds::{
-    PartitionProof, PipelineSizing, ProofJob, ProverPhase, ProverPool, ProverStatus, StageBuffers, StageSeconds,
+    PartitionProof, PipelineSizing, ProofJob, ProverPhase, ProverPool, ProverStatus, StageBuffers,
+    StageSeconds,
 };
 use serde_json::{Value, json};
 
@@ -22,7 +23,11 @@ use crate::pipeline::{self, BufferSnapshot, StageTimings};
 /// little-endian bytes written most significant byte first, i.e. the number in big-endian
 /// hex (64 lowercase digits, no prefix).
 pub fn public_input_hex(little_endian: &[u8; 32]) -> String {
-    little_endian.iter().rev().map(|byte| format!("{byte:02x}")).collect()
+    little_endian
+        .iter()
+        .rev()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 /// A pipeline proof as it goes into the job's status.
@@ -80,11 +85,18 @@ pub struct ProofLedger {
 impl ProofLedger {
     /// A ledger for `job`, holding `earlier` proofs of this pod already in the status so the
     /// next apply keeps them.
-    pub fn new(job: impl Into<String>, pod: impl Into<String>, earlier: Vec<PartitionProof>) -> Self {
+    pub fn new(
+        job: impl Into<String>,
+        pod: impl Into<String>,
+        earlier: Vec<PartitionProof>,
+    ) -> Self {
         Self {
             job: job.into(),
             pod: pod.into(),
-            proofs: earlier.into_iter().map(|proof| (proof.partition, proof)).collect(),
+            proofs: earlier
+                .into_iter()
+                .map(|proof| (proof.partition, proof))
+                .collect(),
             stages: StageMeans::default(),
             generation: 0,
             written: 0,
@@ -93,7 +105,8 @@ impl ProofLedger {
 
     pub fn record(&mut self, proof: &pipeline::PartitionProof) {
         self.stages.add(&proof.timings);
-        self.proofs.insert(proof.partition as i32, status_proof(proof, &self.pod));
+        self.proofs
+            .insert(proof.partition as i32, status_proof(proof, &self.pod));
         self.generation += 1;
     }
 
@@ -138,7 +151,11 @@ pub struct ProverReport {
 
 impl ProverReport {
     pub fn phase(&self) -> ProverPhase {
-        if self.current_job.is_some() { ProverPhase::Busy } else { ProverPhase::Idle }
+        if self.current_job.is_some() {
+            ProverPhase::Busy
+        } else {
+            ProverPhase::Idle
+        }
     }
 
     pub fn status(&self, pod: &str, now: Time) -> ProverStatus {
@@ -221,29 +238,52 @@ mod tests {
         assert_eq!(means.mean(), None);
         means.add(&pipeline_proof(0, 1).timings);
         means.add(&pipeline_proof(1, 3).timings);
-        assert_eq!(means.mean(), Some(StageSeconds { synthesis: 2.0, queue_wait: 1.0, gpu: 2.0, finalize: 0.0 }));
+        assert_eq!(
+            means.mean(),
+            Some(StageSeconds {
+                synthesis: 2.0,
+                queue_wait: 1.0,
+                gpu: 2.0,
+                finalize: 0.0
+            })
+        );
     }
 
     #[test]
     fn the_job_body_holds_every_proof_of_this_pod_and_nothing_of_the_operator() {
         let earlier = status_proof(&pipeline_proof(0, 1), "p0");
         let mut ledger = ProofLedger::new("job-a", "p0", vec![earlier]);
-        assert_eq!(ledger.unwritten(), None, "earlier proofs alone are already in the status");
+        assert_eq!(
+            ledger.unwritten(),
+            None,
+            "earlier proofs alone are already in the status"
+        );
         ledger.record(&pipeline_proof(2, 1));
         let (generation, body) = ledger.unwritten().unwrap();
         assert_eq!(body["apiVersion"], "proofpipe.dev/v1alpha1");
         assert_eq!(body["kind"], "ProofJob");
         assert_eq!(body["metadata"], json!({ "name": "job-a" }));
         let status = body["status"].as_object().unwrap();
-        assert_eq!(status.keys().collect::<Vec<_>>(), ["proofs", "stageSeconds"]);
-        let partitions: Vec<_> = status["proofs"].as_array().unwrap().iter().map(|p| p["partition"].clone()).collect();
+        assert_eq!(
+            status.keys().collect::<Vec<_>>(),
+            ["proofs", "stageSeconds"]
+        );
+        let partitions: Vec<_> = status["proofs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["partition"].clone())
+            .collect();
         assert_eq!(partitions, [json!(0), json!(2)]);
         assert_eq!(status["proofs"][1]["provedBy"], "p0");
         assert_eq!(status["stageSeconds"]["queueWait"], 1.0);
 
         ledger.record(&pipeline_proof(1, 1));
         ledger.written(generation);
-        assert!(ledger.unwritten().is_some(), "a proof after the written body is still unwritten");
+        assert!(
+            ledger.unwritten().is_some(),
+            "a proof after the written body is still unwritten"
+        );
         let (latest, _) = ledger.unwritten().unwrap();
         ledger.written(latest);
         assert_eq!(ledger.unwritten(), None);
@@ -267,15 +307,28 @@ mod tests {
         let now = Time(Timestamp::from_second(1_700_000_000).unwrap());
         let entry = report.status("p0", now);
         assert_eq!(entry.phase, ProverPhase::Busy);
-        assert_eq!((entry.buffers.synthesizing, entry.buffers.queued, entry.estimated_bytes), (2, 1, 15));
+        assert_eq!(
+            (
+                entry.buffers.synthesizing,
+                entry.buffers.queued,
+                entry.estimated_bytes
+            ),
+            (2, 1, 15)
+        );
         let body = pool_status_body("gpu", &entry);
         assert_eq!(body["kind"], "ProverPool");
         assert_eq!(body["metadata"], json!({ "name": "gpu" }));
         assert_eq!(body["status"].as_object().unwrap().len(), 1);
         assert_eq!(body["status"]["provers"][0]["pod"], "p0");
         assert_eq!(body["status"]["provers"][0]["currentJob"], "job-a");
-        assert_eq!(body["status"]["provers"][0]["lastReport"], "2023-11-14T22:13:20Z");
-        let idle = ProverReport { current_job: None, ..report };
+        assert_eq!(
+            body["status"]["provers"][0]["lastReport"],
+            "2023-11-14T22:13:20Z"
+        );
+        let idle = ProverReport {
+            current_job: None,
+            ..report
+        };
         assert_eq!(idle.phase(), ProverPhase::Idle);
     }
 }

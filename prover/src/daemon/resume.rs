@@ -52,7 +52,8 @@ pub fn pipeline_job(job: &ProofJob) -> Result<JobSpec, ProverError> {
         reason: format!("{value} in ProofJob {}", job.name_any()),
     };
     let circuit = CircuitKind::from_str(&spec.circuit)?;
-    let constraints = usize::try_from(spec.constraints).map_err(|_| invalid("constraints", spec.constraints.into()))?;
+    let constraints = usize::try_from(spec.constraints)
+        .map_err(|_| invalid("constraints", spec.constraints.into()))?;
     let partitions = u32::try_from(spec.partitions)
         .ok()
         .filter(|&p| p > 0)
@@ -92,7 +93,10 @@ pub(crate) mod tests {
         .unwrap();
         let mut job = ProofJob::new(name, spec);
         job.metadata.uid = Some(format!("uid-{name}"));
-        job.status = Some(ProofJobStatus { proofs: Some(proofs), ..ProofJobStatus::default() });
+        job.status = Some(ProofJobStatus {
+            proofs: Some(proofs),
+            ..ProofJobStatus::default()
+        });
         job
     }
 
@@ -120,23 +124,47 @@ pub(crate) mod tests {
         let mut job = job("a", 3, vec![]);
         job.status = None;
         let spec = pipeline_job(&job).unwrap();
-        assert_eq!((spec.circuit, spec.constraints, spec.seed, spec.priority), (CircuitKind::MulChain, 1024, 7, 3));
+        assert_eq!(
+            (spec.circuit, spec.constraints, spec.seed, spec.priority),
+            (CircuitKind::MulChain, 1024, 7, 3)
+        );
         assert_eq!(spec.todo(), [0, 1, 2]);
     }
 
     #[test]
     fn own_proofs_are_the_verified_ones_of_this_pod() {
-        let job = job("a", 4, vec![proof(0, true, "p0"), proof(1, true, "p1"), proof(2, false, "p0")]);
-        assert_eq!(own_proofs(job.status.as_ref(), "p0"), [proof(0, true, "p0")]);
+        let job = job(
+            "a",
+            4,
+            vec![
+                proof(0, true, "p0"),
+                proof(1, true, "p1"),
+                proof(2, false, "p0"),
+            ],
+        );
+        assert_eq!(
+            own_proofs(job.status.as_ref(), "p0"),
+            [proof(0, true, "p0")]
+        );
     }
 
     #[test]
     fn an_unknown_circuit_or_negative_seed_is_refused() {
         let mut unknown = job("a", 1, vec![]);
         unknown.spec.circuit = "poseidon".into();
-        assert!(pipeline_job(&unknown).unwrap_err().to_string().contains("poseidon"));
+        assert!(
+            pipeline_job(&unknown)
+                .unwrap_err()
+                .to_string()
+                .contains("poseidon")
+        );
         let mut negative = job("b", 1, vec![]);
         negative.spec.seed = -1;
-        assert!(pipeline_job(&negative).unwrap_err().to_string().contains("seed"));
+        assert!(
+            pipeline_job(&negative)
+                .unwrap_err()
+                .to_string()
+                .contains("seed")
+        );
     }
 }

@@ -24,8 +24,12 @@ use crate::sizing::plan;
 /// How often unwritten proofs are retried while the job runs.
 const RETRY_INTERVAL: Duration = Duration::from_secs(2);
 /// Waits between the final attempts to write a finished job's proofs.
-const FINAL_RETRIES: [Duration; 4] =
-    [Duration::from_secs(1), Duration::from_secs(2), Duration::from_secs(4), Duration::from_secs(8)];
+const FINAL_RETRIES: [Duration; 4] = [
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+    Duration::from_secs(8),
+];
 
 /// Owns a pipeline so that stopping it (joining its threads, which waits for partitions in
 /// flight) never blocks the async runtime, whichever way it is dropped.
@@ -33,7 +37,9 @@ pub struct PipelineGuard(Option<Pipeline>);
 
 impl PipelineGuard {
     fn get(&self) -> &Pipeline {
-        self.0.as_ref().expect("the pipeline is taken only when the guard goes")
+        self.0
+            .as_ref()
+            .expect("the pipeline is taken only when the guard goes")
     }
 
     /// Stops the pipeline and waits until its threads, and so its memory, are gone.
@@ -59,12 +65,19 @@ pub struct JobRun {
 
 impl JobRun {
     fn without_pipeline(outcome: JobOutcome) -> Self {
-        Self { outcome, pipeline: None }
+        Self {
+            outcome,
+            pipeline: None,
+        }
     }
 }
 
 /// Proves `job` until it finishes, fails, or `cancel` turns true.
-pub async fn run_job(daemon: Arc<Daemon>, job: Arc<ProofJob>, mut cancel: watch::Receiver<bool>) -> JobRun {
+pub async fn run_job(
+    daemon: Arc<Daemon>,
+    job: Arc<ProofJob>,
+    mut cancel: watch::Receiver<bool>,
+) -> JobRun {
     let name = job.name_any();
     let spec = match pipeline_job(&job) {
         Ok(spec) => spec,
@@ -86,7 +99,12 @@ pub async fn run_job(daemon: Arc<Daemon>, job: Arc<ProofJob>, mut cancel: watch:
     };
     let handle = match pipeline.get().submit(spec, params) {
         Ok(handle) => handle,
-        Err(err) => return JobRun { outcome: JobOutcome::Failed(err.to_string()), pipeline: Some(pipeline) },
+        Err(err) => {
+            return JobRun {
+                outcome: JobOutcome::Failed(err.to_string()),
+                pipeline: Some(pipeline),
+            };
+        }
     };
 
     // The pipeline reports on a blocking channel; forward it on a blocking thread. The
@@ -144,10 +162,16 @@ pub async fn run_job(daemon: Arc<Daemon>, job: Arc<ProofJob>, mut cancel: watch:
         }
     };
     write_remaining_proofs(&daemon, &mut ledger, &name).await;
-    JobRun { outcome, pipeline: Some(pipeline) }
+    JobRun {
+        outcome,
+        pipeline: Some(pipeline),
+    }
 }
 
-async fn load_params(daemon: &Arc<Daemon>, spec: &JobSpec) -> Result<Arc<CircuitParams>, ProverError> {
+async fn load_params(
+    daemon: &Arc<Daemon>,
+    spec: &JobSpec,
+) -> Result<Arc<CircuitParams>, ProverError> {
     // Refuse a hopeless limit before spending minutes on parameters.
     let shape = spec.circuit.shape(spec.constraints)?;
     plan(&daemon.sizing_input(spec, shape, estimated_params_bytes(shape)))?;
@@ -155,12 +179,20 @@ async fn load_params(daemon: &Arc<Daemon>, spec: &JobSpec) -> Result<Arc<Circuit
     let (circuit, constraints) = (spec.circuit, spec.constraints);
     let (params, origin) = tokio::task::spawn_blocking(move || store.get(circuit, constraints))
         .await
-        .map_err(|err| ProverError::ParamsGeneration { circuit, constraints, message: err.to_string() })??;
+        .map_err(|err| ProverError::ParamsGeneration {
+            circuit,
+            constraints,
+            message: err.to_string(),
+        })??;
     tracing::info!(%circuit, constraints, ?origin, bytes = params.heap_bytes(), "parameters ready");
     Ok(params)
 }
 
-fn start_pipeline(daemon: &Daemon, spec: &JobSpec, params: &CircuitParams) -> Result<Pipeline, ProverError> {
+fn start_pipeline(
+    daemon: &Daemon,
+    spec: &JobSpec,
+    params: &CircuitParams,
+) -> Result<Pipeline, ProverError> {
     let plan = plan(&daemon.sizing_input(spec, params.shape, params.heap_bytes()))?;
     let sizing = reported_sizing(&plan);
     tracing::info!(
@@ -178,11 +210,19 @@ fn start_pipeline(daemon: &Daemon, spec: &JobSpec, params: &CircuitParams) -> Re
 }
 
 /// One attempt to apply the unwritten proofs; a failure is retried later.
-async fn write_proofs(daemon: &Daemon, ledger: &mut ProofLedger, job: &str) -> Result<(), ProverError> {
+async fn write_proofs(
+    daemon: &Daemon,
+    ledger: &mut ProofLedger,
+    job: &str,
+) -> Result<(), ProverError> {
     let Some((generation, body)) = ledger.unwritten() else {
         return Ok(());
     };
-    match daemon.kube.apply_job_status(job, &body, &daemon.metrics).await {
+    match daemon
+        .kube
+        .apply_job_status(job, &body, &daemon.metrics)
+        .await
+    {
         Ok(()) => {
             ledger.written(generation);
             Ok(())

@@ -86,6 +86,10 @@ mod tests {
         let sizing = reported_sizing(&plan);
         assert_eq!(sizing.partition_workers, 2);
         assert_eq!(sizing.memory_limit_bytes, Some(16 << 30));
-        assert!(sizing.memory_estimate.ends_with("/16GiB"), "{}", sizing.memory_estimate);
+        assert!(
+            sizing.memory_estimate.ends_with("/16GiB"),
+            "{}",
+            sizing.memory_estimate
+        );
     }
 }

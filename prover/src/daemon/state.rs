@@ -36,8 +36,10 @@ impl ProverState {
 
     pub fn pipeline_started(&self, pipeline: &Pipeline, sizing: PipelineSizing) {
         let mut inner = self.0.lock();
-        inner.pipeline =
-            Some(PipelineView { tracker: pipeline.buffer_tracker(), registry: pipeline.registry().clone() });
+        inner.pipeline = Some(PipelineView {
+            tracker: pipeline.buffer_tracker(),
+            registry: pipeline.registry().clone(),
+        });
         inner.sizing = Some(sizing);
     }
 
@@ -53,7 +55,11 @@ impl ProverState {
         let inner = self.0.lock();
         ProverReport {
             current_job: inner.current_job.clone(),
-            buffers: inner.pipeline.as_ref().map(|p| p.tracker.snapshot()).unwrap_or_default(),
+            buffers: inner
+                .pipeline
+                .as_ref()
+                .map(|p| p.tracker.snapshot())
+                .unwrap_or_default(),
             sizing: inner.sizing.clone(),
             proofs_completed: inner.proofs_completed,
         }
@@ -62,6 +68,8 @@ impl ProverState {
     /// The pipeline's metrics in the text format; empty before the first job.
     pub fn pipeline_metrics(&self) -> String {
         let registry = self.0.lock().pipeline.as_ref().map(|p| p.registry.clone());
-        registry.map(|r| crate::metrics::encode(&r)).unwrap_or_default()
+        registry
+            .map(|r| crate::metrics::encode(&r))
+            .unwrap_or_default()
     }
 }

@@ -17,12 +17,20 @@ pub struct ReportThrottle<T> {
 
 impl<T: PartialEq> ReportThrottle<T> {
     pub fn new(min_interval: Duration, heartbeat: Duration) -> Self {
-        Self { min_interval, heartbeat, last_attempt: None, last_written: None }
+        Self {
+            min_interval,
+            heartbeat,
+            last_attempt: None,
+            last_written: None,
+        }
     }
 
     /// Whether `report` should be written at `now`.
     pub fn is_due(&self, now: Instant, report: &T) -> bool {
-        if self.last_attempt.is_some_and(|at| now.duration_since(at) < self.min_interval) {
+        if self
+            .last_attempt
+            .is_some_and(|at| now.duration_since(at) < self.min_interval)
+        {
             return false;
         }
         match &self.last_written {

@@ -1,5 +1,6 @@
 //! A pool and three jobs from YAML: every job ends Succeeded with a verified proof per
-//! partition and a complete status; the pool reports its ready provers.
+//! partition and a complete status; the pool reports its ready provers, which sized their
+//! pipelines from the memory cgroup the pod runner gave them.
 //!
 //! Runs the real binaries (`cargo build -p proofpipe-prover -p proofpipe-operator`) against
 //! the API server of `KUBECONFIG`; skips without it.
@@ -73,6 +74,29 @@ async fn pool_proves_three_jobs() {
             }
         })
         .await;
+    // The limit reached each prover through its memory cgroup, as on a node: the daemon
+    // names the cgroup file it read, and sized its pipeline under 1 GiB.
+    let provers = pools
+        .get("gpu")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .provers
+        .unwrap();
+    for prover in &provers {
+        let limit = prover.sizing.as_ref().and_then(|s| s.memory_limit_bytes);
+        assert_eq!(limit, Some(1 << 30), "sizing of {}", prover.pod);
+        if let Some(cgroup) = stack.runner.pod_cgroup_dir(&prover.pod) {
+            let log = stack.runner.pod_log(&prover.pod);
+            let limit_file = cgroup.display().to_string();
+            assert!(
+                log.contains(&limit_file),
+                "{}'s log does not name its cgroup {limit_file}:\n{log}",
+                prover.pod
+            );
+        }
+    }
     eprintln!(
         "jobs: {:?}",
         jobs.list(&Default::default())

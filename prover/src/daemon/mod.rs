@@ -165,6 +165,8 @@ async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
     let mut events = pin!(events);
     let mut terminate = pin!(shutdown_signal());
     let mut active: Option<ActiveJob> = None;
+    // Uids of jobs this process proved and wrote completely: the watch may still show them
+    // with partitions unproved for a moment, and they must not be started again.
     let mut completed = HashSet::new();
     loop {
         tokio::select! {
@@ -189,7 +191,8 @@ async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
             },
             run = finished(&mut active) => {
                 let ended = active.take().expect("only an active job finishes");
-                if end_job(daemon, &ended.job, run).await? == JobOutcome::Succeeded {
+                let proofs_written = run.proofs_written;
+                if end_job(daemon, &ended.job, run).await? == JobOutcome::Succeeded && proofs_written {
                     completed.insert(ended.uid);
                 }
             }
@@ -245,6 +248,7 @@ async fn finished(active: &mut Option<ActiveJob>) -> JobRun {
     (&mut active.task).await.unwrap_or_else(|err| JobRun {
         outcome: JobOutcome::Failed(format!("the job runner stopped: {err}")),
         pipeline: None,
+        proofs_written: false,
     })
 }
 

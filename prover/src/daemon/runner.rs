@@ -61,6 +61,8 @@ impl Drop for PipelineGuard {
 pub struct JobRun {
     pub outcome: JobOutcome,
     pub pipeline: Option<PipelineGuard>,
+    /// Every proof the run made is in the job's status.
+    pub proofs_written: bool,
 }
 
 impl JobRun {
@@ -68,6 +70,7 @@ impl JobRun {
         Self {
             outcome,
             pipeline: None,
+            proofs_written: true,
         }
     }
 }
@@ -103,6 +106,7 @@ pub async fn run_job(
             return JobRun {
                 outcome: JobOutcome::Failed(err.to_string()),
                 pipeline: Some(pipeline),
+                proofs_written: true,
             };
         }
     };
@@ -161,10 +165,11 @@ pub async fn run_job(
             }
         }
     };
-    write_remaining_proofs(&daemon, &mut ledger, &name).await;
+    let proofs_written = write_remaining_proofs(&daemon, &mut ledger, &name).await;
     JobRun {
         outcome,
         pipeline: Some(pipeline),
+        proofs_written,
     }
 }
 
@@ -235,17 +240,19 @@ async fn write_proofs(
 }
 
 /// The job ended: its proofs must reach the status before the daemon moves on. Gives up
-/// when the job is gone, or after a few attempts (the proofs are then lost with this
-/// process, and the partitions will be proved again).
-async fn write_remaining_proofs(daemon: &Daemon, ledger: &mut ProofLedger, job: &str) {
+/// when the job is gone, or after a few attempts (the unwritten partitions are then proved
+/// again). True when every proof is written.
+async fn write_remaining_proofs(daemon: &Daemon, ledger: &mut ProofLedger, job: &str) -> bool {
     for wait in FINAL_RETRIES {
         match write_proofs(daemon, ledger, job).await {
-            Ok(()) => return,
-            Err(err) if err.is_not_found() => return,
+            Ok(()) => return true,
+            Err(err) if err.is_not_found() => return false,
             Err(_) => tokio::time::sleep(wait).await,
         }
     }
-    if write_proofs(daemon, ledger, job).await.is_err() {
+    let written = write_proofs(daemon, ledger, job).await.is_ok();
+    if !written {
         tracing::error!(%job, "giving up on writing proofs to the job's status; they will be proved again");
     }
+    written
 }

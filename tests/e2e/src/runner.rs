@@ -95,7 +95,7 @@ struct Shared {
     grace_period: Duration,
     node_memory_bytes: u64,
     cgroup: Option<RunnerCgroup>,
-    // Declared after everything that may still write into it.
+    /// Holds each pod's private directory (HOME, working directory, `log`).
     work_dir: tempfile::TempDir,
     pods: Mutex<HashMap<String, PodEntry>>,
 }
@@ -329,6 +329,7 @@ async fn run_pod(shared: Arc<Shared>, pod: Pod, uid: String, dir: PathBuf, stop:
         return;
     }
     let Some(container) = pod.spec.as_ref().and_then(|spec| spec.containers.first()) else {
+        eprintln!("pod runner: pod {name} has no container; left Pending");
         return;
     };
     let container_ref = ContainerRef {

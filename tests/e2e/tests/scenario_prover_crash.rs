@@ -6,6 +6,9 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+
 use proofpipe_e2e::stack::{Stack, check_succeeded};
 
 #[tokio::test]
@@ -65,8 +68,18 @@ async fn killed_prover_loses_no_finished_partition() {
     for (_, by) in after.values() {
         *proved_by.entry(by).or_default() += 1;
     }
+    let pods: Vec<(String, Option<String>)> = stack
+        .namespace
+        .api::<Pod>()
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|pod| (pod.name_any(), pod.status.and_then(|s| s.phase)))
+        .collect();
     eprintln!(
-        "attempts {:?}, partitions proved by {proved_by:?}",
+        "attempts {:?}, partitions proved by {proved_by:?}, pods now {pods:?}",
         status.attempts
     );
     for (partition, proof) in &before {

@@ -12,7 +12,7 @@ use crate::prover_pods::{PodHealth, ProverPod};
 #[derive(Clone, Debug, PartialEq)]
 pub struct Assignment<'a> {
     pub job: &'a ProofJob,
-    pub pod: String,
+    pub pod: &'a ProverPod,
 }
 
 /// Pods that have an unfinished job assigned (by label): they have no room.
@@ -42,14 +42,11 @@ pub fn idle_ready_pods<'a>(pods: &'a [ProverPod], busy: &BTreeSet<String>) -> Ve
 }
 
 /// Pairs the head of `queue` with the idle pods, in order.
-pub fn assign<'a>(queue: &[&'a ProofJob], idle: &[&ProverPod]) -> Vec<Assignment<'a>> {
+pub fn assign<'a>(queue: &[&'a ProofJob], idle: &[&'a ProverPod]) -> Vec<Assignment<'a>> {
     queue
         .iter()
         .zip(idle)
-        .map(|(job, pod)| Assignment {
-            job,
-            pod: pod.name.clone(),
-        })
+        .map(|(job, pod)| Assignment { job, pod })
         .collect()
 }
 
@@ -64,6 +61,7 @@ mod tests {
     fn prover(n: u32, health: PodHealth) -> ProverPod {
         ProverPod {
             name: format!("gpu-prover-{n}"),
+            uid: None,
             ordinal: Some(n),
             health,
         }
@@ -104,7 +102,7 @@ mod tests {
         let queue = queue("gpu", &jobs);
         let decided: Vec<(String, String)> = assign(&queue, &idle)
             .into_iter()
-            .map(|a| (a.job.name_any(), a.pod))
+            .map(|a| (a.job.name_any(), a.pod.name.clone()))
             .collect();
         assert_eq!(
             decided,

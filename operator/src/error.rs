@@ -57,8 +57,9 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether this is the API server refusing a write made with a stale `resourceVersion`:
-    /// the object changed since it was read, and the watch will bring the new version.
+    /// Whether this is the API server refusing a write because the object changed since it
+    /// was read: a stale `resourceVersion` (409), or a failed `test` in the finalizer
+    /// helper's JSON patch (422). The watch brings the new version; nothing is wrong.
     pub fn is_conflict(&self) -> bool {
         use kube::runtime::finalizer::Error as Finalizer;
         match self {
@@ -69,6 +70,10 @@ impl Error {
             Self::Finalizer(error) => match error.as_ref() {
                 Finalizer::ApplyFailed(inner) | Finalizer::CleanupFailed(inner) => {
                     inner.is_conflict()
+                }
+                Finalizer::AddFinalizer(kube::Error::Api(status))
+                | Finalizer::RemoveFinalizer(kube::Error::Api(status)) => {
+                    status.is_conflict() || status.is_invalid()
                 }
                 _ => false,
             },
@@ -126,6 +131,19 @@ mod tests {
             "{chain}"
         );
         assert!(chain.contains("the object has been modified"), "{chain}");
+    }
+
+    #[test]
+    fn a_failed_finalizer_patch_test_is_a_conflict() {
+        use kube::runtime::finalizer::Error as Finalizer;
+        let stale = Error::Finalizer(Box::new(Finalizer::AddFinalizer(api_error(422, "Invalid"))));
+        assert!(stale.is_conflict());
+        let invalid: Result<(), _> = Err(api_error(422, "Invalid"));
+        let invalid = invalid.context(String::new).unwrap_err();
+        assert!(
+            !invalid.is_conflict(),
+            "an invalid write of ours is a real error"
+        );
     }
 
     #[test]

@@ -3,6 +3,11 @@
 
 pub use proofpipe_crds::{ASSIGNED_POD_LABEL, POOL_LABEL};
 
+/// Annotation on an assigned ProofJob holding the UID of its pod. Prover pod names are
+/// reused (lowest free ordinal), so a replacement pod can carry the name of the lost one:
+/// the UID tells them apart, and the job is requeued rather than silently continued.
+pub const ASSIGNED_POD_UID_ANNOTATION: &str = "proofpipe.dev/assigned-pod-uid";
+
 /// Field manager of every server-side apply the operator makes.
 pub const FIELD_MANAGER: &str = "proofpipe-operator";
 

@@ -130,6 +130,7 @@ mod tests {
     fn prover(n: u32, health: PodHealth) -> ProverPod {
         ProverPod {
             name: format!("gpu-prover-{n}"),
+            uid: None,
             ordinal: Some(n),
             health,
         }

@@ -32,6 +32,7 @@ impl PodHealth {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProverPod {
     pub name: String,
+    pub uid: Option<String>,
     /// The `n` of `<pool>-prover-<n>`; `None` for a pod carrying the pool's labels under a
     /// name the operator did not give (it is still counted and may be scaled away).
     pub ordinal: Option<u32>,
@@ -45,8 +46,19 @@ impl ProverPod {
         Self {
             ordinal: prover_pod_ordinal(pool, &name),
             health: health(pod),
+            uid: pod.metadata.uid.clone(),
             name,
         }
+    }
+}
+
+/// The health of the pod a job is assigned to: `None` when it does not exist, or when the
+/// pod of that name is not the one the job was assigned to (`assigned_uid`, when recorded).
+pub fn assigned_pod_health(pod: Option<&Pod>, assigned_uid: Option<&str>) -> Option<PodHealth> {
+    let pod = pod?;
+    match (assigned_uid, pod.metadata.uid.as_deref()) {
+        (Some(assigned), Some(uid)) if assigned != uid => None,
+        _ => Some(health(pod)),
     }
 }
 
@@ -112,6 +124,23 @@ pub(crate) mod tests {
             observe(&pod("gpu-prover-0", "Succeeded", false)),
             PodHealth::Terminated
         );
+    }
+
+    #[test]
+    fn a_replacement_under_the_same_name_is_not_the_assigned_pod() {
+        let mut replacement = pod("gpu-prover-0", "Running", true);
+        replacement.metadata.uid = Some("new".into());
+        assert_eq!(assigned_pod_health(Some(&replacement), Some("old")), None);
+        assert_eq!(
+            assigned_pod_health(Some(&replacement), Some("new")),
+            Some(PodHealth::Ready)
+        );
+        // Assigned before UIDs were recorded: the name is all there is to go by.
+        assert_eq!(
+            assigned_pod_health(Some(&replacement), None),
+            Some(PodHealth::Ready)
+        );
+        assert_eq!(assigned_pod_health(None, Some("old")), None);
     }
 
     #[test]

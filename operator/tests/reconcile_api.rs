@@ -33,6 +33,13 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
         );
         return;
     }
+    // The operator's logs, shown when the test fails (`RUST_LOG=debug` for more).
+    let _ = tracing_subscriber::fmt()
+        .with_test_writer()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .try_init();
     let started = Instant::now();
     let client = Client::try_default()
         .await
@@ -170,6 +177,11 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
             .contains_key(ASSIGNED_POD_LABEL)
     );
 
+    // Daemons report into status.provers, each with its own field manager; one report is
+    // from a pod that no longer exists.
+    report(&pools, "gpu-prover-1", 3 << 30).await;
+    report(&pools, "gpu-prover-7", 5 << 30).await;
+
     // Scale to 1 while gpu-prover-1 is busy: the idle gpu-prover-0 goes.
     pools
         .patch(
@@ -187,10 +199,22 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
     let pool = eventually("pool status", || async {
         let pool = pools.get("gpu").await.ok()?;
         let status = pool.status.as_ref()?;
-        (status.replicas == Some(1) && status.queued_jobs == Some(1)).then_some(pool)
+        let provers = status.provers.as_ref()?;
+        (status.replicas == Some(1) && status.queued_jobs == Some(1) && provers.len() == 1)
+            .then_some(pool)
     })
     .await;
     let status = pool.status.unwrap();
+    assert_eq!(
+        status.provers.as_ref().unwrap()[0].pod,
+        "gpu-prover-1",
+        "the stale entry is removed"
+    );
+    let sizing = status
+        .sizing
+        .as_ref()
+        .expect("sizing from the live prover's report");
+    assert_eq!(sizing.predicted_peak_bytes, 3 << 30);
     assert_eq!(
         status.selector.as_deref(),
         Some("proofpipe.dev/pool=gpu,app.kubernetes.io/name=proofpipe-prover")
@@ -200,25 +224,30 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
         (Some(1), Some(4))
     );
 
-    let reasons = eventually("Assigned, Requeued and Scaled events", || async {
+    let events = eventually("Assigned, Requeued and Scaled events", || async {
         let events: Api<Event> = Api::namespaced(client.clone(), &namespace);
-        let reasons: Vec<String> = events
+        let events: Vec<(String, String)> = events
             .list(&ListParams::default())
             .await
             .ok()?
             .items
             .into_iter()
-            .filter_map(|e| e.reason)
+            .map(|event| {
+                (
+                    event.reason.unwrap_or_default(),
+                    event.note.unwrap_or_default(),
+                )
+            })
             .collect();
         ["Assigned", "Requeued", "Scaled"]
             .iter()
-            .all(|r| reasons.iter().any(|seen| seen == r))
-            .then_some(reasons)
+            .all(|wanted| events.iter().any(|(reason, _)| reason == wanted))
+            .then_some(events)
     })
     .await;
     assert!(
-        !reasons.iter().any(|reason| reason == "ReconcileFailed"),
-        "{reasons:?}"
+        !events.iter().any(|(reason, _)| reason == "ReconcileFailed"),
+        "{events:#?}"
     );
 
     let metrics = http_get(listen, "/metrics");
@@ -237,7 +266,13 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
         "{metrics}"
     );
     let readyz = http_get(listen, "/readyz");
-    assert!(readyz.lines().next().is_some_and(|line| line.contains(" 200 ")), "{readyz}");
+    assert!(
+        readyz
+            .lines()
+            .next()
+            .is_some_and(|line| line.contains(" 200 ")),
+        "{readyz}"
+    );
 
     operator.abort();
     assert!(
@@ -347,6 +382,29 @@ async fn pod_names(pods: &Api<Pod>) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// Plays a daemon: applies its entry of the pool's `status.provers`.
+async fn report(pools: &Api<ProverPool>, pod: &str, predicted_peak_bytes: i64) {
+    let entry = json!({
+        "pod": pod, "phase": "Busy", "currentJob": "high",
+        "buffers": {"synthesizing": 1, "queued": 0, "gpu": 1, "finalizing": 0},
+        "estimatedBytes": predicted_peak_bytes / 2, "proofsCompleted": 0,
+        "lastReport": "2026-01-01T00:00:00Z",
+        "sizing": {"partitionWorkers": 2, "channelCapacity": 1, "gpuWorkers": 1,
+                   "predictedPeakBytes": predicted_peak_bytes, "memoryLimitBytes": 8_i64 << 30,
+                   "memoryEstimate": "3GiB/8GiB"},
+    });
+    let body = json!({
+        "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProverPool",
+        "metadata": {"name": "gpu"},
+        "status": {"provers": [entry]},
+    });
+    let manager = format!("proofpipe-prover.{pod}");
+    pools
+        .patch_status("gpu", &PatchParams::apply(&manager), &Patch::Apply(&body))
+        .await
+        .unwrap();
 }
 
 /// Plays the kubelet: the pod runs and passes its readiness probe.

@@ -19,8 +19,10 @@ use super::{CONCURRENCY, Context, error_policy, events, namespace_of, succeeded}
 use crate::error::{Error, KubeResultExt};
 use crate::job_state::{JobEvent, JobObservation, decide, operator_fields};
 use crate::metrics::Outcome;
-use crate::names::{ASSIGNED_POD_LABEL, FINALIZER, all_provers_selector};
-use crate::prover_pods::ProverPod;
+use crate::names::{
+    ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FINALIZER, all_provers_selector,
+};
+use crate::prover_pods::assigned_pod_health;
 
 pub(super) async fn run(context: Arc<Context>) {
     // No generation predicate here: the daemons' proofs arrive as status writes, and each
@@ -115,12 +117,15 @@ async fn apply(
         .is_some();
     let assigned_pod = job.labels().get(ASSIGNED_POD_LABEL).cloned();
     let pod_health = match &assigned_pod {
-        Some(pod) => context
-            .namespaced::<Pod>(namespace)
-            .get_opt(pod)
-            .await
-            .context(|| format!("reading Pod {namespace}/{pod} assigned to ProofJob {name}"))?
-            .map(|found| ProverPod::observe(&job.spec.pool, &found).health),
+        Some(pod) => {
+            let found = context
+                .namespaced::<Pod>(namespace)
+                .get_opt(pod)
+                .await
+                .context(|| format!("reading Pod {namespace}/{pod} assigned to ProofJob {name}"))?;
+            let assigned_uid = job.annotations().get(ASSIGNED_POD_UID_ANNOTATION);
+            assigned_pod_health(found.as_ref(), assigned_uid.map(String::as_str))
+        }
         None => None,
     };
     let current = job.status.clone().unwrap_or_default();

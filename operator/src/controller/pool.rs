@@ -234,8 +234,8 @@ async fn assign_job(
     context: &Context,
 ) -> Result<(), Error> {
     let job = assignment.job;
-    let pod = assignment.pod.as_str();
-    let labelled = set_assigned_pod(api, job, Some(pod)).await?;
+    let pod = assignment.pod.name.as_str();
+    let labelled = set_assigned_pod(api, job, Some(assignment.pod)).await?;
     let current = job.status.clone().unwrap_or_default();
     let decision = decide(&JobObservation {
         spec: &job.spec,

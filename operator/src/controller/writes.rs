@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use super::Context;
 use crate::error::{Error, KubeResultExt};
-use crate::names::{ASSIGNED_POD_LABEL, FIELD_MANAGER};
+use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FIELD_MANAGER};
+use crate::prover_pods::ProverPod;
 use crate::prover_rbac;
 
 fn apply() -> PatchParams {
@@ -35,26 +36,34 @@ fn apply_body<K: Resource<DynamicType = ()>>(name: &str, resource_version: Optio
     })
 }
 
-/// Sets (`Some(pod)`) or removes (`None`) the assigned-pod label of `job`, conditional on
-/// its `resourceVersion`; returns the job as written.
+/// Sets (`Some(pod)`) or removes (`None`) the assigned-pod label and pod-UID annotation of
+/// `job`, in one write conditional on its `resourceVersion`; returns the job as written.
 pub(super) async fn set_assigned_pod(
     api: &Api<ProofJob>,
     job: &ProofJob,
-    pod: Option<&str>,
+    pod: Option<&ProverPod>,
 ) -> Result<ProofJob, Error> {
     let name = job.name_any();
     let mut body = apply_body::<ProofJob>(&name, job.resource_version().as_deref());
-    // Leaving the label out of the applied labels removes it: this manager is its only owner.
-    body["metadata"]["labels"] = match pod {
-        Some(pod) => json!({ ASSIGNED_POD_LABEL: pod }),
-        None => json!({}),
+    // Leaving a key out of the applied metadata removes it: this manager is its only owner.
+    let (labels, annotations) = match pod {
+        Some(pod) => (
+            json!({ ASSIGNED_POD_LABEL: pod.name }),
+            pod.uid.as_ref().map_or_else(
+                || json!({}),
+                |uid| json!({ ASSIGNED_POD_UID_ANNOTATION: uid }),
+            ),
+        ),
+        None => (json!({}), json!({})),
     };
+    body["metadata"]["labels"] = labels;
+    body["metadata"]["annotations"] = annotations;
     api.patch(&name, &apply(), &Patch::Apply(&body))
         .await
         .context(|| {
             let namespace = job.namespace().unwrap_or_default();
             match pod {
-                Some(pod) => format!("assigning ProofJob {namespace}/{name} to pod {pod}"),
+                Some(pod) => format!("assigning ProofJob {namespace}/{name} to pod {}", pod.name),
                 None => format!("unassigning ProofJob {namespace}/{name}"),
             }
         })
@@ -116,8 +125,8 @@ pub(super) async fn set_pool_status(
 
 /// Removes the `status.provers` entries of `pods` (pods that no longer exist). The entries
 /// belong to the daemons' field managers, so this is a JSON patch, each removal guarded by a
-/// test of the entry's pod: a list that changed meanwhile fails the patch (retried) instead
-/// of removing a live prover's entry.
+/// test of the entry's pod: a list that changed meanwhile fails the patch (left to the next
+/// reconcile) instead of removing a live prover's entry.
 pub(super) async fn remove_prover_entries(
     api: &Api<ProverPool>,
     pool: &ProverPool,
@@ -143,13 +152,15 @@ pub(super) async fn remove_prover_entries(
         }
     }
     let name = pool.name_any();
-    api.patch_status(
-        &name,
-        &PatchParams::default(),
-        &Patch::<()>::Json(json_patch::Patch(operations)),
-    )
-    .await
-    .map(drop)
+    let patch = Patch::<()>::Json(json_patch::Patch(operations));
+    match api
+        .patch_status(&name, &PatchParams::default(), &patch)
+        .await
+    {
+        // A failed test: the list changed since it was read. The next reconcile retries.
+        Err(kube::Error::Api(status)) if status.is_invalid() => Ok(()),
+        result => result.map(drop),
+    }
     .context(|| {
         format!(
             "removing stale prover entries {pods:?} from ProverPool {}/{name}",

@@ -7,7 +7,8 @@
 //!   kubelet reports), and [`process`] (starting and signalling containers);
 //! - [`stack`]: a scenario's whole product (namespace, operator, runner), built from
 //!   [`cluster`], [`fixtures`], [`binaries`], [`operator`] and [`wait`];
-//! - [`assignments`]: the record of ProofJob assignments the restart scenario checks.
+//! - [`assignments`]: the record of ProofJob assignments the restart scenario checks;
+//! - [`verify`]: finished jobs' proofs checked independently of the daemon.
 
 pub mod assignments;
 pub mod binaries;
@@ -21,6 +22,7 @@ pub mod quantity;
 pub mod runner;
 pub mod stack;
 pub mod status;
+pub mod verify;
 pub mod wait;
 
 pub use runner::{ImageMap, PodRunner};

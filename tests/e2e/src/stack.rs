@@ -83,6 +83,12 @@ impl Stack {
         self.namespace.apply(&objects).await;
     }
 
+    /// Verifies `job`'s proofs with the parameters the scenario's provers used, without
+    /// trusting their `verified` flags.
+    pub fn verify_proofs(&self, job: &ProofJob) -> Result<(), String> {
+        crate::verify::verify_job_proofs(job, &self.work.path().join("params"))
+    }
+
     /// SIGKILLs the operator and starts a new one, as a crash and a restart would.
     pub fn restart_operator(&mut self) {
         self.operator.kill();

@@ -40,6 +40,21 @@ async fn pool_proves_three_jobs() {
         })
         .await;
 
+    let finished = jobs.list(&Default::default()).await.unwrap().items;
+    for job in &finished {
+        if let Err(err) = stack.verify_proofs(job) {
+            panic!("job {}: {err}", job.name_any());
+        }
+    }
+    // The same check refuses a proof presented with a wrong public input.
+    let mut tampered = finished[0].clone();
+    let proofs = tampered.status.as_mut().unwrap().proofs.as_mut().unwrap();
+    proofs[0].public_inputs[0] = format!("{:064x}", 12345);
+    assert!(
+        stack.verify_proofs(&tampered).is_err(),
+        "a wrong input verified"
+    );
+
     let pools = stack.namespace.api::<ProverPool>();
     let total_partitions: i64 = jobs
         .list(&Default::default())

@@ -52,6 +52,7 @@ async fn killed_prover_loses_no_finished_partition() {
             check_succeeded(&job).map(|()| job)
         })
         .await;
+    stack.verify_proofs(&job).unwrap();
     let status = job.status.unwrap();
     assert!(
         status.attempts.unwrap_or(0) >= 2,

@@ -23,6 +23,9 @@ impl Context {
     }
 }
 
+/// An Event. The Recorder folds Events with the same reason, action, object and related
+/// object into one series that keeps the first note, so every Event that may repeat with a
+/// different meaning names its related object (the pod).
 fn event(
     type_: EventType,
     reason: &str,
@@ -69,18 +72,22 @@ pub(super) fn assigned(pod: &str, pool: &str, attempt: i32, pod_ref: ObjectRefer
     event(EventType::Normal, "Assigned", "Assign", note, Some(pod_ref))
 }
 
-/// What the job state machine decided, as an Event.
-pub(super) fn job_event(decided: &JobEvent) -> Event {
+/// What the job state machine decided, as an Event; `namespace` is the job's.
+pub(super) fn job_event(decided: &JobEvent, namespace: &str) -> Event {
     match decided {
-        JobEvent::Requeued { note, .. } => {
-            event(EventType::Normal, "Requeued", "Requeue", note.clone(), None)
-        }
+        JobEvent::Requeued { pod, note } => event(
+            EventType::Normal,
+            "Requeued",
+            "Requeue",
+            note.clone(),
+            Some(pod_reference(Some(namespace), pod)),
+        ),
         JobEvent::Suspended { pod } => event(
             EventType::Normal,
             "Suspended",
             "Unassign",
             format!("spec.suspend is true: unassigned from {pod}; finished partitions are kept"),
-            None,
+            Some(pod_reference(Some(namespace), pod)),
         ),
         JobEvent::Failed { reason, note } => event(
             EventType::Warning,

@@ -166,7 +166,7 @@ async fn apply(
         }
         tracing::info!(job = %format!("{namespace}/{name}"), ?event, "job changed");
         context
-            .publish(&latest.object_ref(&()), events::job_event(event))
+            .publish(&latest.object_ref(&()), events::job_event(event, namespace))
             .await;
     }
     if decision.delete {

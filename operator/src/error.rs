@@ -23,7 +23,7 @@ pub enum Error {
 
     /// A namespaced object came without a namespace (only a hand-built object can).
     #[error("{kind} {name} has no namespace")]
-    MissingNamespace { kind: &'static str, name: String },
+    MissingNamespace { kind: String, name: String },
 
     /// The ProofJob finalizer helper failed, adding or removing `proofpipe.dev/cleanup` or in
     /// the reconcile it wraps.

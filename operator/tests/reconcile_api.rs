@@ -274,6 +274,14 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
         "{readyz}"
     );
 
+    // Deleting the assigned job: the finalizer unassigns it (its daemon cancels), then lets
+    // it go.
+    jobs.delete("high", &DeleteParams::default()).await.unwrap();
+    eventually("high deleted", || async {
+        jobs.get_opt("high").await.ok()?.is_none().then_some(())
+    })
+    .await;
+
     operator.abort();
     assert!(
         started.elapsed() < Duration::from_secs(60),

@@ -73,7 +73,10 @@ async fn reconcile(job: Arc<ProofJob>, context: Arc<Context>) -> Result<Action, 
     let guard = context.metrics.reconcile("ProofJob");
     let namespace = namespace_of(&*job)?;
     let api: Api<ProofJob> = context.namespaced(&namespace);
-    let wrote = AtomicBool::new(false);
+    // Adding the finalizer (the helper's first step for a new job) is a write too.
+    let adding_finalizer =
+        job.meta().deletion_timestamp.is_none() && !job.finalizers().iter().any(|f| f == FINALIZER);
+    let wrote = AtomicBool::new(adding_finalizer);
     let result = finalizer(&api, FINALIZER, job.clone(), |event| async {
         match event {
             Finalizing::Apply(job) => apply(&job, &namespace, &context, &wrote).await,

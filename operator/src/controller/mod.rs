@@ -86,16 +86,13 @@ pub(crate) async fn run(
 }
 
 /// The namespace of a namespaced object.
-fn namespace_of<K: Resource>(object: &K) -> Result<String, Error> {
+fn namespace_of<K: Resource<DynamicType = ()>>(object: &K) -> Result<String, Error> {
     object
         .meta()
         .namespace
         .clone()
         .ok_or_else(|| Error::MissingNamespace {
-            kind: std::any::type_name::<K>()
-                .rsplit("::")
-                .next()
-                .unwrap_or("object"),
+            kind: K::kind(&()).into_owned(),
             name: object.meta().name.clone().unwrap_or_default(),
         })
 }

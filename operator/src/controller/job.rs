@@ -15,7 +15,7 @@ use kube::{Api, Resource, ResourceExt};
 use proofpipe_crds::{ProofJob, ProverPool};
 
 use super::writes::{delete_job, set_assigned_pod, set_job_status};
-use super::{CONCURRENCY, Context, error_policy, events, namespace_of, succeeded};
+use super::{CONCURRENCY, Context, error_policy, events, log_outcome, namespace_of, succeeded};
 use crate::error::{Error, KubeResultExt};
 use crate::job_state::{JobEvent, JobObservation, decide, operator_fields};
 use crate::metrics::Outcome;
@@ -65,7 +65,7 @@ pub(super) async fn run(context: Arc<Context>) {
         )
         .with_config(controller::Config::default().concurrency(CONCURRENCY))
         .run(reconcile, error_policy, context)
-        .for_each(|_| std::future::ready(()))
+        .for_each(log_outcome::<ProofJob, _>)
         .await;
 }
 

@@ -16,8 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::NamespaceResourceScope;
-use kube::runtime::controller::Action;
+use kube::runtime::controller::{self, Action};
 use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
@@ -83,6 +84,25 @@ pub(crate) async fn run(
         () = pool::run(context.clone()) => Error::ControllerStopped("ProverPool"),
         () = job::run(context) => Error::ControllerStopped("ProofJob"),
     }
+}
+
+/// Logs what a controller stream yields besides successful reconciles: a failing watch (a
+/// missing permission, say) would otherwise go unnoticed. Failed reconciles were already
+/// logged by [`error_policy`].
+fn log_outcome<K, T>(
+    outcome: Result<T, controller::Error<Error, watcher::Error>>,
+) -> std::future::Ready<()>
+where
+    K: Resource<DynamicType = ()>,
+{
+    match outcome {
+        Err(controller::Error::QueueError(error)) => {
+            tracing::warn!(kind = %K::kind(&()), %error, "watching failed; retrying with backoff");
+        }
+        Err(controller::Error::ReconcilerFailed(..)) | Ok(_) => {}
+        Err(error) => tracing::debug!(kind = %K::kind(&()), %error, "controller"),
+    }
+    std::future::ready(())
 }
 
 /// The namespace of a namespaced object.

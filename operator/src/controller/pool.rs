@@ -19,7 +19,7 @@ use super::writes::{
     create_pod, delete_pod, remove_prover_entries, set_assigned_pod, set_job_status,
     set_pool_status,
 };
-use super::{CONCURRENCY, Context, error_policy, events, namespace_of, succeeded};
+use super::{CONCURRENCY, Context, error_policy, events, log_outcome, namespace_of, succeeded};
 use crate::assignment::{Assignment, assign, busy_pods, idle_ready_pods};
 use crate::error::{Error, KubeResultExt};
 use crate::job_state::{JobObservation, decide};
@@ -60,7 +60,7 @@ pub(super) async fn run(context: Arc<Context>) {
         )
         .with_config(controller::Config::default().concurrency(CONCURRENCY))
         .run(reconcile, error_policy, context)
-        .for_each(|_| std::future::ready(()))
+        .for_each(log_outcome::<ProverPool, _>)
         .await;
 }
 

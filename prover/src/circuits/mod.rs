@@ -166,6 +166,16 @@ mod tests {
     }
 
     #[test]
+    fn the_api_accepts_exactly_the_circuits_the_prover_builds() {
+        let api: Vec<&str> = proofpipe_crds::CIRCUITS.to_vec();
+        let built: Vec<&str> = CircuitKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(
+            api, built,
+            "the CRD's circuit list and CircuitKind drifted apart"
+        );
+    }
+
+    #[test]
     fn names_round_trip() {
         for kind in CircuitKind::ALL {
             assert_eq!(kind.name().parse::<CircuitKind>().unwrap(), kind);

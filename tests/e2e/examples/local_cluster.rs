@@ -7,11 +7,13 @@
 //!     cargo run -p proofpipe-e2e --example local_cluster      # prints the namespace
 //!     kubectl -n <namespace> get pj,pp -w
 //!
-//! Runs until Ctrl-C, or for `PROOFPIPE_DEMO_SECONDS` seconds.
+//! Runs until Ctrl-C or SIGTERM, or for `PROOFPIPE_DEMO_SECONDS` seconds; then the stack is
+//! dropped, which stops the operator and the prover processes.
 
 use std::time::Duration;
 
 use proofpipe_e2e::stack::Stack;
+use tokio::signal::unix::{SignalKind, signal};
 
 #[tokio::main]
 async fn main() {
@@ -22,10 +24,24 @@ async fn main() {
     stack.apply("pool.yaml").await;
     stack.apply("demo-jobs.yaml").await;
     println!("namespace: {}", stack.namespace.name);
-    println!("watch it:  kubectl -n {} get proofjobs,proverpools -w", stack.namespace.name);
-    let seconds = std::env::var("PROOFPIPE_DEMO_SECONDS").ok().and_then(|s| s.parse().ok());
-    match seconds {
-        Some(s) => tokio::time::sleep(Duration::from_secs(s)).await,
-        None => tokio::signal::ctrl_c().await.expect("waiting for Ctrl-C"),
+    println!(
+        "watch it:  kubectl -n {} get proofjobs,proverpools -w",
+        stack.namespace.name
+    );
+    let seconds = std::env::var("PROOFPIPE_DEMO_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    let mut terminate = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+    let deadline = async {
+        match seconds {
+            Some(s) => tokio::time::sleep(Duration::from_secs(s)).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = deadline => {}
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
     }
+    drop(stack);
 }

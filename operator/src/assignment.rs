@@ -55,17 +55,9 @@ mod tests {
     use proofpipe_crds::{ProofJobPhase, ProofJobStatus};
 
     use super::*;
+    use crate::prover_pods::tests::prover;
     use crate::queue::queue;
     use crate::queue::tests::job;
-
-    fn prover(n: u32, health: PodHealth) -> ProverPod {
-        ProverPod {
-            name: format!("gpu-prover-{n}"),
-            uid: None,
-            ordinal: Some(n),
-            health,
-        }
-    }
 
     #[test]
     fn the_queue_head_goes_to_the_lowest_idle_ready_pod() {

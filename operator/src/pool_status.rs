@@ -125,16 +125,8 @@ mod tests {
     use proofpipe_crds::{PipelineSizing, ProverPhase, StageBuffers};
 
     use super::*;
+    use crate::prover_pods::tests::prover;
     use crate::queue::tests::job;
-
-    fn prover(n: u32, health: PodHealth) -> ProverPod {
-        ProverPod {
-            name: format!("gpu-prover-{n}"),
-            uid: None,
-            ordinal: Some(n),
-            health,
-        }
-    }
 
     fn report(pod: &str, peak: Option<i64>) -> ProverStatus {
         ProverStatus {

@@ -88,6 +88,16 @@ fn health(pod: &Pod) -> PodHealth {
 pub(crate) mod tests {
     use super::*;
 
+    /// Prover pod `gpu-prover-<n>` of the pool, as the pure cores see it.
+    pub(crate) fn prover(n: u32, health: PodHealth) -> ProverPod {
+        ProverPod {
+            name: format!("gpu-prover-{n}"),
+            uid: None,
+            ordinal: Some(n),
+            health,
+        }
+    }
+
     /// A pod of `pool` named `name` in `phase`, Ready or not.
     pub(crate) fn pod(name: &str, phase: &str, ready: bool) -> Pod {
         serde_json::from_value(serde_json::json!({

@@ -74,15 +74,7 @@ fn removal_order(pod: &ProverPod, busy: &BTreeSet<String>) -> (u8, Reverse<u64>)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn prover(n: u32, health: PodHealth) -> ProverPod {
-        ProverPod {
-            name: format!("gpu-prover-{n}"),
-            uid: None,
-            ordinal: Some(n),
-            health,
-        }
-    }
+    use crate::prover_pods::tests::prover;
 
     fn busy(names: &[&str]) -> BTreeSet<String> {
         names.iter().map(|name| (*name).to_owned()).collect()

@@ -164,7 +164,7 @@ impl ParamsStore {
         if let Some(p) = cell.get() {
             return Ok((p.clone(), ParamsOrigin::Memory));
         }
-        // Serialise loads of one key; other keys proceed.
+        // One load at a time in this process: generation and reading use every core.
         static LOADING: Mutex<()> = Mutex::new(());
         let _guard = LOADING.lock();
         if let Some(p) = cell.get() {
@@ -289,9 +289,16 @@ fn write_params(
 ) -> Result<(), ProverError> {
     let dir = path.parent().expect("params paths have a directory");
     std::fs::create_dir_all(dir).map_err(ProverError::io("creating params directory", dir))?;
-    let tmp = path.with_extension("params.partial");
-    let write = || -> io::Result<()> {
-        let file = File::create(&tmp)?;
+    // A name of its own per writer: provers sharing a params volume may generate the same
+    // file at once, and each must rename only what it wrote itself.
+    let file_name = path.file_name().expect("params paths name a file");
+    let tmp = tempfile::Builder::new()
+        .prefix(file_name)
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .map_err(ProverError::io("creating a temporary parameters file in", dir))?;
+    let tmp_path = tmp.path().to_path_buf();
+    let write = |file: &File| -> io::Result<()> {
         let mut w = HashingWriter {
             inner: BufWriter::new(file),
             hasher: blake3::Hasher::new(),
@@ -306,8 +313,12 @@ fn write_params(
         inner.write_all(digest.as_bytes())?;
         inner.into_inner().map_err(|e| e.into_error())?.sync_all()
     };
-    write().map_err(ProverError::io("writing parameters to", &tmp))?;
-    std::fs::rename(&tmp, path).map_err(ProverError::io("renaming parameters into place at", path))
+    write(tmp.as_file()).map_err(ProverError::io("writing parameters to", &tmp_path))?;
+    // Identical contents whoever wins: setup is deterministic per (circuit, size).
+    tmp.persist(path)
+        .map_err(|err| err.error)
+        .map_err(ProverError::io("renaming parameters into place at", path))?;
+    Ok(())
 }
 
 fn corrupt(path: &Path, reason: impl Into<String>) -> ProverError {
@@ -431,6 +442,40 @@ mod tests {
             "generation is deterministic and the file round-trips"
         );
         assert!(r.heap_bytes() <= estimated_params_bytes(r.shape));
+    }
+
+    /// Provers sharing a params volume may write the same file at the same time (separate
+    /// processes: `get` serialises only within one); each must succeed and leave one whole
+    /// file, whoever renames last.
+    #[test]
+    fn concurrent_writers_of_one_file_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (circuit, constraints) = (CircuitKind::MulChain, 4096);
+        let params = generate(circuit, constraints).unwrap();
+        let header = header_for(circuit, constraints);
+        let path = ParamsStore::new(dir.path()).path_for(circuit, constraints);
+        let start = std::sync::Barrier::new(4);
+        std::thread::scope(|scope| {
+            let writers: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        write_params(&path, &header, &params)
+                    })
+                })
+                .collect();
+            for writer in writers {
+                writer.join().unwrap().expect("every concurrent writer succeeds");
+            }
+        });
+        let (_, origin) = ParamsStore::new(dir.path()).get(circuit, constraints).unwrap();
+        assert_eq!(origin, ParamsOrigin::Disk);
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .filter(|name| name.to_string_lossy().ends_with(".partial"))
+            .collect();
+        assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
     }
 
     #[test]

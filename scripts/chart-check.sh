@@ -1,0 +1,541 @@
+#!/usr/bin/env bash
+# Checks the Helm chart charts/proofpipe, failing loudly on the first problem:
+#  1. installs its tools from PyPI into .chart-tools/ (git-ignored): helm-python-sdk (the
+#     Helm v4 SDK as a shared library, no helm binary), kubernetes-validate (Kubernetes
+#     JSON schemas, offline), the kubernetes client and PyYAML;
+#  2. drift: the chart's CRDs, the chart's dashboard and docs/api-reference.md against their
+#     sources; every metric the dashboard queries is one the code registers;
+#  3. values.schema.json closes every object (additionalProperties); values it must refuse
+#     are refused;
+#  4. `helm lint --strict` and `helm template` with the default values, with every optional
+#     toggle on, and watching one namespace;
+#  5. every rendered object (and the CRDs, and the example ProverPool) against the
+#     Kubernetes 1.36 schemas, strict; CRD-typed objects against their CRD's schema, or
+#     skipped with the reason; the operator's hardening, probes and RBAC (a comment on
+#     every rule, least privilege, holds what it grants the provers);
+#  6. with KUBECONFIG set: server-side applies the rendered objects to that API server
+#     (meant for a scratch one such as kube-testenv), reads each back to check nothing was
+#     dropped, dry-runs the example ProverPool (CEL rules included), then deletes them.
+# Usage: scripts/chart-check.sh            (CHART_CHECK_APPLY=0 skips step 6)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tools=.chart-tools
+requirements="helm-python-sdk==0.2.2 kubernetes-validate==1.37.0 kubernetes==37.0.2 PyYAML==6.0.4"
+if [ "$(cat "$tools/installed" 2>/dev/null)" != "$requirements" ]; then
+  echo "chart-check: installing $requirements into $tools/venv"
+  rm -rf "$tools"
+  python3 -m venv "$tools/venv"
+  # shellcheck disable=SC2086
+  "$tools/venv/bin/pip" install --quiet --disable-pip-version-check $requirements
+  echo "$requirements" >"$tools/installed"
+fi
+
+exec "$tools/venv/bin/python" - <<'PYTHON'
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import helm_python as helm
+import kubernetes_validate
+import yaml
+
+CHART = Path("charts/proofpipe")
+KUBE_VERSION = "1.36.0"  # kube-testenv's version
+NAMESPACE = "proofpipe-system"
+started = time.monotonic()
+checked = 0
+
+
+def fail(message):
+    print(f"chart-check: FAILED: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def ok(message):
+    global checked
+    checked += 1
+    print(f"ok  {message}")
+
+
+# ---- 2. drift -------------------------------------------------------------------------
+def same_file(copy_path, source, fix):
+    if Path(copy_path).read_bytes() != Path(source).read_bytes():
+        fail(f"{copy_path} differs from {source}: {fix}")
+    ok(f"{copy_path} equals {source}")
+
+
+same_file(CHART / "crds/proofpipe-crds.yaml", "crds/proofpipe-crds.yaml",
+          "cp crds/proofpipe-crds.yaml charts/proofpipe/crds/")
+same_file(CHART / "dashboards/proofpipe.json", "dashboards/proofpipe.json",
+          "cp dashboards/proofpipe.json charts/proofpipe/dashboards/")
+if subprocess.run([sys.executable, "scripts/gen-api-reference.py", "--check",
+                   "docs/api-reference.md"]).returncode != 0:
+    fail("docs/api-reference.md is not what scripts/gen-api-reference.py generates")
+ok("docs/api-reference.md is generated from crds/proofpipe-crds.yaml")
+
+
+def registered_metrics():
+    """Every metric name the code registers: string literals given to prometheus'
+    constructors, the operator's behind its registry prefix."""
+    names = set()
+    sources = {
+        "prover/src/metrics.rs": "",
+        "prover/src/pipeline/tracker.rs": "",
+        "prover/src/daemon/metrics.rs": "",
+        "operator/src/metrics.rs": "proofpipe_operator_",
+    }
+    for path, prefix in sources.items():
+        text = Path(path).read_text()
+        if prefix:
+            assert f'Some("{prefix[:-1]}".into())' in text, f"{path} no longer uses the prefix {prefix}"
+        for match in re.finditer(r'(?:Opts::new|HistogramOpts::new|IntGauge::new|IntCounter::new)\(\s*"([a-z_]+)"', text):
+            names.add(prefix + match.group(1))
+    return names
+
+
+registered = registered_metrics()
+if len(registered) < 15:
+    fail(f"found only {len(registered)} registered metrics in the code: the scan is broken")
+dashboard = json.loads(Path("dashboards/proofpipe.json").read_text())
+queried = set()
+for panel in dashboard["panels"]:
+    for target in panel.get("targets", []):
+        expr = re.sub(r"\{[^}]*\}", "", target["expr"])  # label matchers
+        expr = re.sub(r"\b(by|without)\s*\([^)]*\)", "", expr)  # grouping labels
+        for name in re.findall(r"\bproofpipe_[a-z_]+", expr):
+            base = re.sub(r"_(bucket|sum|count)$", "", name)
+            if name not in registered and base not in registered:
+                fail(f"dashboard panel '{panel['title']}' queries {name}, which no code registers")
+            queried.add(base if base in registered else name)
+if not queried:
+    fail("the dashboard queries no metric")
+ok(f"dashboard queries {len(queried)} metrics, all registered by the code "
+   f"(unused: {', '.join(sorted(registered - queried)) or 'none'})")
+
+# ---- 3. values schema -----------------------------------------------------------------
+schema = json.loads((CHART / "values.schema.json").read_text())
+
+
+def closed(node, path):
+    if isinstance(node, dict):
+        if node.get("type") == "object" or "properties" in node:
+            if "additionalProperties" not in node:
+                fail(f"values.schema.json {path or '/'}: an object without additionalProperties")
+            if "properties" in node and node["additionalProperties"] is not False:
+                fail(f"values.schema.json {path}: fixed properties but additionalProperties is not false")
+        for key, value in node.items():
+            closed(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            closed(value, f"{path}/{index}")
+
+
+closed(schema, "")
+defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+missing = set(defaults) ^ set(schema["properties"])
+if missing:
+    fail(f"values.yaml and values.schema.json disagree on top-level keys: {sorted(missing)}")
+ok("values.schema.json closes every object and covers every key of values.yaml")
+
+chart = helm.Chart.load(str(CHART))
+refused = {
+    "an unknown top-level key": {"replicas": 2},
+    "an unknown nested key": {"image": {"tagg": "1"}},
+    "running as root": {"runAs": {"user": 0, "group": 0}},
+    "a bad pull policy": {"image": {"pullPolicy": "Sometimes"}},
+    "a bad resource quantity": {"resources": {"limits": {"memory": "lots"}}},
+    "a bad watch namespace": {"operator": {"watchNamespace": "Not_A_Namespace"}},
+}
+for why, values in refused.items():
+    try:
+        chart.render(values=values, name="proofpipe", namespace=NAMESPACE)
+    except helm.HelmError as error:
+        if "schema" not in str(error) and "additional properties" not in str(error):
+            fail(f"values with {why} failed for another reason than the schema: {error}")
+        continue
+    fail(f"values.schema.json accepted {why}: {values}")
+ok(f"values.schema.json refuses {len(refused)} kinds of bad values")
+
+# ---- 4. lint and render ---------------------------------------------------------------
+peer = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+scenarios = {
+    "default": {},
+    "every-toggle-on": {
+        "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+        "podMonitor": {"enabled": True, "namespaces": ["proving"], "labels": {"release": "prometheus"}},
+        "networkPolicy": {"enabled": True, "metricsFrom": [peer], "apiServerCidrs": ["10.0.0.1/32"]},
+        "podDisruptionBudget": {"enabled": True, "maxUnavailable": 1},
+        "grafanaDashboard": {"enabled": True, "annotations": {"grafana_folder": "proofpipe"}},
+        "podAnnotations": {"example.com/team": "proving"},
+        "podLabels": {"team": "proving"},
+        "priorityClassName": "system-cluster-critical",
+        "imagePullSecrets": [{"name": "registry"}],
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+        "serviceAccount": {"create": True, "name": "", "annotations": {"example.com/role": "none"}},
+    },
+    "one-namespace": {
+        "operator": {"watchNamespace": "proving", "logLevel": "debug", "port": 9090},
+        "podAntiAffinity": "hard",
+        "podDisruptionBudget": {"enabled": False},
+        "replicaCount": 3,
+        "image": {"tag": "0.1.0-test", "pullPolicy": "Always"},
+    },
+}
+expected_kinds = {
+    "default": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+                "Deployment", "Service", "PodDisruptionBudget"},
+    "every-toggle-on": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+                        "Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor",
+                        "PodMonitor", "NetworkPolicy", "ConfigMap"},
+    "one-namespace": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+                      "Deployment", "Service"},
+}
+
+
+def render(values, namespace=NAMESPACE):
+    """(objects, {template: text}) of the chart rendered with `values`."""
+    manifests = chart.render(values=values, name="proofpipe", namespace=namespace,
+                             is_install=True)
+    objects = []
+    for template, text in sorted(manifests.items()):
+        if template.endswith("NOTES.txt"):
+            if not text.strip():
+                fail("NOTES.txt renders empty")
+            continue
+        for document in yaml.safe_load_all(text):
+            if document:
+                document.setdefault("metadata", {})
+                objects.append(document)
+    return objects, manifests
+
+
+rendered = {}
+for scenario, values in scenarios.items():
+    report = helm.lint(str(CHART), values, strict=True, namespace=NAMESPACE,
+                       kube_version=f"v{KUBE_VERSION}")
+    problems = [m for m in report.get("messages", []) if m["severity"] >= 2] + report.get("errors", [])
+    if problems:
+        fail(f"helm lint --strict ({scenario}): {problems}")
+    objects, manifests = render(values)
+    kinds = {o["kind"] for o in objects}
+    if kinds != expected_kinds[scenario]:
+        fail(f"helm template ({scenario}) rendered kinds {sorted(kinds)}, expected {sorted(expected_kinds[scenario])}")
+    rendered[scenario] = (objects, manifests)
+    ok(f"helm lint --strict and helm template ({scenario}): {len(objects)} objects")
+
+crds = [d for d in yaml.safe_load_all((CHART / "crds/proofpipe-crds.yaml").read_text()) if d]
+crd_by_kind = {c["spec"]["names"]["kind"]: c for c in crds}
+example_path = CHART / "examples/prover-pool-h200.yaml"
+examples = [d for d in yaml.safe_load_all(example_path.read_text()) if d]
+
+# ---- 5. schemas, hardening, RBAC ------------------------------------------------------
+def crd_schema_validate(obj):
+    """Validates a proofpipe object against its CRD's structural schema (the API server
+    adds defaults and CEL, which the dry-run in step 6 covers)."""
+    import jsonschema
+    crd = crd_by_kind[obj["kind"]]
+    version = next(v for v in crd["spec"]["versions"] if f"{crd['spec']['group']}/{v['name']}" == obj["apiVersion"])
+    root = copy.deepcopy(version["schema"]["openAPIV3Schema"])
+
+    def close(node):  # structural schemas prune unknown fields; refuse them here instead
+        if isinstance(node, dict):
+            if node.get("type") == "object" and "properties" in node and "additionalProperties" not in node:
+                node["additionalProperties"] = False
+            for value in node.values():
+                close(value)
+        elif isinstance(node, list):
+            for value in node:
+                close(value)
+    close(root)
+    root["properties"]["metadata"] = {"type": "object"}
+    root["properties"]["apiVersion"] = {"type": "string"}
+    root["properties"]["kind"] = {"type": "string"}
+    errors = sorted(jsonschema.Draft7Validator(root).iter_errors(obj), key=str)
+    if errors:
+        fail(f"{obj['kind']} {obj['metadata'].get('name')}: " + "; ".join(
+            f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in errors))
+
+
+SKIPPED_KINDS = {
+    "monitoring.coreos.com/v1": "Prometheus Operator CRD; its schema is not available offline "
+                                "(checked here: selector and endpoints fields only)",
+}
+
+
+def validate(obj, where):
+    api = obj["apiVersion"]
+    if api in SKIPPED_KINDS:
+        spec = obj["spec"]
+        endpoints = spec.get("endpoints") or spec.get("podMetricsEndpoints")
+        if not spec.get("selector", {}).get("matchLabels") or not endpoints or not all(e.get("port") for e in endpoints):
+            fail(f"{where}: {obj['kind']} lacks a selector or endpoint ports")
+        print(f"    skip schema of {obj['kind']} {obj['metadata']['name']}: {SKIPPED_KINDS[api]}")
+        return
+    if obj["kind"] in crd_by_kind and api.startswith("proofpipe.dev/"):
+        crd_schema_validate(obj)
+        return
+    try:
+        kubernetes_validate.validate(obj, KUBE_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as error:
+        fail(f"{where}: {obj['kind']} {obj['metadata'].get('name')}: {error.message} at "
+             f"{'.'.join(map(str, error.path))}")
+    except kubernetes_validate.SchemaNotFoundError as error:
+        fail(f"{where}: {error.message}")
+
+
+for crd in crds:
+    validate(crd, "chart crds/")
+for example in examples:
+    validate(example, str(example_path))
+ok(f"CRDs valid against Kubernetes {KUBE_VERSION}; {example_path} valid against its CRD schema")
+
+for scenario, (objects, manifests) in rendered.items():
+    for obj in objects:
+        validate(obj, scenario)
+    ok(f"{scenario}: every rendered object valid against the Kubernetes {KUBE_VERSION} schemas (strict)")
+
+# Hardening and probes of the operator Deployment.
+for scenario, (objects, _) in rendered.items():
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    security = container["securityContext"]
+    wanted = {
+        "pod runAsNonRoot": pod["securityContext"].get("runAsNonRoot") is True,
+        "pod seccomp RuntimeDefault": pod["securityContext"].get("seccompProfile", {}).get("type") == "RuntimeDefault",
+        "runAsNonRoot": security.get("runAsNonRoot") is True,
+        "non-root uid": security.get("runAsUser", 0) > 0,
+        "readOnlyRootFilesystem": security.get("readOnlyRootFilesystem") is True,
+        "allowPrivilegeEscalation false": security.get("allowPrivilegeEscalation") is False,
+        "capabilities drop ALL": security.get("capabilities", {}).get("drop") == ["ALL"],
+        "container seccomp RuntimeDefault": security.get("seccompProfile", {}).get("type") == "RuntimeDefault",
+        "resource requests": {"cpu", "memory"} <= set(container["resources"].get("requests", {})),
+        "resource limits": {"cpu", "memory"} <= set(container["resources"].get("limits", {})),
+        "liveness /healthz": container["livenessProbe"]["httpGet"]["path"] == "/healthz",
+        "readiness /readyz": container["readinessProbe"]["httpGet"]["path"] == "/readyz",
+        "args run --listen": container["args"][:2] == ["run", "--listen"],
+        "POD_NAMESPACE and POD_NAME from the pod": {
+            e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in container["env"]
+        }.items() >= {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}.items(),
+    }
+    port = int(container["args"][2].rsplit(":", 1)[1])
+    wanted["--listen port is the container port"] = port == container["ports"][0]["containerPort"]
+    namespace = scenarios[scenario].get("operator", {}).get("watchNamespace")
+    wanted["--namespace as configured"] = (container["args"][3:] == ["--namespace", namespace]) if namespace else len(container["args"]) == 3
+    broken = [name for name, good in wanted.items() if not good]
+    if broken:
+        fail(f"{scenario}: operator Deployment lacks {broken}")
+# Selectors: what the API server's built-in validation (absent from kube-testenv) and the
+# controllers would catch only in a real cluster.
+for scenario, (objects, _) in rendered.items():
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    selecting = {
+        "Deployment": deployment["spec"]["selector"]["matchLabels"],
+        "Service": next(o for o in objects if o["kind"] == "Service")["spec"]["selector"],
+    }
+    for obj in objects:
+        if obj["kind"] == "PodDisruptionBudget":
+            selecting["PodDisruptionBudget"] = obj["spec"]["selector"]["matchLabels"]
+        if obj["kind"] == "NetworkPolicy":
+            selecting["NetworkPolicy"] = obj["spec"]["podSelector"]["matchLabels"]
+        if obj["kind"] == "ServiceMonitor":
+            service = next(o for o in objects if o["kind"] == "Service")
+            if not obj["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items():
+                fail(f"{scenario}: the ServiceMonitor does not select the metrics Service")
+            if obj["spec"]["endpoints"][0]["port"] not in [p["name"] for p in service["spec"]["ports"]]:
+                fail(f"{scenario}: the ServiceMonitor names a port the Service lacks")
+        if obj["kind"] == "PodMonitor":
+            if obj["spec"]["selector"]["matchLabels"] != {
+                    "app.kubernetes.io/name": "proofpipe-prover",
+                    "app.kubernetes.io/managed-by": "proofpipe-operator"}:
+                fail(f"{scenario}: the PodMonitor does not select the prover pods' labels (operator/src/names.rs)")
+    for kind, selector in selecting.items():
+        if not selector or not selector.items() <= pod_labels.items():
+            fail(f"{scenario}: the {kind} selector {selector} does not select the operator pods {pod_labels}")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    service = next(o for o in objects if o["kind"] == "Service")
+    if service["spec"]["ports"][0]["targetPort"] not in [p["name"] for p in container["ports"]]:
+        fail(f"{scenario}: the Service targets a port the operator container does not name")
+    if deployment["spec"]["template"]["spec"]["serviceAccountName"] not in [
+            o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount"]:
+        fail(f"{scenario}: the Deployment's ServiceAccount is not rendered")
+ok("selectors of the Deployment, Service, PDB, NetworkPolicy and monitors match their pods")
+
+ok("operator Deployment: non-root, read-only root, no privilege escalation, no capabilities, "
+   "seccomp, requests and limits, probes, leader-election env, args (all scenarios)")
+
+
+def prover_role_rules():
+    """The rules of the prover Role the operator applies (operator/src/prover_rbac.rs)."""
+    text = Path("operator/src/prover_rbac.rs").read_text()
+    rules = re.findall(r'rule\(&\[([^\]]*)\],\s*&\[([^\]]*)\]\)', text)
+    parsed = [(re.findall(r'"([^"]+)"', r), re.findall(r'"([^"]+)"', v)) for r, v in rules]
+    if len(parsed) < 4 or 'api_groups: Some(vec!["proofpipe.dev".into()])' not in text:
+        fail("cannot read the prover Role's rules from operator/src/prover_rbac.rs")
+    return [("proofpipe.dev", resource, verb) for resources, verbs in parsed
+            for resource in resources for verb in verbs]
+
+
+def grants(rules):
+    out = set()
+    for rule in rules:
+        for group in rule.get("apiGroups", []):
+            for resource in rule.get("resources", []):
+                for verb in rule.get("verbs", []):
+                    out.add((group, resource, verb))
+    return out
+
+
+for scenario, (objects, manifests) in rendered.items():
+    rbac_text = next(t for name, t in manifests.items() if name.endswith("rbac.yaml"))
+    lines = rbac_text.splitlines()
+    for index, line in enumerate(lines):
+        if re.match(r"^\s*- apiGroups:", line) and not lines[index - 1].strip().startswith("#"):
+            fail(f"{scenario}: RBAC rule without a comment saying why: {line.strip()} (rbac.yaml line {index + 1})")
+    roles = [o for o in objects if o["kind"] in ("Role", "ClusterRole")]
+    for role in roles:
+        for rule in role["rules"]:
+            if "*" in rule["verbs"] or "*" in rule["resources"] or "*" in rule["apiGroups"]:
+                fail(f"{scenario}: {role['kind']} {role['metadata']['name']} has a wildcard rule {rule}")
+            if {"escalate", "bind", "impersonate"} & set(rule["verbs"]):
+                fail(f"{scenario}: {role['kind']} {role['metadata']['name']} grants escalate/bind/impersonate")
+            if rule["resources"] == ["secrets"] or "secrets" in rule["resources"]:
+                fail(f"{scenario}: the operator has no reason to read Secrets")
+    main_role = next(r for r in roles if r["metadata"]["name"] == "proofpipe" and r["kind"] in ("Role", "ClusterRole"))
+    held = grants(main_role["rules"])
+    lacking = [g for g in prover_role_rules() if g not in held]
+    if lacking:
+        fail(f"{scenario}: the operator cannot create the prover Role without escalate: it lacks {lacking}")
+    needed = {
+        ("proofpipe.dev", "proofjobs", v) for v in ("get", "list", "watch", "patch", "delete")
+    } | {("proofpipe.dev", "proverpools", v) for v in ("get", "list", "watch")} | {
+        ("proofpipe.dev", "proofjobs/status", "patch"), ("proofpipe.dev", "proverpools/status", "patch"),
+        ("", "pods", "create"), ("", "pods", "delete"), ("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "get"),
+        ("", "serviceaccounts", "patch"), ("rbac.authorization.k8s.io", "roles", "patch"),
+        ("rbac.authorization.k8s.io", "rolebindings", "patch"), ("events.k8s.io", "events", "create"),
+    }
+    if needed - held:
+        fail(f"{scenario}: the operator's role lacks {sorted(needed - held)}")
+    lease = grants(next(r for r in roles if r["metadata"]["name"].endswith("leader-election"))["rules"])
+    if not {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")} <= lease:
+        fail(f"{scenario}: the leader-election Role lacks get/create/update on leases")
+ok("RBAC: a comment on every rule, no wildcards or escalate/bind, every verb the code uses, "
+   "and every permission of the prover Role held (so it can be granted)")
+
+# ---- 6. apply to an API server --------------------------------------------------------
+if not os.environ.get("KUBECONFIG") or os.environ.get("CHART_CHECK_APPLY") == "0":
+    print("chart-check: KUBECONFIG unset (or CHART_CHECK_APPLY=0): not applying to an API server")
+else:
+    from kubernetes import client as kclient, config as kconfig, dynamic
+    from kubernetes.dynamic.exceptions import ApiException, ResourceNotFoundError
+
+    import urllib3
+    # kube-testenv's kubeconfig sets insecure-skip-tls-verify (a loopback server): say so
+    # once instead of warning on every request.
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+    kconfig.load_kube_config()
+    api = dynamic.DynamicClient(kclient.ApiClient())
+    namespace = "proofpipe-chart-check"
+    manager = "proofpipe-chart-check"
+
+    def resource(obj):
+        try:
+            return api.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        except ResourceNotFoundError:
+            return None
+
+    def subset(sent, stored, path=""):
+        """Every field sent is stored unchanged (quantities normalized by the server aside)."""
+        if isinstance(sent, dict):
+            if not isinstance(stored, dict):
+                return f"{path}: sent an object, stored {stored!r}"
+            for key, value in sent.items():
+                if key not in stored:
+                    return f"{path}.{key}: sent, not stored (dropped as unknown?)"
+                problem = subset(value, stored[key], f"{path}.{key}")
+                if problem:
+                    return problem
+        elif isinstance(sent, list):
+            if not isinstance(stored, list) or len(stored) != len(sent):
+                return f"{path}: list of {len(sent)} sent, {stored!r} stored"
+            for index, (a, b) in enumerate(zip(sent, stored)):
+                problem = subset(a, b, f"{path}[{index}]")
+                if problem:
+                    return problem
+        elif str(sent) != str(stored):
+            return f"{path}: sent {sent!r}, stored {stored!r}"
+        return None
+
+    def apply(obj, dry_run=False):
+        kind = resource(obj)
+        body = copy.deepcopy(obj)
+        kwargs = {"field_manager": manager, "force_conflicts": True}
+        if dry_run:
+            kwargs["dry_run"] = "All"
+        try:
+            return kind.server_side_apply(body=body, namespace=obj["metadata"].get("namespace"), **kwargs).to_dict()
+        except ApiException as error:
+            fail(f"API server refused {obj['kind']} {obj['metadata']['name']}: {error.status} {error.body}")
+
+    applied = []
+    skipped = {}
+    try:
+        for crd in crds:
+            apply(crd)
+        ok(f"API server accepted the chart's CRDs ({', '.join(c['metadata']['name'] for c in crds)})")
+        apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "proving"}})
+        for scenario in ("every-toggle-on", "one-namespace"):
+            objects, _ = render(scenarios[scenario], namespace=namespace)
+            count = 0
+            for obj in objects:
+                kind = resource(obj)
+                if kind is None:
+                    skipped[f"{obj['apiVersion']} {obj['kind']}"] = "not served by this API server"
+                    continue
+                stored = apply(obj)
+                applied.append((kind, obj))
+                count += 1
+                fetched = kind.get(name=obj["metadata"]["name"], namespace=obj["metadata"].get("namespace")).to_dict()
+                problem = subset({k: v for k, v in obj.items() if k != "metadata"},
+                                 {k: v for k, v in fetched.items() if k != "metadata"})
+                if problem:
+                    fail(f"{scenario}: {obj['kind']} {obj['metadata']['name']} {problem}")
+                if subset(obj["metadata"].get("labels", {}), fetched["metadata"].get("labels") or {}) is not None:
+                    fail(f"{scenario}: {obj['kind']} {obj['metadata']['name']} lost labels")
+            ok(f"{scenario}: API server accepted {count} objects by server-side apply, stored as sent")
+        for skip, why in sorted(skipped.items()):
+            print(f"    skip apply of {skip}: {why}")
+        for example in examples:
+            apply(example, dry_run=True)
+        # The dry-run must be able to fail: a pool the CRD's CEL rules refuse.
+        bad = copy.deepcopy(examples[0])
+        bad["spec"]["pipeline"]["partitionWorkers"] = "0"
+        try:
+            resource(bad).server_side_apply(body=bad, namespace=bad["metadata"]["namespace"],
+                                            field_manager=manager, dry_run="All")
+            fail("the API server accepted partitionWorkers: \"0\": the dry-run checks nothing")
+        except ApiException as error:
+            if error.status != 422:
+                fail(f"unexpected answer to an invalid ProverPool: {error.status} {error.body}")
+        ok(f"API server accepts {example_path} (dry-run, CEL included) and refuses a broken copy")
+    finally:
+        for kind, obj in reversed(applied):
+            try:
+                kind.delete(name=obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
+            except ApiException as error:
+                if error.status != 404:
+                    print(f"chart-check: could not delete {obj['kind']} {obj['metadata']['name']}: {error.status}",
+                          file=sys.stderr)
+
+print(f"chart-check: took {time.monotonic() - started:.1f} s")
+print(f"chart-check: {checked} passed, 0 failed")
+PYTHON

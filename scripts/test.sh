@@ -13,3 +13,5 @@ fi
 [ -n "${KUBECONFIG:-}" ] || echo "KUBECONFIG is unset: tests that need an API server will skip" >&2
 
 cargo test --workspace --locked -- --include-ignored
+# The Helm chart: lint, render, Kubernetes schemas, and an apply to the same API server.
+scripts/chart-check.sh

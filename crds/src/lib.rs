@@ -19,8 +19,8 @@ pub use proof_job::{
     ProofJobPhase, ProofJobSpec, ProofJobStatus, StageSeconds,
 };
 pub use prover_pool::{
-    AutoscalingSpec, PipelineSizing, PipelineSpec, ProverPhase, ProverPool, ProverPoolSpec,
-    ProverPoolStatus, ProverStatus, ProverTemplate, StageBuffers,
+    AutoscalingSpec, AutoscalingStatus, PipelineSizing, PipelineSpec, ProverPhase, ProverPool,
+    ProverPoolSpec, ProverPoolStatus, ProverStatus, ProverTemplate, StageBuffers,
 };
 
 /// Label on prover pods naming the ProverPool they belong to; the pool's scale selector

@@ -43,6 +43,12 @@ use crate::PipelineOverride;
         description = "Prover pods requested"
     ),
     printcolumn(
+        name = "Unschedulable",
+        type_ = "integer",
+        json_path = ".status.unschedulableReplicas",
+        description = "Prover pods no node can take yet (the signal for a node autoscaler)"
+    ),
+    printcolumn(
         name = "Queue",
         type_ = "integer",
         json_path = ".status.queuedPartitions",
@@ -202,6 +208,16 @@ pub struct ProverPoolStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_replicas: Option<i32>,
 
+    /// Prover pods the scheduler cannot place (no node with a free GPU, or none matching the
+    /// template's selectors and tolerations). A node autoscaler (cluster-autoscaler,
+    /// Karpenter) adds nodes for exactly these pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unschedulable_replicas: Option<i32>,
+
+    /// What the autoscaler decided last; unset when `spec.autoscaling` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<AutoscalingStatus>,
+
     /// Label selector of the pool's prover pods, in string form, for the scale subresource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
@@ -232,6 +248,25 @@ pub struct ProverPoolStatus {
     /// The `metadata.generation` this status reflects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+/// The autoscaler's last decision, kept in the status so that a restarted operator keeps
+/// counting the scale-down delay where the previous one left it.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoscalingStatus {
+    /// Provers the queue needs, within `minReplicas..=maxReplicas`.
+    pub desired_replicas: i32,
+    /// How `desiredReplicas` follows from the queue, e.g. `3 busy + 2 for 7 queued partitions
+    /// in 2 jobs (target 4 per prover)`.
+    pub reason: String,
+    /// Since when the pool has had more provers than its queue needs. The surplus is removed
+    /// once it has lasted `scaleDownDelaySeconds`; unset while there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surplus_since: Option<Time>,
+    /// When the autoscaler last changed `spec.replicas`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_scale_time: Option<Time>,
 }
 
 /// Resolved pipeline sizing and the memory it is predicted to need.

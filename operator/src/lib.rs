@@ -7,6 +7,7 @@
 //! [`leader_election`] are the thin I/O edges around them; [`run`] ties everything together.
 
 pub mod assignment;
+pub mod autoscale;
 pub mod conditions;
 mod controller;
 pub mod crd_check;

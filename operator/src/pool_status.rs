@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::jiff::Timestamp;
-use proofpipe_crds::{ProofJob, ProverPoolStatus, ProverStatus};
+use proofpipe_crds::{AutoscalingStatus, ProofJob, ProverPoolStatus, ProverStatus};
 
 use crate::conditions::{DesiredCondition, settle};
 use crate::names::pool_selector;
@@ -20,6 +20,8 @@ pub struct PoolObservation<'a> {
     /// The jobs still queued after this reconcile's assignments.
     pub queue: &'a [&'a ProofJob],
     pub current: &'a ProverPoolStatus,
+    /// The autoscaler's decision, when the pool has `spec.autoscaling`.
+    pub autoscaling: Option<AutoscalingStatus>,
     pub now: Timestamp,
 }
 
@@ -30,7 +32,14 @@ pub struct PoolStatusPlan {
     pub status: ProverPoolStatus,
     /// `status.provers` entries of pods that no longer exist.
     pub stale_provers: Vec<String>,
+    /// The scheduler's message when prover pods have just become unschedulable, for a
+    /// Warning Event (once per episode, not on every reconcile).
+    pub newly_unschedulable: Option<String>,
 }
+
+/// The condition a node autoscaler's users watch: False while some prover pod cannot be
+/// scheduled.
+pub const SCHEDULABLE_CONDITION: &str = "ProversSchedulable";
 
 /// The operator-owned part of a pool status.
 pub fn operator_fields(status: &ProverPoolStatus) -> ProverPoolStatus {
@@ -87,8 +96,43 @@ pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
         DesiredCondition::new("Ready", false, "ProversNotReady", message)
     };
 
+    let unschedulable: Vec<&ProverPod> = alive
+        .iter()
+        .copied()
+        .filter(|pod| pod.unschedulable.is_some())
+        .collect();
+    let schedulable_condition = match unschedulable.first() {
+        None => DesiredCondition::new(
+            SCHEDULABLE_CONDITION,
+            true,
+            "Scheduled",
+            "every prover pod has a node or is being placed",
+        ),
+        Some(first) => DesiredCondition::new(
+            SCHEDULABLE_CONDITION,
+            false,
+            "Unschedulable",
+            format!(
+                "{} prover pod(s) cannot be scheduled ({}: {}); a node autoscaler adds nodes for them, else check the template's resources, nodeSelector and tolerations",
+                unschedulable.len(),
+                first.name,
+                first.unschedulable.as_deref().unwrap_or_default()
+            ),
+        ),
+    };
+    let was_unschedulable = observation
+        .current
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == SCHEDULABLE_CONDITION && c.status == "False");
+    let newly_unschedulable = (!schedulable_condition.status && !was_unschedulable)
+        .then(|| schedulable_condition.message.clone());
+
     let status = ProverPoolStatus {
         replicas: Some(replicas),
+        unschedulable_replicas: Some(count(unschedulable.len())),
+        autoscaling: observation.autoscaling.clone(),
         ready_replicas: Some(ready),
         selector: Some(pool_selector(observation.name)),
         sizing,
@@ -103,7 +147,7 @@ pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
         provers: None,
         conditions: Some(settle(
             observation.current.conditions.as_deref(),
-            vec![ready_condition],
+            vec![ready_condition, schedulable_condition],
             observation.generation,
             observation.now,
         )),
@@ -112,6 +156,7 @@ pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
     PoolStatusPlan {
         status,
         stale_provers,
+        newly_unschedulable,
     }
 }
 
@@ -173,6 +218,7 @@ mod tests {
             pods: &pods,
             queue: &queue,
             current: &current,
+            autoscaling: None,
             now: Timestamp::UNIX_EPOCH,
         });
         let status = &plan.status;
@@ -212,6 +258,7 @@ mod tests {
                 pods: &pods,
                 queue: &[],
                 current: &ProverPoolStatus::default(),
+                autoscaling: None,
                 now: Timestamp::UNIX_EPOCH,
             })
             .status
@@ -226,5 +273,54 @@ mod tests {
         );
         assert_eq!(ready.message, "2/2 provers ready");
         assert_eq!(observe(3).reason, "Scaling");
+    }
+
+    #[test]
+    fn unschedulable_pods_are_counted_and_warned_about_once() {
+        let mut pending = prover(1, PodHealth::Starting);
+        pending.unschedulable =
+            Some("0/2 nodes are available: 2 Insufficient nvidia.com/gpu.".into());
+        let pods = [prover(0, PodHealth::Ready), pending];
+        let observe = |current: &ProverPoolStatus| {
+            compute(&PoolObservation {
+                name: "gpu",
+                generation: Some(1),
+                desired_replicas: 2,
+                pods: &pods,
+                queue: &[],
+                current,
+                autoscaling: None,
+                now: Timestamp::UNIX_EPOCH,
+            })
+        };
+        let first = observe(&ProverPoolStatus::default());
+        assert_eq!(first.status.unschedulable_replicas, Some(1));
+        let condition = first
+            .status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == SCHEDULABLE_CONDITION)
+            .unwrap();
+        assert_eq!(
+            (condition.status.as_str(), condition.reason.as_str()),
+            ("False", "Unschedulable")
+        );
+        assert!(
+            condition
+                .message
+                .contains("gpu-prover-1: 0/2 nodes are available"),
+            "{}",
+            condition.message
+        );
+        assert!(first.newly_unschedulable.is_some());
+
+        // Already reported: no second Event.
+        let again = observe(&first.status);
+        assert_eq!(again.newly_unschedulable, None);
+        assert_eq!(
+            again.status, first.status,
+            "nothing changed, nothing to write"
+        );
     }
 }

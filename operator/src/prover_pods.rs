@@ -37,6 +37,9 @@ pub struct ProverPod {
     /// name the operator did not give (it is still counted and may be scaled away).
     pub ordinal: Option<u32>,
     pub health: PodHealth,
+    /// Why the scheduler cannot place the pod, while it cannot (`PodScheduled` is False
+    /// with reason `Unschedulable`).
+    pub unschedulable: Option<String>,
 }
 
 impl ProverPod {
@@ -46,6 +49,7 @@ impl ProverPod {
         Self {
             ordinal: prover_pod_ordinal(pool, &name),
             health: health(pod),
+            unschedulable: unschedulable(pod),
             uid: pod.metadata.uid.clone(),
             name,
         }
@@ -60,6 +64,29 @@ pub fn assigned_pod_health(pod: Option<&Pod>, assigned_uid: Option<&str>) -> Opt
         (Some(assigned), Some(uid)) if assigned != uid => None,
         _ => Some(health(pod)),
     }
+}
+
+/// The scheduler's message for a pod it cannot place, e.g. `0/4 nodes are available: 4
+/// Insufficient nvidia.com/gpu.`
+fn unschedulable(pod: &Pod) -> Option<String> {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    let condition = pod
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "PodScheduled")?;
+    (condition.status == "False" && condition.reason.as_deref() == Some("Unschedulable")).then(
+        || {
+            condition
+                .message
+                .clone()
+                .unwrap_or_else(|| "no node can take it".to_owned())
+        },
+    )
 }
 
 fn health(pod: &Pod) -> PodHealth {
@@ -95,6 +122,7 @@ pub(crate) mod tests {
             uid: None,
             ordinal: Some(n),
             health,
+            unschedulable: None,
         }
     }
 
@@ -151,6 +179,34 @@ pub(crate) mod tests {
             Some(PodHealth::Ready)
         );
         assert_eq!(assigned_pod_health(None, Some("old")), None);
+    }
+
+    #[test]
+    fn a_pending_pod_no_node_can_take_is_unschedulable() {
+        let pending: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "gpu-prover-1"},
+            "status": {
+                "phase": "Pending",
+                "conditions": [{
+                    "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                    "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+                }],
+            },
+        }))
+        .unwrap();
+        let observed = ProverPod::observe("gpu", &pending);
+        assert_eq!(observed.health, PodHealth::Starting);
+        assert_eq!(
+            observed.unschedulable.as_deref(),
+            Some("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+        );
+        // Scheduled, or merely not yet looked at by the scheduler: not unschedulable.
+        let running = ProverPod::observe("gpu", &pod("gpu-prover-0", "Running", true));
+        assert_eq!(running.unschedulable, None);
+        assert_eq!(
+            ProverPod::observe("gpu", &Pod::default()).unschedulable,
+            None
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType};
 
 use super::Context;
+use crate::autoscale::Change;
 use crate::job_state::JobEvent;
 
 impl Context {
@@ -109,6 +110,33 @@ pub(super) fn job_event(decided: &JobEvent, namespace: &str) -> Event {
 /// A pool created or deleted one pod (`action`: CreatePod, ReplacePod, DeletePod).
 pub(super) fn scaled(action: &str, note: String, pod: ObjectReference) -> Event {
     event(EventType::Normal, "Scaled", action, note, Some(pod))
+}
+
+/// The autoscaler changed a pool's `spec.replicas`.
+pub(super) fn autoscaled(change: Change, reason: &str) -> Event {
+    let (action, note) = match change {
+        Change::Up { from, to } => (
+            "ScaleUp",
+            format!("scaled up from {from} to {to} provers: {reason}"),
+        ),
+        Change::Down { from, to } => (
+            "ScaleDown",
+            format!("scaled down from {from} to {to} provers: {reason}"),
+        ),
+    };
+    event(EventType::Normal, "Autoscaled", action, note, None)
+}
+
+/// Prover pods of a pool cannot be scheduled: what a node autoscaler reacts to, and what a
+/// user without one must fix.
+pub(super) fn unschedulable(note: String) -> Event {
+    event(
+        EventType::Warning,
+        "ProversUnschedulable",
+        "Schedule",
+        note,
+        None,
+    )
 }
 
 /// A reconcile failed; the note is the whole error chain.

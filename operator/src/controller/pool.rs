@@ -7,20 +7,22 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::ListParams;
 use kube::runtime::controller::{self, Action};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{Controller, WatchStreamExt, predicates, watcher};
 use kube::{Api, Resource, ResourceExt};
-use proofpipe_crds::{ProofJob, ProverPool};
+use proofpipe_crds::{AutoscalingSpec, AutoscalingStatus, ProofJob, ProverPool};
 
 use super::writes::{
     create_pod, delete_pod, remove_prover_entries, set_assigned_pod, set_job_status,
-    set_pool_status,
+    set_pool_replicas, set_pool_status,
 };
 use super::{CONCURRENCY, Context, error_policy, events, log_outcome, namespace_of, succeeded};
 use crate::assignment::{Assignment, assign, busy_pods, idle_ready_pods};
+use crate::autoscale::{self, AutoscaleDecision, AutoscaleObservation, Demand, Policy};
 use crate::error::{Error, KubeResultExt};
 use crate::job_state::{JobObservation, decide};
 use crate::metrics::Outcome;
@@ -28,7 +30,7 @@ use crate::names::{all_provers_selector, pool_selector};
 use crate::pod_spec::prover_pod;
 use crate::pool_status::{self, PoolObservation};
 use crate::prover_pods::{PodHealth, ProverPod};
-use crate::queue::queue;
+use crate::queue::{queue, remaining_partitions};
 use crate::scaling::{PodPlan, plan};
 
 /// How often a pool is reconciled with nothing changing, to pick up its provers' reports
@@ -67,10 +69,14 @@ pub(super) async fn run(context: Arc<Context>) {
 async fn reconcile(pool: Arc<ProverPool>, context: Arc<Context>) -> Result<Action, Error> {
     let guard = context.metrics.reconcile("ProverPool");
     match reconcile_pool(&pool, &context).await {
-        Ok(outcome) => {
+        Ok((outcome, scale_down_due)) => {
             guard.finish(outcome);
             succeeded(&context, &*pool);
-            Ok(Action::requeue(RESYNC))
+            // A pending scale-down is looked at again when its delay ends, not at the next
+            // resync.
+            let next =
+                scale_down_due.map_or(RESYNC, |due| due.clamp(Duration::from_secs(1), RESYNC));
+            Ok(Action::requeue(next))
         }
         Err(error) => {
             if error.is_conflict() {
@@ -81,14 +87,18 @@ async fn reconcile(pool: Arc<ProverPool>, context: Arc<Context>) -> Result<Actio
     }
 }
 
-async fn reconcile_pool(pool: &ProverPool, context: &Context) -> Result<Outcome, Error> {
+/// Reconciles one pool; returns what it did, and how soon a pending scale-down is due.
+async fn reconcile_pool(
+    pool: &ProverPool,
+    context: &Context,
+) -> Result<(Outcome, Option<Duration>), Error> {
     let name = pool.name_any();
     let namespace = namespace_of(pool)?;
     let metrics_key = format!("{namespace}/{name}");
     if pool.meta().deletion_timestamp.is_some() {
         // Its pods go with it: they carry its controller ownerReference.
         context.metrics.forget_pool(&metrics_key);
-        return Ok(Outcome::Unchanged);
+        return Ok((Outcome::Unchanged, None));
     }
     context.apply_prover_rbac(&namespace).await?;
 
@@ -112,10 +122,42 @@ async fn reconcile_pool(pool: &ProverPool, context: &Context) -> Result<Outcome,
         .collect();
     let busy = busy_pods(&jobs);
     let mut outcome = Outcome::Unchanged;
+    let pools_api: Api<ProverPool> = context.namespaced(&namespace);
+    let queue = queue(&name, &jobs);
 
-    let pod_plan = plan(&name, pool.spec.replicas, &provers, &busy);
+    let mut scale_down_due = None;
+    let (replicas, autoscaling) = match &pool.spec.autoscaling {
+        None => (pool.spec.replicas, None),
+        Some(spec) => {
+            let decision = autoscale_decision(pool, spec, &provers, &busy, &queue);
+            if let Some(change) = decision.change {
+                let replicas = i32::try_from(decision.replicas).unwrap_or(i32::MAX);
+                set_pool_replicas(&pools_api, pool, replicas).await?;
+                tracing::info!(pool = %metrics_key, ?change, reason = %decision.reason, "autoscaled");
+                context
+                    .publish(
+                        &pool.object_ref(&()),
+                        events::autoscaled(change, &decision.reason),
+                    )
+                    .await;
+                outcome = Outcome::Applied;
+            }
+            if let Some(since) = decision.surplus_since {
+                let delay = Policy::from_spec(spec).scale_down_delay;
+                let waited = Timestamp::now().duration_since(since).unsigned_abs();
+                scale_down_due = Some(delay.saturating_sub(waited));
+            }
+            let status = autoscaling_status(pool, &decision);
+            (
+                i32::try_from(decision.replicas).unwrap_or(i32::MAX),
+                Some(status),
+            )
+        }
+    };
+
+    let pod_plan = plan(&name, replicas, &provers, &busy);
     if !pod_plan.is_empty() {
-        apply_pod_plan(pool, &namespace, &pod_plan, context).await?;
+        apply_pod_plan(pool, replicas, &namespace, &pod_plan, context).await?;
         outcome = Outcome::Applied;
     }
 
@@ -125,7 +167,6 @@ async fn reconcile_pool(pool: &ProverPool, context: &Context) -> Result<Outcome,
         .filter(|pod| !pod_plan.scale_down.contains(&pod.name))
         .cloned()
         .collect();
-    let queue = queue(&name, &jobs);
     let mut assigned = BTreeSet::new();
     for assignment in assign(&queue, &idle_ready_pods(&offered, &busy)) {
         match assign_job(&jobs_api, &assignment, context).await {
@@ -152,13 +193,19 @@ async fn reconcile_pool(pool: &ProverPool, context: &Context) -> Result<Outcome,
     let status_plan = pool_status::compute(&PoolObservation {
         name: &name,
         generation: pool.meta().generation,
-        desired_replicas: pool.spec.replicas,
+        desired_replicas: replicas,
         pods: &provers,
         queue: &still_queued,
         current: &current,
+        autoscaling,
         now: Timestamp::now(),
     });
-    let pools_api: Api<ProverPool> = context.namespaced(&namespace);
+    if let Some(note) = status_plan.newly_unschedulable.clone() {
+        tracing::warn!(pool = %metrics_key, "{note}");
+        context
+            .publish(&pool.object_ref(&()), events::unschedulable(note))
+            .await;
+    }
     if status_plan.status != pool_status::operator_fields(&current) {
         set_pool_status(&pools_api, pool, &status_plan.status).await?;
         outcome = Outcome::Applied;
@@ -167,7 +214,53 @@ async fn reconcile_pool(pool: &ProverPool, context: &Context) -> Result<Outcome,
         remove_prover_entries(&pools_api, pool, &status_plan.stale_provers).await?;
         outcome = Outcome::Applied;
     }
-    Ok(outcome)
+    Ok((outcome, scale_down_due))
+}
+
+/// The autoscaler's decision for `pool` from its pods' and jobs' state.
+fn autoscale_decision(
+    pool: &ProverPool,
+    spec: &AutoscalingSpec,
+    provers: &[ProverPod],
+    busy: &BTreeSet<String>,
+    queue: &[&ProofJob],
+) -> AutoscaleDecision {
+    let alive_busy = provers
+        .iter()
+        .filter(|pod| pod.health.is_alive() && busy.contains(&pod.name))
+        .count();
+    let demand = Demand {
+        busy_provers: u32::try_from(alive_busy).unwrap_or(u32::MAX),
+        queued_jobs: u32::try_from(queue.len()).unwrap_or(u32::MAX),
+        queued_partitions: queue
+            .iter()
+            .map(|job| u64::try_from(remaining_partitions(job)).unwrap_or(0))
+            .sum(),
+    };
+    let previous = pool.status.as_ref().and_then(|s| s.autoscaling.as_ref());
+    autoscale::decide(&AutoscaleObservation {
+        policy: Policy::from_spec(spec),
+        replicas: u32::try_from(pool.spec.replicas).unwrap_or(0),
+        demand,
+        surplus_since: previous.and_then(|a| a.surplus_since.as_ref()).map(|t| t.0),
+        now: Timestamp::now(),
+    })
+}
+
+/// `status.autoscaling` for a decision: the scale time moves only when replicas changed.
+fn autoscaling_status(pool: &ProverPool, decision: &AutoscaleDecision) -> AutoscalingStatus {
+    let previous = pool.status.as_ref().and_then(|s| s.autoscaling.as_ref());
+    let last_scale_time = if decision.change.is_some() {
+        Some(Time(Timestamp::now()))
+    } else {
+        previous.and_then(|a| a.last_scale_time.clone())
+    };
+    AutoscalingStatus {
+        desired_replicas: i32::try_from(decision.desired).unwrap_or(i32::MAX),
+        reason: decision.reason.clone(),
+        surplus_since: decision.surplus_since.map(Time),
+        last_scale_time,
+    }
 }
 
 /// One pod change of a [`PodPlan`].
@@ -181,12 +274,12 @@ enum PodChange {
 /// Creates and deletes pods as planned, with a `Scaled` Event for each pod saying why.
 async fn apply_pod_plan(
     pool: &ProverPool,
+    replicas: i32,
     namespace: &str,
     pod_plan: &PodPlan,
     context: &Context,
 ) -> Result<(), Error> {
     let api: Api<Pod> = context.namespaced(namespace);
-    let replicas = pool.spec.replicas;
     let pool_ref = pool.object_ref(&());
     let changes = (pod_plan.replace.iter().map(|pod| (PodChange::Replace, pod)))
         .chain(

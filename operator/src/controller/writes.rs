@@ -123,6 +123,30 @@ pub(super) async fn set_pool_status(
         })
 }
 
+/// Sets `spec.replicas` of an autoscaled pool through the scale subresource, as HPA does:
+/// a merge patch of that one field, so a user's other fields and managers are untouched.
+pub(super) async fn set_pool_replicas(
+    api: &Api<ProverPool>,
+    pool: &ProverPool,
+    replicas: i32,
+) -> Result<(), Error> {
+    let name = pool.name_any();
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    let patch = json!({ "spec": { "replicas": replicas } });
+    api.patch_scale(&name, &params, &Patch::Merge(&patch))
+        .await
+        .map(drop)
+        .context(|| {
+            format!(
+                "scaling ProverPool {}/{name} to {replicas} replicas",
+                pool.namespace().unwrap_or_default()
+            )
+        })
+}
+
 /// Removes the `status.provers` entries of `pods` (pods that no longer exist). The entries
 /// belong to the daemons' field managers, so this is a JSON patch, each removal guarded by a
 /// test of the entry's pod: a list that changed meanwhile fails the patch (left to the next

@@ -373,6 +373,24 @@ ok("operator Deployment: non-root, read-only root, no privilege escalation, no c
    "seccomp, requests and limits, probes, leader-election env, args (all scenarios)")
 
 
+# A tripwire for new kinds of API calls in the operator: `needed` below lists what the
+# calls known today require; a call of another kind must be added to the chart's RBAC (and
+# here) before this passes.
+KNOWN_CALLS = {"get_opt", "list", "create", "replace", "patch", "patch_status", "patch_scale", "delete"}
+API_CALLS = {"get_opt", "list", "create", "replace", "replace_status", "replace_scale", "patch",
+             "patch_status", "patch_scale", "patch_metadata", "get_status", "get_scale",
+             "get_metadata", "list_metadata", "delete", "delete_collection", "evict",
+             "watch", "watch_metadata", "create_subresource", "patch_subresource"}
+calls = set()
+for source in Path("operator/src").rglob("*.rs"):
+    calls |= set(re.findall(r"\.(" + "|".join(sorted(API_CALLS)) + r")\(", source.read_text()))
+if calls - KNOWN_CALLS:
+    fail(f"operator/src makes API calls of a kind the chart's RBAC was not derived for: "
+         f"{sorted(calls - KNOWN_CALLS)}; add their permissions to templates/rbac.yaml and here")
+if "patch_scale" not in calls:
+    fail("operator/src no longer calls patch_scale: drop proverpools/scale from templates/rbac.yaml and here")
+
+
 def prover_role_rules():
     """The rules of the prover Role the operator applies (operator/src/prover_rbac.rs)."""
     text = Path("operator/src/prover_rbac.rs").read_text()
@@ -418,6 +436,7 @@ for scenario, (objects, manifests) in rendered.items():
         ("proofpipe.dev", "proofjobs", v) for v in ("get", "list", "watch", "patch", "delete")
     } | {("proofpipe.dev", "proverpools", v) for v in ("get", "list", "watch")} | {
         ("proofpipe.dev", "proofjobs/status", "patch"), ("proofpipe.dev", "proverpools/status", "patch"),
+        ("proofpipe.dev", "proverpools/scale", "patch"),
         ("", "pods", "create"), ("", "pods", "delete"), ("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "get"),
         ("", "serviceaccounts", "patch"), ("rbac.authorization.k8s.io", "roles", "patch"),
         ("rbac.authorization.k8s.io", "rolebindings", "patch"), ("events.k8s.io", "events", "create"),

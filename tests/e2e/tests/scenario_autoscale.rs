@@ -1,0 +1,111 @@
+//! An autoscaled pool under a burst: the queue builds, the pool grows to its maximum, every
+//! job succeeds, and once the queue has been empty for the scale-down delay the pool shrinks
+//! back to its minimum. No busy prover is removed on the way: every job is proved by one pod
+//! in one attempt.
+//!
+//! Runs the real binaries (`cargo build -p proofpipe-prover -p proofpipe-operator`) against
+//! the API server of `KUBECONFIG`; skips without it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use proofpipe_crds::ProverPool;
+use proofpipe_e2e::stack::{Stack, check_succeeded};
+
+#[tokio::test]
+async fn pool_grows_with_its_queue_and_shrinks_when_idle() {
+    let Some(mut stack) = Stack::start("autoscale").await else {
+        return;
+    };
+    let recorder = stack.record_assignments();
+    stack.apply("autoscale-pool.yaml").await;
+    stack.apply("queue-jobs.yaml").await;
+    let jobs = stack.jobs();
+    let pods = stack.namespace.api::<Pod>();
+    let pools = stack.namespace.api::<ProverPool>();
+    let most_pods = Arc::new(AtomicUsize::new(0));
+
+    // 5 jobs, 18 partitions, 4 per prover: 5 wanted, 3 allowed.
+    stack
+        .wait_for("every job Succeeded", || {
+            let (jobs, pods, most_pods) = (jobs.clone(), pods.clone(), most_pods.clone());
+            async move {
+                let alive = pods
+                    .list(&Default::default())
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .items
+                    .iter()
+                    .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+                    .count();
+                most_pods.fetch_max(alive, Ordering::Relaxed);
+                let list = jobs
+                    .list(&Default::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let problems: Vec<String> = list
+                    .items
+                    .iter()
+                    .filter_map(|job| check_succeeded(job).err())
+                    .collect();
+                if list.items.len() == 5 && problems.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!("{alive} pods; {}", problems.join("\n")))
+                }
+            }
+        })
+        .await;
+    assert_eq!(
+        most_pods.load(Ordering::Relaxed),
+        3,
+        "the pool should have grown to maxReplicas"
+    );
+
+    let reason = stack
+        .wait_for("the pool back at minReplicas", || async {
+            let pool = pools.get("gpu").await.map_err(|e| e.to_string())?;
+            let alive = pods
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .iter()
+                .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+                .count();
+            let autoscaling = pool.status.as_ref().and_then(|s| s.autoscaling.clone());
+            match (pool.spec.replicas, alive, autoscaling) {
+                (1, 1, Some(status)) if status.desired_replicas == 1 => Ok(status.reason),
+                (replicas, alive, status) => Err(format!(
+                    "spec.replicas {replicas}, {alive} pods, status.autoscaling {status:?}"
+                )),
+            }
+        })
+        .await;
+    assert_eq!(
+        reason,
+        "0 busy + 0 for 0 queued partitions in 0 jobs (target 4 per prover), bounded to 1..=3"
+    );
+
+    let mut problems = recorder.with_log(|log| {
+        let mut problems = log.violations().to_vec();
+        for job in ["q1", "q2", "q3", "q4", "q5"] {
+            let pods = log.pods_of(job);
+            if pods.len() != 1 {
+                problems.push(format!("job {job} was assigned to {pods:?}"));
+            }
+        }
+        problems
+    });
+    for job in jobs.list(&Default::default()).await.unwrap().items {
+        let attempts = job.status.as_ref().and_then(|s| s.attempts);
+        if attempts != Some(1) {
+            problems.push(format!("job {} took {attempts:?} attempts", job.name_any()));
+        }
+    }
+    if !problems.is_empty() {
+        panic!("{}\n{}", problems.join("\n"), stack.diagnostics());
+    }
+}

@@ -25,6 +25,7 @@ pub mod prover_rbac;
 pub mod queue;
 mod retry;
 pub mod scaling;
+pub mod simulate;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -26,6 +26,9 @@ enum Command {
         #[arg(long)]
         namespace: Option<String>,
     },
+    /// Replay a proof-arrival trace (a file, or a generated day with bursts) against static
+    /// and autoscaled pools: GPU-hours, time to proof, jobs past their deadline.
+    Simulate(proofpipe_operator::simulate::command::SimulateArgs),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +43,8 @@ enum Error {
     Runtime(#[source] io::Error),
     #[error(transparent)]
     Operator(#[from] proofpipe_operator::Error),
+    #[error(transparent)]
+    Simulate(#[from] proofpipe_operator::simulate::command::SimulateError),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +82,12 @@ fn run(command: Command) -> Result<(), Error> {
                 .init();
             let runtime = tokio::runtime::Runtime::new().map_err(Error::Runtime)?;
             runtime.block_on(operate(Config::from_env(Some(listen), namespace)))?;
+        }
+        Command::Simulate(args) => {
+            let report = proofpipe_operator::simulate::command::run(&args)?;
+            let mut stdout = io::stdout().lock();
+            stdout.write_all(report.as_bytes())?;
+            stdout.flush()?;
         }
     }
     Ok(())

@@ -399,11 +399,15 @@ if "patch_scale" not in calls:
 def prover_role_rules():
     """The rules of the prover Role the operator applies (operator/src/prover_rbac.rs)."""
     text = Path("operator/src/prover_rbac.rs").read_text()
-    rules = re.findall(r'rule\(&\[([^\]]*)\],\s*&\[([^\]]*)\]\)', text)
-    parsed = [(re.findall(r'"([^"]+)"', r), re.findall(r'"([^"]+)"', v)) for r, v in rules]
-    if len(parsed) < 4 or 'api_groups: Some(vec!["proofpipe.dev".into()])' not in text:
+    # `rule(&[resources], &[verbs])` is in proofpipe.dev; `rule_in("group", &[...], &[...])`
+    # names its group.
+    rules = [("proofpipe.dev", r, v) for r, v in
+             re.findall(r'\brule\(&\[([^\]]*)\],\s*&\[([^\]]*)\]\)', text)]
+    rules += re.findall(r'\brule_in\("([^"]+)",\s*&\[([^\]]*)\],\s*&\[([^\]]*)\]\)', text)
+    parsed = [(g, re.findall(r'"([^"]+)"', r), re.findall(r'"([^"]+)"', v)) for g, r, v in rules]
+    if len(parsed) < 4 or 'rule_in("proofpipe.dev", resources, verbs)' not in text:
         fail("cannot read the prover Role's rules from operator/src/prover_rbac.rs")
-    return [("proofpipe.dev", resource, verb) for resources, verbs in parsed
+    return [(group, resource, verb) for group, resources, verbs in parsed
             for resource in resources for verb in verbs]
 
 

@@ -30,8 +30,12 @@ pub fn service_account(namespace: &str) -> ServiceAccount {
 }
 
 fn rule(resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    rule_in("proofpipe.dev", resources, verbs)
+}
+
+fn rule_in(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
     PolicyRule {
-        api_groups: Some(vec!["proofpipe.dev".into()]),
+        api_groups: Some(vec![group.into()]),
         resources: Some(resources.iter().map(|r| (*r).into()).collect()),
         verbs: verbs.iter().map(|v| (*v).into()).collect(),
         ..PolicyRule::default()
@@ -51,6 +55,9 @@ pub fn role(namespace: &str) -> Role {
             rule(&["proverpools"], &["get"]),
             // It applies its own entry of the pool's `status.provers`.
             rule(&["proverpools/status"], &["get", "patch"]),
+            // It tells the job's owner why proving failed with a `ProvingFailed` Event; the
+            // recorder patches a repeated Event into a series instead of creating another.
+            rule_in("events.k8s.io", &["events"], &["create", "patch"]),
         ]),
     }
 }
@@ -93,16 +100,26 @@ mod tests {
             ("proofjobs/status", vec!["get", "patch"]),
             ("proverpools", vec!["get"]),
             ("proverpools/status", vec!["get", "patch"]),
+            ("events", vec!["create", "patch"]),
         ];
         assert_eq!(granted.len(), expected.len());
         for ((resource, verbs), (want_resource, want_verbs)) in granted.iter().zip(expected) {
             assert_eq!(resource, want_resource);
             assert_eq!(verbs, &want_verbs);
         }
-        assert!(
-            rules
-                .iter()
-                .all(|rule| rule.api_groups.as_deref() == Some(&["proofpipe.dev".to_owned()][..]))
+        let groups: Vec<&str> = rules
+            .iter()
+            .map(|rule| rule.api_groups.as_ref().unwrap()[0].as_str())
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                "proofpipe.dev",
+                "proofpipe.dev",
+                "proofpipe.dev",
+                "proofpipe.dev",
+                "events.k8s.io"
+            ]
         );
     }
 

@@ -52,6 +52,7 @@ fn main() {
             headroom: 0.1,
             cpu_cores: cores,
             gpu_devices: 0,
+            gpu_memory_bytes: None,
             max_parallel_partitions: Some(partitions as usize),
             overrides: Overrides::default(),
         };
@@ -59,6 +60,7 @@ fn main() {
         let (backend, _) = proofpipe_kernels::select_backend();
         let r = compare(
             Arc::clone(&params),
+            partitions,
             partitions,
             PipelineConfig::from_plan(&plan),
             backend,

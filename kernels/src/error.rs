@@ -21,4 +21,13 @@ pub enum KernelError {
         skip: usize,
         exponents: usize,
     },
+    #[error("CUDA {what} failed on GPU {device} (error {code}): {message}")]
+    Cuda {
+        what: &'static str,
+        device: usize,
+        code: i32,
+        message: String,
+    },
+    #[error("no usable GPU: {0}")]
+    NoGpu(String),
 }

@@ -5,6 +5,8 @@
 //! (added behind the `cuda` feature). A backend is chosen once per process, at run time.
 
 mod cpu;
+#[cfg(feature = "cuda")]
+mod cuda;
 mod error;
 
 use std::sync::Arc;
@@ -14,6 +16,8 @@ pub use ec_gpu_gen::multiexp_cpu::DensityTracker;
 use ff::PrimeField;
 
 pub use cpu::CpuBackend;
+#[cfg(feature = "cuda")]
+pub use cuda::CudaBackend;
 pub use error::KernelError;
 
 /// A scalar in the little-endian byte form the MSM kernels consume.
@@ -70,6 +74,36 @@ pub trait ProvingBackend: Send + Sync {
         density: &Density,
         exponents: &Arc<Vec<FrRepr>>,
     ) -> Result<G2Projective, KernelError>;
+
+    /// The GPUs this backend runs on (none for the CPU backend).
+    fn gpu_devices(&self) -> Vec<GpuDevice> {
+        Vec::new()
+    }
+
+    /// Time spent per kernel since the backend was made (empty where not measured).
+    fn kernel_stats(&self) -> Vec<(&'static str, KernelStat)> {
+        Vec::new()
+    }
+}
+
+/// One GPU a backend uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuDevice {
+    pub id: usize,
+    pub total_bytes: u64,
+    /// Free when the backend was made.
+    pub free_bytes: u64,
+    pub compute_capability: (u32, u32),
+    pub sm_count: u32,
+}
+
+/// Calls, wall seconds (while holding the device, host-device copies included, waiting for
+/// the device not included) and elements of one kernel kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KernelStat {
+    pub calls: u64,
+    pub seconds: f64,
+    pub elements: u64,
 }
 
 /// The smallest power of two at or above `n`: the FFT domain size for `n` constraints.
@@ -77,11 +111,58 @@ pub fn domain_size(n: usize) -> usize {
     n.max(1).next_power_of_two()
 }
 
+/// Set to `cpu` to keep the GPU stage on the CPU even where a GPU is present.
+pub const BACKEND_ENV: &str = "PROOFPIPE_BACKEND";
+
 /// The backend this process proves with, and why it was chosen (for the one log line that
-/// says so). Builds without a GPU backend always use the CPU.
-pub fn select_backend() -> (Arc<dyn ProvingBackend>, &'static str) {
+/// says so): CUDA when this build has it and a GPU is usable, else the CPU.
+pub fn select_backend() -> (Arc<dyn ProvingBackend>, String) {
+    if std::env::var(BACKEND_ENV).is_ok_and(|v| v == "cpu") {
+        return (
+            Arc::new(CpuBackend::new()),
+            format!("{BACKEND_ENV}=cpu; the GPU stage runs on the CPU"),
+        );
+    }
+    select_gpu_backend()
+}
+
+#[cfg(feature = "cuda")]
+fn select_gpu_backend() -> (Arc<dyn ProvingBackend>, String) {
+    match CudaBackend::new() {
+        Ok(b) => {
+            let devices = b.gpu_devices();
+            let list = devices
+                .iter()
+                .map(|d| {
+                    format!(
+                        "#{} sm_{}{} {} SMs {:.0} GiB",
+                        d.id,
+                        d.compute_capability.0,
+                        d.compute_capability.1,
+                        d.sm_count,
+                        d.total_bytes as f64 / (1u64 << 30) as f64
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            (
+                Arc::new(b),
+                format!("CUDA on {} GPU(s): {list}", devices.len()),
+            )
+        }
+        Err(e) => (
+            Arc::new(CpuBackend::new()),
+            format!(
+                "this build has CUDA but it cannot be used ({e}); the GPU stage runs on the CPU"
+            ),
+        ),
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn select_gpu_backend() -> (Arc<dyn ProvingBackend>, String) {
     (
         Arc::new(CpuBackend::new()),
-        "this build has no GPU backend; the GPU stage runs on the CPU",
+        "this build has no GPU backend (built without the `cuda` feature); the GPU stage runs on the CPU".into(),
     )
 }

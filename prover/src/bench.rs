@@ -51,6 +51,45 @@ pub struct PipelineRun {
     pub spans: Vec<BusySpan>,
 }
 
+/// Time in one kernel kind during the timed pipeline run (GPU backends only).
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelRow {
+    pub kernel: &'static str,
+    pub calls: u64,
+    pub seconds: f64,
+    pub ms_per_call: f64,
+    pub elements: u64,
+}
+
+fn kernel_rows(
+    before: &[(&'static str, proofpipe_kernels::KernelStat)],
+    after: &[(&'static str, proofpipe_kernels::KernelStat)],
+) -> Vec<KernelRow> {
+    after
+        .iter()
+        .map(|(name, a)| {
+            let b = before
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, b)| *b)
+                .unwrap_or_default();
+            let calls = a.calls - b.calls;
+            let seconds = a.seconds - b.seconds;
+            KernelRow {
+                kernel: name,
+                calls,
+                seconds,
+                ms_per_call: if calls == 0 {
+                    0.0
+                } else {
+                    seconds * 1e3 / calls as f64
+                },
+                elements: a.elements - b.elements,
+            }
+        })
+        .collect()
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchReport {
     pub circuit: CircuitKind,
@@ -59,6 +98,10 @@ pub struct BenchReport {
     pub cpu_cores: usize,
     pub stock: RunResult,
     pub pipeline: PipelineRun,
+    /// Per-kernel time of the pipeline run (empty for the CPU backend).
+    pub kernels: Vec<KernelRow>,
+    /// GPU memory per device in use: (device, total bytes).
+    pub gpus: Vec<(usize, u64)>,
     /// Pipeline throughput over stock throughput: above 1 means the pipeline is faster.
     pub throughput_ratio: f64,
 }
@@ -153,19 +196,31 @@ pub fn run_pipeline(
     Ok(run)
 }
 
-/// Runs both provers on the same partitions and compares their throughput.
+/// Runs both provers on the same partitions and compares their throughput (per proof, so
+/// the stock prover may run fewer partitions: `stock_partitions`).
 pub fn compare(
     params: Arc<CircuitParams>,
     partitions: u32,
+    stock_partitions: u32,
     config: PipelineConfig,
     backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
 ) -> Result<BenchReport, ProverError> {
     let seed = 1;
-    // A small warm-up so neither side pays for first-touch page faults of the parameters.
+    // A small warm-up so neither side pays for first-touch page faults of the parameters
+    // (and a GPU backend has its bases resident before the timed run).
     run_pipeline(params.clone(), 1, seed + 1, config, backend.clone())?;
-    let stock = run_stock(&params, partitions, seed)?;
-    let pipeline = run_pipeline(params.clone(), partitions, seed, config, backend)?;
+    let stock = run_stock(&params, stock_partitions, seed)?;
+    let before = backend.kernel_stats();
+    let pipeline = run_pipeline(params.clone(), partitions, seed, config, backend.clone())?;
+    let kernels = kernel_rows(&before, &backend.kernel_stats());
+    let gpus = backend
+        .gpu_devices()
+        .iter()
+        .map(|g| (g.id, g.total_bytes))
+        .collect();
     Ok(BenchReport {
+        kernels,
+        gpus,
         circuit: params.circuit,
         constraints: params.constraints,
         partitions,

@@ -12,12 +12,13 @@ use super::{BenchArgs, setup, store};
 
 pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     let store = store(args.params_dir.clone());
-    let prepared = setup::prepare(&args.job, &args.sizing, &store)?;
     let (backend, why) = proofpipe_kernels::select_backend();
     tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
+    let prepared = setup::prepare(&args.job, &args.sizing, &store, &backend.gpu_devices())?;
     let report = compare(
         prepared.params.clone(),
         args.job.partitions,
+        args.stock_partitions.unwrap_or(args.job.partitions),
         PipelineConfig::from_plan(&prepared.plan),
         backend,
     )?;
@@ -78,6 +79,31 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
         p.max_synthesized_in_flight,
         p.config.partition_workers,
         p.config.channel_capacity,
+    );
+    for k in &report.kernels {
+        println!(
+            "kernel {:<13} calls {:>5} total {:>8.3}s {:>9.2} ms/call {:>12} elements",
+            k.kernel, k.calls, k.seconds, k.ms_per_call, k.elements
+        );
+    }
+    if let Some(g) = &prepared.plan.gpu {
+        println!(
+            "GPU memory plan per device: {:.2} GiB of {:.2} GiB (resident bases {:.2} GiB + {} worker(s) x {:.2} GiB)",
+            g.predicted_device_bytes as f64 / (1u64 << 30) as f64,
+            g.device_memory_bytes as f64 / (1u64 << 30) as f64,
+            g.resident_bytes as f64 / (1u64 << 30) as f64,
+            g.workers_per_device,
+            g.per_worker_bytes as f64 / (1u64 << 30) as f64,
+        );
+    }
+    println!(
+        "plan: pw={} capacity={} gpu_workers={} finalize_workers={} predicted peak {:.2} GiB of {:.2} GiB",
+        prepared.plan.partition_workers,
+        prepared.plan.channel_capacity,
+        prepared.plan.gpu_workers,
+        prepared.plan.finalize_workers,
+        prepared.plan.predicted_peak_bytes as f64 / (1u64 << 30) as f64,
+        prepared.plan.memory_limit as f64 / (1u64 << 30) as f64,
     );
     if args.json {
         println!(

@@ -121,6 +121,9 @@ struct PlanArgs {
     /// GPUs to plan for (0: the GPU stage on the CPU).
     #[arg(long, default_value_t = 0)]
     gpus: usize,
+    /// Memory of each GPU (e.g. 141GB): plans the resident bases and workers per device.
+    #[arg(long, value_parser = parse_size)]
+    gpu_memory: Option<u64>,
     #[arg(long)]
     json: bool,
 }
@@ -156,6 +159,10 @@ struct BenchArgs {
     /// Draw the pipeline's stage occupancy and buffer counts into this SVG file.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Partitions for bellperson's stock prover (default: --partitions); fewer keep a
+    /// CPU-only stock run short at large sizes. Throughput is compared per proof.
+    #[arg(long)]
+    stock_partitions: Option<u32>,
     #[arg(long)]
     json: bool,
 }

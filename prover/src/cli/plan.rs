@@ -22,6 +22,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
         headroom: args.sizing.headroom,
         cpu_cores: args.cores.unwrap_or_else(cpu_cores),
         gpu_devices: args.gpus,
+        gpu_memory_bytes: args.gpu_memory,
         max_parallel_partitions: Some(args.job.partitions as usize),
         overrides: args.sizing.overrides(),
     };
@@ -81,6 +82,21 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
             ByteSize(b.synthesized_bytes).to_string(),
         ),
         ("GPU stage", ByteSize(b.gpu_stage_bytes).to_string()),
+        (
+            "GPU memory per device",
+            plan.gpu
+                .as_ref()
+                .map_or("not planned (no --gpu-memory)".into(), |g| {
+                    format!(
+                        "{} of {}: resident bases {} + {} worker(s) x {}",
+                        ByteSize(g.predicted_device_bytes),
+                        ByteSize(g.device_memory_bytes),
+                        ByteSize(g.resident_bytes),
+                        g.workers_per_device,
+                        ByteSize(g.per_worker_bytes)
+                    )
+                }),
+        ),
         ("finalize", ByteSize(b.finalize_bytes).to_string()),
         (
             "predicted peak",

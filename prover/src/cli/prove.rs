@@ -36,9 +36,9 @@ struct Summary {
 
 pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, ProverError> {
     let store = store(args.params_dir.clone());
-    let prepared = setup::prepare(&args.job, &args.sizing, &store)?;
     let (backend, why) = proofpipe_kernels::select_backend();
     tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
+    let prepared = setup::prepare(&args.job, &args.sizing, &store, &backend.gpu_devices())?;
     let pipeline = Pipeline::start(PipelineConfig::from_plan(&prepared.plan), backend)?;
 
     let mut spec = JobSpec::new(args.job.circuit, args.job.constraints, args.job.partitions);

@@ -7,6 +7,8 @@ use proofpipe_prover::params::{CircuitParams, ParamsStore};
 use proofpipe_prover::rss;
 use proofpipe_prover::sizing::{MemoryLimit, Plan, SizingInput, detect_memory_limit, plan};
 
+use proofpipe_kernels::GpuDevice;
+
 use super::{JobArgs, SizingArgs, cpu_cores};
 
 pub struct Prepared {
@@ -15,10 +17,12 @@ pub struct Prepared {
     pub plan: Plan,
 }
 
+/// `gpus`: the devices of the chosen backend (empty for the CPU backend).
 pub fn prepare(
     job: &JobArgs,
     sizing: &SizingArgs,
     store: &ParamsStore,
+    gpus: &[GpuDevice],
 ) -> Result<Prepared, ProverError> {
     if job.partitions == 0 {
         return Err(ProverError::ZeroPartitions);
@@ -34,7 +38,8 @@ pub fn prepare(
         params_bytes: proofpipe_prover::params::estimated_params_bytes(shape),
         headroom: sizing.headroom,
         cpu_cores: cpu_cores(),
-        gpu_devices: 0,
+        gpu_devices: gpus.len(),
+        gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
         max_parallel_partitions: Some(job.partitions as usize),
         overrides: sizing.overrides(),
     };
@@ -50,6 +55,7 @@ pub fn prepare(
         channel_capacity = plan.channel_capacity,
         gpu_workers = plan.gpu_workers,
         predicted_peak = %bytesize::ByteSize(plan.predicted_peak_bytes),
+        gpu_device_bytes = ?plan.gpu.as_ref().map(|g| bytesize::ByteSize(g.predicted_device_bytes).to_string()),
         "pipeline sized from the memory limit"
     );
     Ok(Prepared {

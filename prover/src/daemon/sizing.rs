@@ -29,6 +29,7 @@ pub fn sizing_input(
         headroom: HEADROOM,
         cpu_cores,
         gpu_devices: GPU_DEVICES,
+        gpu_memory_bytes: None,
         max_parallel_partitions: Some(job.todo().len()),
         overrides,
     }

@@ -62,6 +62,9 @@ pub struct SizingInput {
     pub cpu_cores: usize,
     /// GPU devices in use (0: the GPU stage runs on the CPU backend).
     pub gpu_devices: usize,
+    /// Memory of the smallest GPU in use, if known: the proving key's bases stay resident
+    /// on each device and every GPU-stage worker needs its own buffers there.
+    pub gpu_memory_bytes: Option<u64>,
     /// The most partitions that can be in flight at once (a single job's size), if known.
     pub max_parallel_partitions: Option<usize>,
     pub overrides: Overrides,
@@ -88,6 +91,55 @@ pub struct Plan {
     pub predicted_peak_bytes: u64,
     pub memory_limit: u64,
     pub breakdown: Breakdown,
+    /// Device memory per GPU, when the GPU stage runs on GPUs of known size.
+    pub gpu: Option<GpuPlan>,
+}
+
+/// Device memory of one GPU: resident bases, plus each of its workers' buffers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GpuPlan {
+    pub devices: usize,
+    pub workers_per_device: usize,
+    pub device_memory_bytes: u64,
+    /// The proving key's base points (a device copy of the host parameters) and the MSM
+    /// buckets kept with them.
+    pub resident_bytes: u64,
+    /// One worker's largest device allocation: a, b, c during the quotient, or the scalars
+    /// and digits of the largest MSM.
+    pub per_worker_bytes: u64,
+    pub predicted_device_bytes: u64,
+}
+
+/// MSM buckets kept with the resident bases: sppark allocates ~2^(w-1) buckets per window,
+/// ~16 windows, per resident query range (six of them, G2's twice G1's size); measured to
+/// stay under this at 2^24.
+pub const GPU_RESIDENT_OVERHEAD_BYTES: u64 = 2 << 30;
+
+/// GPU-stage workers per device when not overridden: one's copies overlap another's kernels.
+pub const GPU_WORKERS_PER_DEVICE: usize = 2;
+
+impl GpuPlan {
+    fn for_shape(
+        shape: CircuitShape,
+        params_bytes: u64,
+        devices: usize,
+        memory: u64,
+        per_device: usize,
+    ) -> Self {
+        let m = proofpipe_kernels::domain_size(shape.constraints) as u64;
+        // Quotient: a, b, c on the device. MSM: scalars (32 B) + signed digits (~16 windows
+        // x 4 B) + sort temporaries (8 B) per point of the largest query (~m points).
+        let per_worker = (3 * SCALAR * m).max((SCALAR + 64 + 8) * m);
+        let resident = params_bytes + GPU_RESIDENT_OVERHEAD_BYTES;
+        Self {
+            devices,
+            workers_per_device: per_device,
+            device_memory_bytes: memory,
+            resident_bytes: resident,
+            per_worker_bytes: per_worker,
+            predicted_device_bytes: resident + per_device as u64 * per_worker,
+        }
+    }
 }
 
 /// Where the predicted peak goes.
@@ -159,14 +211,7 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
         });
     }
     let per = PartitionBytes::for_shape(input.shape);
-    let gw = input
-        .overrides
-        .gpu_workers
-        .unwrap_or(if input.gpu_devices == 0 {
-            1
-        } else {
-            2 * input.gpu_devices
-        });
+    let (gw, gpu_plan) = gpu_workers(input)?;
     let (finalize_workers, finalize_queue) = (1, 1);
     let workers = |pw, cap| Workers {
         pw,
@@ -227,6 +272,7 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
         finalize_workers,
         finalize_queue,
         g2: G2Placement::GpuStage,
+        gpu: gpu_plan,
         predicted_peak_bytes: peak,
         memory_limit: input.memory_limit,
         breakdown: Breakdown {
@@ -239,6 +285,53 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
             headroom_bytes: input.memory_limit - usable,
         },
     })
+}
+
+/// GPU-stage workers (all devices together) and, for GPUs of known size, their device
+/// memory plan: as many workers per device as fit (at most [`GPU_WORKERS_PER_DEVICE`]),
+/// refused if not even the resident bases and one worker fit.
+fn gpu_workers(input: &SizingInput) -> Result<(usize, Option<GpuPlan>), ProverError> {
+    let devices = input.gpu_devices;
+    if devices == 0 {
+        return Ok((input.overrides.gpu_workers.unwrap_or(1), None));
+    }
+    let wanted = input
+        .overrides
+        .gpu_workers
+        .map_or(GPU_WORKERS_PER_DEVICE, |gw| gw.div_ceil(devices).max(1));
+    let Some(memory) = input.gpu_memory_bytes else {
+        return Ok((
+            input.overrides.gpu_workers.unwrap_or(wanted * devices),
+            None,
+        ));
+    };
+    let fit = |k| {
+        GpuPlan::for_shape(input.shape, input.params_bytes, devices, memory, k)
+            .predicted_device_bytes
+            <= memory
+    };
+    let mut per_device = wanted;
+    while per_device > 1 && !fit(per_device) {
+        per_device -= 1;
+    }
+    let gpu = GpuPlan::for_shape(input.shape, input.params_bytes, devices, memory, per_device);
+    if !fit(per_device) {
+        return Err(ProverError::InvalidArgument {
+            what: "GPU memory",
+            reason: format!(
+                "{} per GPU cannot hold the resident parameters ({}) and one GPU-stage worker ({}) for {} constraints",
+                ByteSize(memory),
+                ByteSize(gpu.resident_bytes),
+                ByteSize(gpu.per_worker_bytes),
+                input.shape.constraints
+            ),
+        });
+    }
+    let gw = match input.overrides.gpu_workers {
+        Some(gw) if per_device == wanted => gw,
+        _ => per_device * devices,
+    };
+    Ok((gw, Some(gpu)))
 }
 
 #[cfg(test)]

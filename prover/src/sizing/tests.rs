@@ -13,6 +13,7 @@ fn input(limit: u64, constraints: usize, cores: usize) -> SizingInput {
         headroom: 0.1,
         cpu_cores: cores,
         gpu_devices: 0,
+        gpu_memory_bytes: None,
         max_parallel_partitions: None,
         overrides: Overrides::default(),
     }
@@ -112,4 +113,42 @@ proptest! {
             prop_assert!(b.partition_workers >= a.partition_workers);
         }
     }
+}
+
+#[test]
+fn gpu_memory_enters_the_plan() {
+    // 2^22 constraints on one 141 GB H200: two workers per device, resident bases reported.
+    let mut i = input(128 * GIB, 1 << 22, 16);
+    i.gpu_devices = 1;
+    i.gpu_memory_bytes = Some(141 * GIB);
+    let p = plan(&i).unwrap();
+    let g = p.gpu.clone().expect("GPU plan");
+    assert_eq!((p.gpu_workers, g.workers_per_device, g.devices), (2, 2, 1));
+    assert_eq!(
+        g.resident_bytes,
+        i.params_bytes + GPU_RESIDENT_OVERHEAD_BYTES
+    );
+    assert_eq!(g.per_worker_bytes, 3 * 32 * (1 << 22));
+    assert!(g.predicted_device_bytes <= g.device_memory_bytes);
+
+    // Four devices: one set of workers per device.
+    i.gpu_devices = 4;
+    assert_eq!(plan(&i).unwrap().gpu_workers, 8);
+
+    // A GPU that holds the bases and one worker but not two: one worker per device.
+    i.gpu_devices = 1;
+    let one = g.resident_bytes + g.per_worker_bytes;
+    i.gpu_memory_bytes = Some(one + g.per_worker_bytes / 2);
+    let p = plan(&i).unwrap();
+    assert_eq!((p.gpu_workers, p.gpu.unwrap().workers_per_device), (1, 1));
+
+    // Too small for even that: refused, naming GPU memory.
+    i.gpu_memory_bytes = Some(one - 1);
+    let err = plan(&i).unwrap_err();
+    assert!(err.to_string().contains("GPU"), "{err}");
+
+    // Unknown GPU size: no device plan, two workers per device.
+    i.gpu_memory_bytes = None;
+    let p = plan(&i).unwrap();
+    assert_eq!((p.gpu_workers, p.gpu), (2, None));
 }

@@ -1,0 +1,477 @@
+//! The CUDA backend: sppark's NTT and Pippenger MSM kernels (cuda/proofpipe.cu) behind
+//! [`ProvingBackend`].
+//!
+//! - Base points stay resident: each query's range of a proving-key vector,
+//!   `points[skip..skip + used]`, is uploaded to a device once per process (keyed by the
+//!   vector's `Arc`, which the cache keeps alive so the key cannot be reused, the skip and the
+//!   count, all fixed per circuit) and every later MSM over it reads it in place.
+//! - Sparse queries: the exponents of the variables a query uses are gathered on the host
+//!   (as the CPU backend does); the bases of a sparse query are already dense, so the MSM runs
+//!   over the resident points as they are.
+//! - GPU-stage workers are spread over the visible devices (a worker thread keeps the device
+//!   it first got); workers of one device take turns on it through an in-process lock, so
+//!   one worker's host-side work (gathering, conversions, copies back) overlaps another's
+//!   kernels. No file lock.
+//! - The CUDA runtime is linked statically and loads the driver at run time: a binary built
+//!   with this backend starts on a machine without a GPU or driver, and [`CudaBackend::new`]
+//!   then reports why it cannot be used.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use blst::{blst_p1, blst_p2};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use ff::{Field, PrimeField};
+use group::Group;
+
+use crate::{Bases, Density, FrRepr, GpuDevice, KernelError, KernelStat, ProvingBackend};
+
+mod ffi {
+    use std::ffi::c_void;
+
+    use blst::{blst_fr, blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
+
+    unsafe extern "C" {
+        pub fn pp_ngpus() -> usize;
+        pub fn pp_gpu_mem(
+            dev: i32,
+            free: *mut usize,
+            total: *mut usize,
+            major: *mut i32,
+            minor: *mut i32,
+            sms: *mut i32,
+        ) -> sppark::Error;
+        pub fn pp_msm_g1_new(
+            dev: i32,
+            host: *const blst_p1_affine,
+            n: usize,
+            out: *mut *mut c_void,
+        ) -> sppark::Error;
+        pub fn pp_msm_g2_new(
+            dev: i32,
+            host: *const blst_p2_affine,
+            n: usize,
+            out: *mut *mut c_void,
+        ) -> sppark::Error;
+        pub fn pp_msm_g1_run(
+            h: *mut c_void,
+            out: *mut blst_p1,
+            n: usize,
+            s: *const u8,
+        ) -> sppark::Error;
+        pub fn pp_msm_g2_run(
+            h: *mut c_void,
+            out: *mut blst_p2,
+            n: usize,
+            s: *const u8,
+        ) -> sppark::Error;
+        pub fn pp_msm_g1_free(h: *mut c_void);
+        pub fn pp_msm_g2_free(h: *mut c_void);
+        pub fn pp_quotient(
+            dev: i32,
+            a: *const blst_fr,
+            b: *const blst_fr,
+            c: *const blst_fr,
+            lg: u32,
+            zinv: *const blst_fr,
+            out: *mut u8,
+        ) -> sppark::Error;
+    }
+}
+
+fn check(what: &'static str, device: usize, e: sppark::Error) -> Result<(), KernelError> {
+    if e.code == 0 {
+        Ok(())
+    } else {
+        Err(KernelError::Cuda {
+            what,
+            device,
+            code: e.code,
+            message: e.to_string(),
+        })
+    }
+}
+
+/// sppark's NTT tables cover domains up to 2^28.
+const MAX_LG_DOMAIN: u32 = 28;
+
+/// Base points of one query range, resident on a device inside a sppark `msm_t`.
+struct Resident {
+    handle: *mut c_void,
+    g2: bool,
+    bytes: usize,
+    /// Keeps the host vector alive, so its address (part of the cache key) is not reused.
+    _host: Arc<dyn Any + Send + Sync>,
+}
+
+// SAFETY: the handle is only used under the device's lock, through the CUDA runtime.
+unsafe impl Send for Resident {}
+
+/// (host vector address, skip, points used): fixed per circuit and query.
+type ResidentKey = (usize, usize, usize);
+
+/// A group the MSM kernels exist for.
+trait GpuGroup: Send + Sync + Sized + 'static {
+    const G2: bool;
+    /// Uploads `n` points and returns the msm_t handle.
+    unsafe fn upload(dev: i32, host: *const Self, n: usize, out: *mut *mut c_void)
+    -> sppark::Error;
+}
+
+impl GpuGroup for G1Affine {
+    const G2: bool = false;
+    unsafe fn upload(
+        dev: i32,
+        host: *const Self,
+        n: usize,
+        out: *mut *mut c_void,
+    ) -> sppark::Error {
+        unsafe { ffi::pp_msm_g1_new(dev, host.cast(), n, out) }
+    }
+}
+
+impl GpuGroup for G2Affine {
+    const G2: bool = true;
+    unsafe fn upload(
+        dev: i32,
+        host: *const Self,
+        n: usize,
+        out: *mut *mut c_void,
+    ) -> sppark::Error {
+        unsafe { ffi::pp_msm_g2_new(dev, host.cast(), n, out) }
+    }
+}
+
+#[derive(Default)]
+struct Stats {
+    quotient: KernelStat,
+    msm_g1: KernelStat,
+    msm_g2: KernelStat,
+    upload: KernelStat,
+}
+
+struct Device {
+    info: GpuDevice,
+    /// Held while a kernel sequence runs: workers of one device take turns in memory.
+    busy: Mutex<()>,
+    resident: Mutex<HashMap<ResidentKey, Resident>>,
+}
+
+/// Runs the quotient's NTTs and the G1/G2 MSMs on CUDA GPUs.
+pub struct CudaBackend {
+    devices: Vec<Device>,
+    next_device: AtomicUsize,
+    stats: Mutex<Stats>,
+}
+
+thread_local! {
+    static THREAD_DEVICE: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+impl CudaBackend {
+    /// Finds the usable devices (compute capability 7.0 or newer, cooperative launch).
+    /// Fails, with the reason, if there are none or no driver.
+    pub fn new() -> Result<Self, KernelError> {
+        // SAFETY: plain query; sppark swallows a missing driver and reports 0 devices.
+        let n = unsafe { ffi::pp_ngpus() };
+        if n == 0 {
+            return Err(KernelError::NoGpu(
+                "no CUDA device found (no GPU, no driver, or none of compute capability 7.0+)"
+                    .into(),
+            ));
+        }
+        let mut devices = Vec::with_capacity(n);
+        for id in 0..n {
+            let (mut free, mut total, mut major, mut minor, mut sms) = (0, 0, 0, 0, 0);
+            // SAFETY: out-pointers to locals.
+            check("querying the device", id, unsafe {
+                ffi::pp_gpu_mem(
+                    id as i32, &mut free, &mut total, &mut major, &mut minor, &mut sms,
+                )
+            })?;
+            devices.push(Device {
+                info: GpuDevice {
+                    id,
+                    total_bytes: total as u64,
+                    free_bytes: free as u64,
+                    compute_capability: (major as u32, minor as u32),
+                    sm_count: sms as u32,
+                },
+                busy: Mutex::new(()),
+                resident: Mutex::new(HashMap::new()),
+            });
+        }
+        Ok(Self {
+            devices,
+            next_device: AtomicUsize::new(0),
+            stats: Mutex::new(Stats::default()),
+        })
+    }
+
+    /// The device of the calling GPU-stage worker: round-robin on its first call.
+    fn device(&self) -> usize {
+        THREAD_DEVICE.with(|d| match d.get() {
+            Some(i) if i < self.devices.len() => i,
+            _ => {
+                let i = self.next_device.fetch_add(1, Ordering::Relaxed) % self.devices.len();
+                d.set(Some(i));
+                i
+            }
+        })
+    }
+
+    fn lock(&self, dev: usize) -> std::sync::MutexGuard<'_, ()> {
+        self.devices[dev]
+            .busy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn record(&self, pick: fn(&mut Stats) -> &mut KernelStat, start: Instant, elements: usize) {
+        let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        let k = pick(&mut s);
+        k.calls += 1;
+        k.seconds += start.elapsed().as_secs_f64();
+        k.elements += elements as u64;
+    }
+
+    /// The msm_t holding `points[skip..skip + n]` on device `dev`, uploaded on first use.
+    fn resident<G: GpuGroup>(
+        &self,
+        dev: usize,
+        points: &Arc<Vec<G>>,
+        skip: usize,
+        n: usize,
+    ) -> Result<*mut c_void, KernelError> {
+        let key = (Arc::as_ptr(points) as usize, skip, n);
+        let mut map = self.devices[dev]
+            .resident
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = map.get(&key) {
+            return Ok(r.handle);
+        }
+        let range = &points[skip..skip + n];
+        let bytes = std::mem::size_of_val(range);
+        let start = Instant::now();
+        let mut handle = std::ptr::null_mut();
+        let busy = self.lock(dev);
+        // SAFETY: `range` is live host memory of n points; `handle` is an out-pointer.
+        check("uploading base points", dev, unsafe {
+            G::upload(dev as i32, range.as_ptr(), n, &mut handle)
+        })?;
+        drop(busy);
+        self.record(|s| &mut s.upload, start, n);
+        tracing::debug!(
+            device = dev,
+            bytes,
+            skip,
+            n,
+            "base points resident on the GPU"
+        );
+        map.insert(
+            key,
+            Resident {
+                handle,
+                g2: G::G2,
+                bytes,
+                _host: points.clone(),
+            },
+        );
+        Ok(handle)
+    }
+
+    /// Bytes of base points resident on each device.
+    pub fn resident_bytes(&self) -> Vec<u64> {
+        self.devices
+            .iter()
+            .map(|d| {
+                let map = d.resident.lock().unwrap_or_else(|p| p.into_inner());
+                map.values().map(|r| r.bytes as u64).sum()
+            })
+            .collect()
+    }
+
+    /// Gathers the exponents of the variables the query uses; checks the bases cover them.
+    fn gather<'a, G>(
+        bases: &Bases<G>,
+        density: &Density,
+        exponents: &'a [FrRepr],
+    ) -> Result<std::borrow::Cow<'a, [FrRepr]>, KernelError> {
+        let exps: std::borrow::Cow<'a, [FrRepr]> = match density {
+            Density::Full => exponents.into(),
+            Density::Sparse(d) => exponents
+                .iter()
+                .zip(d.bv.iter())
+                .filter_map(|(e, used)| used.then_some(*e))
+                .collect::<Vec<_>>()
+                .into(),
+        };
+        let available = bases.points.len().saturating_sub(bases.skip);
+        if available < exps.len() {
+            return Err(KernelError::BasesTooShort {
+                bases: bases.points.len(),
+                skip: bases.skip,
+                exponents: exps.len(),
+            });
+        }
+        Ok(exps)
+    }
+}
+
+impl Drop for CudaBackend {
+    fn drop(&mut self) {
+        for d in self.devices.iter_mut() {
+            let map = d.resident.get_mut().unwrap_or_else(|p| p.into_inner());
+            for (_, r) in map.drain() {
+                // SAFETY: made by pp_msm_g*_new, freed once.
+                unsafe {
+                    if r.g2 {
+                        ffi::pp_msm_g2_free(r.handle)
+                    } else {
+                        ffi::pp_msm_g1_free(r.handle)
+                    }
+                };
+            }
+        }
+    }
+}
+
+impl ProvingBackend for CudaBackend {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn quotient(
+        &self,
+        mut a: Vec<Fr>,
+        mut b: Vec<Fr>,
+        mut c: Vec<Fr>,
+    ) -> Result<Vec<FrRepr>, KernelError> {
+        if a.len() != b.len() || b.len() != c.len() {
+            return Err(KernelError::MismatchedEvaluations {
+                a: a.len(),
+                b: b.len(),
+                c: c.len(),
+            });
+        }
+        let n = a.len();
+        let m = crate::domain_size(n);
+        let lg = m.trailing_zeros();
+        if lg > MAX_LG_DOMAIN {
+            return Err(KernelError::DomainTooLarge(n));
+        }
+        for v in [&mut a, &mut b, &mut c] {
+            v.resize(m, Fr::ZERO);
+        }
+        // h = (a*b - c) / z on the coset g*H, z(g*w^i) = g^m - 1 for every i.
+        let g = Fr::MULTIPLICATIVE_GENERATOR;
+        let zinv = Option::<Fr>::from((g.pow_vartime([m as u64]) - Fr::ONE).invert())
+            .expect("g^m != 1 for the multiplicative generator");
+        let mut out: Vec<FrRepr> = vec![[0u8; 32]; m];
+        let dev = self.device();
+        let start;
+        {
+            let _busy = self.lock(dev);
+            start = Instant::now();
+            // SAFETY: a, b, c, out hold m elements of 32 bytes; Fr is repr(transparent) over
+            // blst_fr (Montgomery form, the layout of sppark's fr_t).
+            check("quotient NTTs", dev, unsafe {
+                ffi::pp_quotient(
+                    dev as i32,
+                    a.as_ptr().cast(),
+                    b.as_ptr().cast(),
+                    c.as_ptr().cast(),
+                    lg,
+                    (&zinv as *const Fr).cast(),
+                    out.as_mut_ptr().cast(),
+                )
+            })?;
+        }
+        self.record(|s| &mut s.quotient, start, m);
+        drop((a, b, c));
+        // deg(h) = m - 2: the top coefficient is zero and the h query has m - 1 points.
+        out.pop();
+        Ok(out)
+    }
+
+    fn msm_g1(
+        &self,
+        bases: &Bases<G1Affine>,
+        density: &Density,
+        exponents: &Arc<Vec<FrRepr>>,
+    ) -> Result<G1Projective, KernelError> {
+        let exps = Self::gather(bases, density, exponents)?;
+        if exps.is_empty() {
+            return Ok(G1Projective::identity());
+        }
+        const { assert!(size_of::<G1Affine>() == 96) };
+        let dev = self.device();
+        let handle = self.resident(dev, &bases.points, bases.skip, exps.len())?;
+        let mut out = blst_p1::default();
+        let start;
+        {
+            let _busy = self.lock(dev);
+            start = Instant::now();
+            // SAFETY: the resident buffer holds points.len() >= skip + exps.len() points.
+            check("G1 MSM", dev, unsafe {
+                ffi::pp_msm_g1_run(handle, &mut out, exps.len(), exps.as_flattened().as_ptr())
+            })?;
+        }
+        self.record(|s| &mut s.msm_g1, start, exps.len());
+        let mut sum = G1Projective::identity();
+        *sum.as_mut() = out;
+        Ok(sum)
+    }
+
+    fn msm_g2(
+        &self,
+        bases: &Bases<G2Affine>,
+        density: &Density,
+        exponents: &Arc<Vec<FrRepr>>,
+    ) -> Result<G2Projective, KernelError> {
+        let exps = Self::gather(bases, density, exponents)?;
+        if exps.is_empty() {
+            return Ok(G2Projective::identity());
+        }
+        const { assert!(size_of::<G2Affine>() == 192) };
+        let dev = self.device();
+        let handle = self.resident(dev, &bases.points, bases.skip, exps.len())?;
+        let mut out = blst_p2::default();
+        let start;
+        {
+            let _busy = self.lock(dev);
+            start = Instant::now();
+            // SAFETY: as for G1.
+            check("G2 MSM", dev, unsafe {
+                ffi::pp_msm_g2_run(handle, &mut out, exps.len(), exps.as_flattened().as_ptr())
+            })?;
+        }
+        self.record(|s| &mut s.msm_g2, start, exps.len());
+        let mut sum = G2Projective::identity();
+        *sum.as_mut() = out;
+        Ok(sum)
+    }
+
+    fn gpu_devices(&self) -> Vec<GpuDevice> {
+        self.devices.iter().map(|d| d.info.clone()).collect()
+    }
+
+    fn kernel_stats(&self) -> Vec<(&'static str, KernelStat)> {
+        let s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        vec![
+            ("quotient", s.quotient),
+            ("msm_g1", s.msm_g1),
+            ("msm_g2", s.msm_g2),
+            ("upload_bases", s.upload),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -15,6 +15,7 @@ pub struct Metrics {
     reconcile_failures: IntCounterVec,
     reconcile_duration: HistogramVec,
     queue_depth: IntGaugeVec,
+    queued_partitions: IntGaugeVec,
     pub jobs_assigned: IntCounter,
     pub jobs_requeued: IntCounter,
 }
@@ -68,6 +69,14 @@ impl Metrics {
             Opts::new("queue_depth", "ProofJobs queued on a pool (namespace/name)"),
             &["pool"],
         )?;
+        let queued_partitions = IntGaugeVec::new(
+            Opts::new(
+                "queued_partitions",
+                "Partitions of the ProofJobs queued on a pool (namespace/name): what HPA or KEDA \
+                 scale a pool on when spec.autoscaling is unset",
+            ),
+            &["pool"],
+        )?;
         let jobs_assigned =
             IntCounter::new("jobs_assigned_total", "ProofJobs assigned to a prover pod")?;
         let jobs_requeued = IntCounter::new(
@@ -78,6 +87,7 @@ impl Metrics {
         registry.register(Box::new(reconcile_failures.clone()))?;
         registry.register(Box::new(reconcile_duration.clone()))?;
         registry.register(Box::new(queue_depth.clone()))?;
+        registry.register(Box::new(queued_partitions.clone()))?;
         registry.register(Box::new(jobs_assigned.clone()))?;
         registry.register(Box::new(jobs_requeued.clone()))?;
         Ok(Self {
@@ -86,6 +96,7 @@ impl Metrics {
             reconcile_failures,
             reconcile_duration,
             queue_depth,
+            queued_partitions,
             jobs_assigned,
             jobs_requeued,
         })
@@ -101,16 +112,21 @@ impl Metrics {
         }
     }
 
-    pub fn set_queue_depth(&self, pool: &str, depth: usize) {
+    /// The jobs and partitions still queued on `pool` after a reconcile's assignments.
+    pub fn set_queue_depth(&self, pool: &str, jobs: usize, partitions: u64) {
         self.queue_depth
             .with_label_values(&[pool])
-            .set(i64::try_from(depth).unwrap_or(i64::MAX));
+            .set(i64::try_from(jobs).unwrap_or(i64::MAX));
+        self.queued_partitions
+            .with_label_values(&[pool])
+            .set(i64::try_from(partitions).unwrap_or(i64::MAX));
     }
 
     /// Forgets a deleted pool's gauge.
     pub fn forget_pool(&self, pool: &str) {
         // An error only means the pool had no gauge yet.
         let _ = self.queue_depth.remove_label_values(&[pool]);
+        let _ = self.queued_partitions.remove_label_values(&[pool]);
     }
 
     /// The metrics in the Prometheus text format.
@@ -167,7 +183,7 @@ mod tests {
         let metrics = Metrics::new().unwrap();
         metrics.reconcile("ProofJob").finish(Outcome::Applied);
         drop(metrics.reconcile("ProofJob"));
-        metrics.set_queue_depth("ns/gpu", 3);
+        metrics.set_queue_depth("ns/gpu", 3, 30);
         metrics.jobs_assigned.inc();
 
         let text = metrics.render();
@@ -177,6 +193,7 @@ mod tests {
             r#"proofpipe_operator_reconcile_failures_total{kind="ProofJob"} 1"#,
             r#"proofpipe_operator_reconcile_duration_seconds_count{kind="ProofJob"} 2"#,
             r#"proofpipe_operator_queue_depth{pool="ns/gpu"} 3"#,
+            r#"proofpipe_operator_queued_partitions{pool="ns/gpu"} 30"#,
             "proofpipe_operator_jobs_assigned_total 1",
             "proofpipe_operator_jobs_requeued_total 0",
         ] {

@@ -187,7 +187,14 @@ async fn reconcile_pool(
         .collect();
     context
         .metrics
-        .set_queue_depth(&metrics_key, still_queued.len());
+        .set_queue_depth(
+            &metrics_key,
+            still_queued.len(),
+            still_queued
+                .iter()
+                .map(|job| u64::try_from(remaining_partitions(job)).unwrap_or(0))
+                .sum(),
+        );
 
     let current = pool.status.clone().unwrap_or_default();
     let status_plan = pool_status::compute(&PoolObservation {

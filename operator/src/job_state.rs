@@ -27,6 +27,8 @@ pub struct JobObservation<'a> {
     /// The pod named by the assigned-pod label, with its health; `None` health when that
     /// pod does not exist.
     pub assignment: Option<(&'a str, Option<PodHealth>)>,
+    /// How the assigned pod's prover ended, when it terminated (e.g. `OOMKilled (exit 137)`).
+    pub termination: Option<&'a str>,
     pub now: Timestamp,
 }
 
@@ -197,11 +199,15 @@ fn lost(
         Some(PodHealth::Terminated) => "terminated",
         Some(_) => "is being deleted",
     };
+    let how = match (health, observation.termination) {
+        (Some(_), Some(how)) => format!(". The prover ended with {how}"),
+        _ => String::new(),
+    };
     let attempts = next.attempts.unwrap_or(0);
     let limit = observation.spec.backoff_limit;
     if attempts > limit {
         let note = format!(
-            "prover pod {pod} {what} during attempt {attempts}, and backoffLimit ({limit}) allows no more retries"
+            "prover pod {pod} {what} during attempt {attempts}, and backoffLimit ({limit}) allows no more retries{how}"
         );
         return fail(observation, next, FailureReason::BackoffLimitExceeded, note);
     }
@@ -211,7 +217,7 @@ fn lost(
         pod: pod.to_owned(),
         note: format!(
             "prover pod {pod} {what} during attempt {attempts}; requeued for attempt {} of at most {}, \
-             finished partitions are kept",
+             finished partitions are kept{how}",
             attempts + 1,
             limit + 1
         ),
@@ -438,6 +444,7 @@ mod tests {
             status,
             pool_exists: true,
             assignment,
+            termination: None,
             now,
         })
     }
@@ -479,6 +486,7 @@ mod tests {
             status: &ProofJobStatus::default(),
             pool_exists: false,
             assignment: None,
+            termination: None,
             now: at(0),
         });
         assert_eq!(pending.status.phase, Some(ProofJobPhase::Pending));
@@ -526,6 +534,22 @@ mod tests {
                 matches!(requeued.event, Some(JobEvent::Requeued { ref pod, .. }) if pod == "gpu-prover-0")
             );
         }
+
+        let oom = decide(&JobObservation {
+            spec: &spec,
+            generation: Some(1),
+            status: &running,
+            pool_exists: true,
+            assignment: Some(("gpu-prover-0", Some(PodHealth::Terminated))),
+            termination: Some("OOMKilled (exit 137)"),
+            now: at(10),
+        });
+        assert!(
+            matches!(oom.event, Some(JobEvent::Requeued { ref note, .. })
+                if note.ends_with("finished partitions are kept. The prover ended with OOMKilled (exit 137)")),
+            "{:?}",
+            oom.event
+        );
 
         let requeued = decide_at(&spec, &running, Some(("gpu-prover-0", None)), at(10)).status;
         let second = assigned(&spec, &requeued, "gpu-prover-1", at(20));

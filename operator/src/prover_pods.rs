@@ -66,6 +66,27 @@ pub fn assigned_pod_health(pod: Option<&Pod>, assigned_uid: Option<&str>) -> Opt
     }
 }
 
+/// How the prover container of a terminated pod ended, e.g. `OOMKilled (exit 137)`, with
+/// what to do about it when that is known.
+pub fn termination(pod: &Pod) -> Option<String> {
+    let terminated = pod
+        .status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find_map(|status| status.state.as_ref()?.terminated.as_ref())?;
+    let reason = terminated.reason.as_deref().unwrap_or("terminated");
+    let mut text = format!("{reason} (exit {})", terminated.exit_code);
+    if reason == "OOMKilled" {
+        text.push_str(
+            ": the pipeline outgrew the memory limit; raise limits.memory or lower \
+             spec.pipeline.partitionWorkers / channelCapacity (docs/operating.md)",
+        );
+    }
+    Some(text)
+}
+
 /// The scheduler's message for a pod it cannot place, e.g. `0/4 nodes are available: 4
 /// Insufficient nvidia.com/gpu.`
 fn unschedulable(pod: &Pod) -> Option<String> {
@@ -179,6 +200,27 @@ pub(crate) mod tests {
             Some(PodHealth::Ready)
         );
         assert_eq!(assigned_pod_health(None, Some("old")), None);
+    }
+
+    #[test]
+    fn a_terminated_container_says_how_it_ended() {
+        let oom: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "gpu-prover-0"},
+            "status": {
+                "phase": "Failed",
+                "containerStatuses": [{
+                    "name": "prover", "image": "p", "imageID": "", "ready": false, "restartCount": 0,
+                    "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+                }],
+            },
+        }))
+        .unwrap();
+        let note = termination(&oom).unwrap();
+        assert!(
+            note.starts_with("OOMKilled (exit 137): the pipeline outgrew the memory limit"),
+            "{note}"
+        );
+        assert_eq!(termination(&pod("gpu-prover-0", "Running", true)), None);
     }
 
     #[test]

@@ -31,9 +31,11 @@ impl PodPlan {
 /// The plan for `pool` with `replicas` desired, given its pods and the pods that have a job.
 pub fn plan(pool: &str, replicas: i32, pods: &[ProverPod], busy: &BTreeSet<String>) -> PodPlan {
     let desired = usize::try_from(replicas).unwrap_or(0);
+    // A terminated pod still holding a job stays until the job has been requeued, so the
+    // job's reconcile can read how its prover ended (an OOMKill, say) from the pod.
     let replace: Vec<String> = pods
         .iter()
-        .filter(|pod| pod.health == PodHealth::Terminated)
+        .filter(|pod| pod.health == PodHealth::Terminated && !busy.contains(&pod.name))
         .map(|pod| pod.name.clone())
         .collect();
     let mut alive: Vec<&ProverPod> = pods.iter().filter(|pod| pod.health.is_alive()).collect();
@@ -103,6 +105,21 @@ mod tests {
         let plan = plan("gpu", 2, &pods, &BTreeSet::new());
         assert_eq!(plan.replace, ["gpu-prover-0"]);
         assert_eq!(plan.create, ["gpu-prover-2"]);
+    }
+
+    #[test]
+    fn a_terminated_pod_with_a_job_is_kept_until_the_job_moves_but_is_replaced_at_once() {
+        let pods = [
+            prover(0, PodHealth::Terminated),
+            prover(1, PodHealth::Ready),
+        ];
+        let plan = plan("gpu", 2, &pods, &busy(&["gpu-prover-0"]));
+        assert!(plan.replace.is_empty());
+        assert_eq!(
+            plan.create,
+            ["gpu-prover-2"],
+            "its capacity is restored meanwhile"
+        );
     }
 
     #[test]

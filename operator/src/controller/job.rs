@@ -22,7 +22,7 @@ use crate::metrics::Outcome;
 use crate::names::{
     ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FINALIZER, all_provers_selector,
 };
-use crate::prover_pods::assigned_pod_health;
+use crate::prover_pods::{assigned_pod_health, termination as termination_of};
 
 pub(super) async fn run(context: Arc<Context>) {
     // No generation predicate here: the daemons' proofs arrive as status writes, and each
@@ -119,6 +119,7 @@ async fn apply(
         })?
         .is_some();
     let assigned_pod = job.labels().get(ASSIGNED_POD_LABEL).cloned();
+    let mut termination = None;
     let pod_health = match &assigned_pod {
         Some(pod) => {
             let found = context
@@ -127,7 +128,13 @@ async fn apply(
                 .await
                 .context(|| format!("reading Pod {namespace}/{pod} assigned to ProofJob {name}"))?;
             let assigned_uid = job.annotations().get(ASSIGNED_POD_UID_ANNOTATION);
-            assigned_pod_health(found.as_ref(), assigned_uid.map(String::as_str))
+            let health = assigned_pod_health(found.as_ref(), assigned_uid.map(String::as_str));
+            if health.is_some() {
+                // Read before the pool replaces the pod: it keeps a terminated pod until
+                // its job has been requeued.
+                termination = found.as_ref().and_then(termination_of);
+            }
+            health
         }
         None => None,
     };
@@ -138,6 +145,7 @@ async fn apply(
         status: &current,
         pool_exists,
         assignment: assigned_pod.as_deref().map(|pod| (pod, pod_health)),
+        termination: termination.as_deref(),
         now: Timestamp::now(),
     });
 

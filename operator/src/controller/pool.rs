@@ -185,16 +185,14 @@ async fn reconcile_pool(
         .filter(|job| !assigned.contains(&job.name_any()))
         .copied()
         .collect();
-    context
-        .metrics
-        .set_queue_depth(
-            &metrics_key,
-            still_queued.len(),
-            still_queued
-                .iter()
-                .map(|job| u64::try_from(remaining_partitions(job)).unwrap_or(0))
-                .sum(),
-        );
+    context.metrics.set_queue_depth(
+        &metrics_key,
+        still_queued.len(),
+        still_queued
+            .iter()
+            .map(|job| u64::try_from(remaining_partitions(job)).unwrap_or(0))
+            .sum(),
+    );
 
     let current = pool.status.clone().unwrap_or_default();
     let status_plan = pool_status::compute(&PoolObservation {
@@ -343,6 +341,7 @@ async fn assign_job(
         status: &current,
         pool_exists: true,
         assignment: Some((pod, Some(PodHealth::Ready))),
+        termination: None,
         now: Timestamp::now(),
     });
     match set_job_status(api, &labelled, &decision.status).await {

@@ -485,6 +485,15 @@ async fn prover_pool_status_and_scale_subresource() {
         }),
         queued_jobs: Some(3),
         queued_partitions: Some(12),
+        unschedulable_replicas: Some(1),
+        autoscaling: Some(proofpipe_crds::AutoscalingStatus {
+            desired_replicas: 3,
+            reason: "1 busy + 2 for 12 queued partitions in 3 jobs (target 4 per prover)".into(),
+            surplus_since: None,
+            last_scale_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::from_second(1_800_000_000).unwrap(),
+            )),
+        }),
         provers: Some(vec![ProverStatus {
             pod: "gpu-0".into(),
             phase: ProverPhase::Busy,

@@ -321,9 +321,43 @@ fn on_pod(shared: &Arc<Shared>, pod: Pod) {
 /// Why a pod could not be started: the status `reason` and a message.
 struct StartError(&'static str, String);
 
+/// Labels of the runner's one node. A pod whose `nodeSelector` asks for anything else is
+/// left Pending as Unschedulable, as a scheduler would leave it until a node autoscaler
+/// brings a matching node.
+pub const NODE_LABELS: [(&str, &str); 2] = [
+    ("kubernetes.io/hostname", NODE_NAME),
+    ("kubernetes.io/os", "linux"),
+];
+
+/// Why no node of the runner can take `pod`, if none can.
+fn unschedulable_reason(pod: &Pod) -> Option<String> {
+    let selector = pod.spec.as_ref()?.node_selector.as_ref()?;
+    let unmatched: Vec<String> = selector
+        .iter()
+        .filter(|(key, value)| !NODE_LABELS.contains(&(key.as_str(), value.as_str())))
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect();
+    (!unmatched.is_empty()).then(|| {
+        format!(
+            "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector ({}).",
+            unmatched.join(", ")
+        )
+    })
+}
+
 /// A pod's whole life: bind, start, report, wait, stop, report.
 async fn run_pod(shared: Arc<Shared>, pod: Pod, uid: String, dir: PathBuf, stop: Arc<Notify>) {
     let name = pod.name_any();
+    if let Some(message) = unschedulable_reason(&pod) {
+        eprintln!("pod runner: pod {name} is unschedulable: {message}");
+        write_status(
+            &shared.pods_api,
+            &name,
+            &status::unschedulable(&now(), &message),
+        )
+        .await;
+        return;
+    }
     if let Err(err) = bind(&shared.pods_api, &pod).await {
         eprintln!("pod runner: cannot bind pod {name}: {err}");
         return;

@@ -127,6 +127,23 @@ pub fn not_started(container: &ContainerRef, now: &Time, reason: &str, message: 
     }
 }
 
+/// A pod no node can take: Pending with `PodScheduled=False, reason=Unschedulable`, as the
+/// scheduler reports it (what cluster-autoscaler and Karpenter react to).
+pub fn unschedulable(now: &Time, message: &str) -> PodStatus {
+    PodStatus {
+        phase: Some("Pending".into()),
+        conditions: Some(vec![PodCondition {
+            type_: "PodScheduled".into(),
+            status: "False".into(),
+            reason: Some("Unschedulable".into()),
+            message: Some(message.into()),
+            last_transition_time: Some(now.clone()),
+            ..PodCondition::default()
+        }]),
+        ..PodStatus::default()
+    }
+}
+
 /// The fields every status of a bound pod has.
 fn placed(start: &Time) -> PodStatus {
     PodStatus {
@@ -189,6 +206,16 @@ mod tests {
         let conditions = status.conditions.as_ref().unwrap();
         let found = conditions.iter().find(|c| c.type_ == type_).unwrap();
         found.status.clone()
+    }
+
+    #[test]
+    fn an_unschedulable_pod_is_pending_without_a_node() {
+        let status = unschedulable(&at(5), "0/1 nodes are available");
+        assert_eq!(status.phase.as_deref(), Some("Pending"));
+        assert_eq!(condition(&status, "PodScheduled"), "False");
+        assert_eq!(status.pod_ip, None);
+        let scheduled = &status.conditions.as_ref().unwrap()[0];
+        assert_eq!(scheduled.reason.as_deref(), Some("Unschedulable"));
     }
 
     #[test]

@@ -109,3 +109,65 @@ async fn pool_grows_with_its_queue_and_shrinks_when_idle() {
         panic!("{}\n{}", problems.join("\n"), stack.diagnostics());
     }
 }
+
+/// A pool whose provers no node can take reports it where `kubectl get pp` and `kubectl
+/// describe pp` show it, and its jobs wait.
+#[tokio::test]
+async fn unschedulable_provers_are_reported_on_the_pool() {
+    let Some(mut stack) = Stack::start("unschedulable").await else {
+        return;
+    };
+    stack.apply("unschedulable-pool.yaml").await;
+    let pools = stack.namespace.api::<ProverPool>();
+    let message = stack
+        .wait_for("the pool reporting an unschedulable prover", || async {
+            let pool = pools.get("h200").await.map_err(|e| e.to_string())?;
+            let status = pool.status.unwrap_or_default();
+            let condition = status
+                .conditions
+                .iter()
+                .flatten()
+                .find(|c| c.type_ == "ProversSchedulable")
+                .cloned();
+            match (status.unschedulable_replicas, condition) {
+                (Some(1), Some(c)) if c.status == "False" && c.reason == "Unschedulable" => {
+                    Ok(c.message)
+                }
+                (count, condition) => {
+                    Err(format!("unschedulableReplicas {count:?}, {condition:?}"))
+                }
+            }
+        })
+        .await;
+    assert!(
+        message.contains("h200-prover-0: 0/1 nodes are available")
+            && message.contains("proofpipe.dev/gpu=h200"),
+        "{message}"
+    );
+
+    let events = stack.namespace.api::<k8s_openapi::api::events::v1::Event>();
+    stack
+        .wait_for("a ProversUnschedulable Warning Event", || async {
+            let list = events
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let warnings: Vec<_> = list
+                .items
+                .iter()
+                .filter(|e| e.reason.as_deref() == Some("ProversUnschedulable"))
+                .collect();
+            match warnings.as_slice() {
+                [one] if one.type_.as_deref() == Some("Warning") => Ok(()),
+                other => Err(format!("{} such Events", other.len())),
+            }
+        })
+        .await;
+
+    let job = stack.jobs().get("waiting").await.unwrap();
+    assert_eq!(
+        job.status.and_then(|s| s.phase),
+        Some(proofpipe_crds::ProofJobPhase::Queued),
+        "no prover, no assignment"
+    );
+}

@@ -41,6 +41,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use proofpipe_kernels::ProvingBackend;
+
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
 use crate::params::ParamsStore;
@@ -71,6 +73,8 @@ pub struct Daemon {
     memory_limit: u64,
     cpu_cores: usize,
     params: Arc<ParamsStore>,
+    /// Chosen once per process, so bases a GPU backend keeps resident serve every job.
+    backend: Arc<dyn ProvingBackend>,
     kube: KubeWriter,
     state: ProverState,
     metrics: DaemonMetrics,
@@ -85,6 +89,7 @@ impl Daemon {
             self.memory_limit,
             params_bytes,
             self.cpu_cores,
+            &self.backend.gpu_devices(),
             self.overrides,
         )
     }
@@ -120,7 +125,10 @@ pub async fn run(
         params_dir = %options.params_dir.display(),
         "prover daemon started"
     );
+    let (backend, why) = proofpipe_kernels::select_backend();
+    tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
     let daemon = Arc::new(Daemon {
+        backend,
         kube: KubeWriter::new(client, identity.clone()),
         identity,
         overrides: settings.overrides,

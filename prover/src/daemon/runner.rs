@@ -207,9 +207,7 @@ fn start_pipeline(
         memory = %sizing.memory_estimate,
         "pipeline sized for the job"
     );
-    let (backend, why) = proofpipe_kernels::select_backend();
-    tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
-    let pipeline = Pipeline::start(PipelineConfig::from_plan(&plan), backend)?;
+    let pipeline = Pipeline::start(PipelineConfig::from_plan(&plan), daemon.backend.clone())?;
     daemon.state.pipeline_started(&pipeline, sizing);
     Ok(pipeline)
 }

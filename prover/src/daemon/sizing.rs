@@ -2,6 +2,8 @@
 
 use proofpipe_crds::PipelineSizing;
 
+use proofpipe_kernels::GpuDevice;
+
 use crate::circuits::CircuitShape;
 use crate::pipeline::JobSpec;
 use crate::sizing::{Overrides, Plan, SizingInput};
@@ -9,16 +11,16 @@ use crate::sizing::{Overrides, Plan, SizingInput};
 /// The fraction of the memory limit kept free, as `prove` does by default.
 pub const HEADROOM: f64 = 0.1;
 
-/// GPUs the GPU stage uses: this build's only backend runs that stage on the CPU.
-pub const GPU_DEVICES: usize = 0;
-
 /// The planner's input for `job`: only its remaining partitions can be in flight at once.
+/// `gpus` are the devices of the process's backend (none when the GPU stage runs on the
+/// CPU); the plan fits its GPU workers into the smallest one.
 pub fn sizing_input(
     job: &JobSpec,
     shape: CircuitShape,
     memory_limit: u64,
     params_bytes: u64,
     cpu_cores: usize,
+    gpus: &[GpuDevice],
     overrides: Overrides,
 ) -> SizingInput {
     SizingInput {
@@ -28,8 +30,8 @@ pub fn sizing_input(
         params_bytes,
         headroom: HEADROOM,
         cpu_cores,
-        gpu_devices: GPU_DEVICES,
-        gpu_memory_bytes: None,
+        gpu_devices: gpus.len(),
+        gpu_memory_bytes: gpus.iter().map(|gpu| gpu.total_bytes).min(),
         max_parallel_partitions: Some(job.todo().len()),
         overrides,
     }
@@ -80,7 +82,15 @@ mod tests {
         let mut job = JobSpec::new(CircuitKind::MulChain, 1024, 8);
         job.skip = vec![0, 1, 2, 3, 4, 5];
         let shape = job.circuit.shape(job.constraints).unwrap();
-        let input = sizing_input(&job, shape, 16 << 30, 1 << 20, 16, Overrides::default());
+        let input = sizing_input(
+            &job,
+            shape,
+            16 << 30,
+            1 << 20,
+            16,
+            &[],
+            Overrides::default(),
+        );
         assert_eq!(input.max_parallel_partitions, Some(2));
         let plan = plan(&input).unwrap();
         assert_eq!(plan.partition_workers, 2);

@@ -296,7 +296,10 @@ fn write_params(
         .prefix(file_name)
         .suffix(".partial")
         .tempfile_in(dir)
-        .map_err(ProverError::io("creating a temporary parameters file in", dir))?;
+        .map_err(ProverError::io(
+            "creating a temporary parameters file in",
+            dir,
+        ))?;
     let tmp_path = tmp.path().to_path_buf();
     let write = |file: &File| -> io::Result<()> {
         let mut w = HashingWriter {
@@ -465,10 +468,15 @@ mod tests {
                 })
                 .collect();
             for writer in writers {
-                writer.join().unwrap().expect("every concurrent writer succeeds");
+                writer
+                    .join()
+                    .unwrap()
+                    .expect("every concurrent writer succeeds");
             }
         });
-        let (_, origin) = ParamsStore::new(dir.path()).get(circuit, constraints).unwrap();
+        let (_, origin) = ParamsStore::new(dir.path())
+            .get(circuit, constraints)
+            .unwrap();
         assert_eq!(origin, ParamsOrigin::Disk);
         let leftovers: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()

@@ -10,7 +10,7 @@ use ec_gpu_gen::threadpool::Worker;
 use ff::PrimeField;
 use group::Group;
 
-use crate::{Bases, Density, FrRepr, KernelError, ProvingBackend};
+use crate::{Bases, Density, FrRepr, KernelError, ProvingBackend, used_exponents};
 
 /// Runs every kernel on the CPU thread pool shared by the process.
 #[derive(Default)]
@@ -25,30 +25,14 @@ impl CpuBackend {
         }
     }
 
-    /// Checks the bases cover the exponents and gathers the exponents of the variables the
-    /// query uses into one contiguous little-endian byte array, as blst expects.
+    /// The used exponents (`used_exponents`) and the bases they pair with, as blst expects
+    /// them: contiguous little-endian byte arrays.
     fn gather<'a, G>(
         bases: &'a Bases<G>,
         density: &Density,
         exponents: &'a [FrRepr],
     ) -> Result<(&'a [G], std::borrow::Cow<'a, [FrRepr]>), KernelError> {
-        let exps: std::borrow::Cow<'a, [FrRepr]> = match density {
-            Density::Full => exponents.into(),
-            Density::Sparse(d) => exponents
-                .iter()
-                .zip(d.bv.iter())
-                .filter_map(|(e, used)| used.then_some(*e))
-                .collect::<Vec<_>>()
-                .into(),
-        };
-        let available = bases.points.len().saturating_sub(bases.skip);
-        if available < exps.len() {
-            return Err(KernelError::BasesTooShort {
-                bases: bases.points.len(),
-                skip: bases.skip,
-                exponents: exps.len(),
-            });
-        }
+        let exps = used_exponents(bases, density, exponents)?;
         Ok((&bases.points[bases.skip..bases.skip + exps.len()], exps))
     }
 }

@@ -29,7 +29,9 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ff::{Field, PrimeField};
 use group::Group;
 
-use crate::{Bases, Density, FrRepr, GpuDevice, KernelError, KernelStat, ProvingBackend};
+use crate::{
+    Bases, Density, FrRepr, GpuDevice, KernelError, KernelStat, ProvingBackend, used_exponents,
+};
 
 mod ffi {
     use std::ffi::c_void;
@@ -296,32 +298,6 @@ impl CudaBackend {
             })
             .collect()
     }
-
-    /// Gathers the exponents of the variables the query uses; checks the bases cover them.
-    fn gather<'a, G>(
-        bases: &Bases<G>,
-        density: &Density,
-        exponents: &'a [FrRepr],
-    ) -> Result<std::borrow::Cow<'a, [FrRepr]>, KernelError> {
-        let exps: std::borrow::Cow<'a, [FrRepr]> = match density {
-            Density::Full => exponents.into(),
-            Density::Sparse(d) => exponents
-                .iter()
-                .zip(d.bv.iter())
-                .filter_map(|(e, used)| used.then_some(*e))
-                .collect::<Vec<_>>()
-                .into(),
-        };
-        let available = bases.points.len().saturating_sub(bases.skip);
-        if available < exps.len() {
-            return Err(KernelError::BasesTooShort {
-                bases: bases.points.len(),
-                skip: bases.skip,
-                exponents: exps.len(),
-            });
-        }
-        Ok(exps)
-    }
 }
 
 impl Drop for CudaBackend {
@@ -406,7 +382,7 @@ impl ProvingBackend for CudaBackend {
         density: &Density,
         exponents: &Arc<Vec<FrRepr>>,
     ) -> Result<G1Projective, KernelError> {
-        let exps = Self::gather(bases, density, exponents)?;
+        let exps = used_exponents(bases, density, exponents)?;
         if exps.is_empty() {
             return Ok(G1Projective::identity());
         }
@@ -435,7 +411,7 @@ impl ProvingBackend for CudaBackend {
         density: &Density,
         exponents: &Arc<Vec<FrRepr>>,
     ) -> Result<G2Projective, KernelError> {
-        let exps = Self::gather(bases, density, exponents)?;
+        let exps = used_exponents(bases, density, exponents)?;
         if exps.is_empty() {
             return Ok(G2Projective::identity());
         }

@@ -106,6 +106,34 @@ pub struct KernelStat {
     pub elements: u64,
 }
 
+/// The exponents of the variables a query uses (all of them for a full query, the ones its
+/// density marks for a sparse one), after checking that the bases cover them. Every
+/// backend gathers the same way.
+pub(crate) fn used_exponents<'a, G>(
+    bases: &Bases<G>,
+    density: &Density,
+    exponents: &'a [FrRepr],
+) -> Result<std::borrow::Cow<'a, [FrRepr]>, KernelError> {
+    let exps: std::borrow::Cow<'a, [FrRepr]> = match density {
+        Density::Full => exponents.into(),
+        Density::Sparse(d) => exponents
+            .iter()
+            .zip(d.bv.iter())
+            .filter_map(|(e, used)| used.then_some(*e))
+            .collect::<Vec<_>>()
+            .into(),
+    };
+    let available = bases.points.len().saturating_sub(bases.skip);
+    if available < exps.len() {
+        return Err(KernelError::BasesTooShort {
+            bases: bases.points.len(),
+            skip: bases.skip,
+            exponents: exps.len(),
+        });
+    }
+    Ok(exps)
+}
+
 /// The smallest power of two at or above `n`: the FFT domain size for `n` constraints.
 pub fn domain_size(n: usize) -> usize {
     n.max(1).next_power_of_two()

@@ -196,6 +196,23 @@ fn add_template_env(pool: &mut DynamicObject, name: &str, value: &str) {
     }
 }
 
+/// `Ok` when there are `count` jobs and each passes [`check_succeeded`]; else what is wrong.
+pub fn check_all_succeeded(jobs: &[ProofJob], count: usize) -> Result<(), String> {
+    let problems: Vec<String> = jobs
+        .iter()
+        .filter_map(|job| check_succeeded(job).err())
+        .collect();
+    if jobs.len() == count && problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} of {count} jobs; {}",
+            jobs.len(),
+            problems.join("\n")
+        ))
+    }
+}
+
 /// What is wrong with a job that should have Succeeded with a verified proof per partition,
 /// proved by pods named `<pool>-prover-<n>`; `Ok` when nothing is.
 pub fn check_succeeded(job: &ProofJob) -> Result<(), String> {

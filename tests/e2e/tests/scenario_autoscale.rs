@@ -10,9 +10,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::ResourceExt;
+use kube::{Api, ResourceExt};
 use proofpipe_crds::ProverPool;
-use proofpipe_e2e::stack::{Stack, check_succeeded};
+use proofpipe_e2e::stack::{Stack, check_all_succeeded};
+
+/// Pods of the scenario not being deleted.
+async fn alive_pods(pods: &Api<Pod>) -> Result<usize, String> {
+    let list = pods
+        .list(&Default::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(list
+        .items
+        .iter()
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+        .count())
+}
 
 #[tokio::test]
 async fn pool_grows_with_its_queue_and_shrinks_when_idle() {
@@ -32,29 +45,13 @@ async fn pool_grows_with_its_queue_and_shrinks_when_idle() {
         .wait_for("every job Succeeded", || {
             let (jobs, pods, most_pods) = (jobs.clone(), pods.clone(), most_pods.clone());
             async move {
-                let alive = pods
-                    .list(&Default::default())
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .items
-                    .iter()
-                    .filter(|pod| pod.metadata.deletion_timestamp.is_none())
-                    .count();
+                let alive = alive_pods(&pods).await?;
                 most_pods.fetch_max(alive, Ordering::Relaxed);
                 let list = jobs
                     .list(&Default::default())
                     .await
                     .map_err(|e| e.to_string())?;
-                let problems: Vec<String> = list
-                    .items
-                    .iter()
-                    .filter_map(|job| check_succeeded(job).err())
-                    .collect();
-                if list.items.len() == 5 && problems.is_empty() {
-                    Ok(())
-                } else {
-                    Err(format!("{alive} pods; {}", problems.join("\n")))
-                }
+                check_all_succeeded(&list.items, 5).map_err(|e| format!("{alive} pods; {e}"))
             }
         })
         .await;
@@ -67,14 +64,7 @@ async fn pool_grows_with_its_queue_and_shrinks_when_idle() {
     let reason = stack
         .wait_for("the pool back at minReplicas", || async {
             let pool = pools.get("gpu").await.map_err(|e| e.to_string())?;
-            let alive = pods
-                .list(&Default::default())
-                .await
-                .map_err(|e| e.to_string())?
-                .items
-                .iter()
-                .filter(|pod| pod.metadata.deletion_timestamp.is_none())
-                .count();
+            let alive = alive_pods(&pods).await?;
             let autoscaling = pool.status.as_ref().and_then(|s| s.autoscaling.clone());
             match (pool.spec.replicas, alive, autoscaling) {
                 (1, 1, Some(status)) if status.desired_replicas == 1 => Ok(status.reason),

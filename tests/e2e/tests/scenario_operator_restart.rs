@@ -6,7 +6,7 @@
 
 use kube::ResourceExt;
 use proofpipe_crds::{ASSIGNED_POD_LABEL, ProofJobPhase};
-use proofpipe_e2e::stack::{Stack, check_succeeded, phase};
+use proofpipe_e2e::stack::{Stack, check_all_succeeded, phase};
 
 #[tokio::test]
 async fn operator_restart_assigns_no_job_twice() {
@@ -50,20 +50,8 @@ async fn operator_restart_assigns_no_job_twice() {
                 .list(&Default::default())
                 .await
                 .map_err(|e| e.to_string())?;
-            let problems: Vec<String> = list
-                .items
-                .iter()
-                .filter_map(|job| check_succeeded(job).err())
-                .collect();
-            if list.items.len() == 5 && problems.is_empty() {
-                Ok(list.items.iter().map(|j| j.name_any()).collect::<Vec<_>>())
-            } else {
-                Err(format!(
-                    "{} jobs; {}",
-                    list.items.len(),
-                    problems.join("\n")
-                ))
-            }
+            check_all_succeeded(&list.items, 5)?;
+            Ok(list.items.iter().map(|j| j.name_any()).collect::<Vec<_>>())
         })
         .await;
 

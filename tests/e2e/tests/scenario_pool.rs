@@ -7,7 +7,7 @@
 
 use kube::ResourceExt;
 use proofpipe_crds::ProverPool;
-use proofpipe_e2e::stack::{Stack, check_succeeded};
+use proofpipe_e2e::stack::{Stack, check_all_succeeded};
 
 #[tokio::test]
 async fn pool_proves_three_jobs() {
@@ -24,19 +24,7 @@ async fn pool_proves_three_jobs() {
                 .list(&Default::default())
                 .await
                 .map_err(|e| e.to_string())?;
-            if list.items.len() != 3 {
-                return Err(format!("{} jobs", list.items.len()));
-            }
-            let problems: Vec<String> = list
-                .items
-                .iter()
-                .filter_map(|job| check_succeeded(job).err())
-                .collect();
-            if problems.is_empty() {
-                Ok(())
-            } else {
-                Err(problems.join("\n"))
-            }
+            check_all_succeeded(&list.items, 3)
         })
         .await;
 

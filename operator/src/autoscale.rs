@@ -99,6 +99,9 @@ pub struct AutoscaleDecision {
     /// Since when there has been a surplus; `None` when there is none (or it was just
     /// removed).
     pub surplus_since: Option<Timestamp>,
+    /// How long until a pending scale-down is due (`Some` exactly when `surplus_since` is),
+    /// so the caller looks again then.
+    pub scale_down_in: Option<Duration>,
     /// The change to make, if any.
     pub change: Option<Change>,
     /// How `desired` follows from the queue, for the status and the Events.
@@ -125,10 +128,15 @@ pub fn decide(observation: &AutoscaleObservation) -> AutoscaleDecision {
             }),
             std::cmp::Ordering::Equal => None,
         };
+        let scale_down_in = surplus_since.map(|since: Timestamp| {
+            let waited = observation.now.duration_since(since).unsigned_abs();
+            policy.scale_down_delay.saturating_sub(waited)
+        });
         AutoscaleDecision {
             replicas,
             desired,
             surplus_since,
+            scale_down_in,
             change,
             reason: reason.clone(),
         }
@@ -263,6 +271,7 @@ mod tests {
         assert_eq!(done.replicas, 2, "busy provers stay");
         assert_eq!(done.change, Some(Change::Down { from: 5, to: 2 }));
         assert_eq!(done.surplus_since, None);
+        assert_eq!(done.scale_down_in, None);
     }
 
     #[test]

@@ -142,11 +142,7 @@ async fn reconcile_pool(
                     .await;
                 outcome = Outcome::Applied;
             }
-            if let Some(since) = decision.surplus_since {
-                let delay = Policy::from_spec(spec).scale_down_delay;
-                let waited = Timestamp::now().duration_since(since).unsigned_abs();
-                scale_down_due = Some(delay.saturating_sub(waited));
-            }
+            scale_down_due = decision.scale_down_in;
             let status = autoscaling_status(pool, &decision);
             (
                 i32::try_from(decision.replicas).unwrap_or(i32::MAX),

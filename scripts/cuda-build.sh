@@ -4,6 +4,9 @@
 #   scripts/cuda-build.sh            # toolkit into .cuda-toolkit/, release build, binary into device-bin/
 #   scripts/cuda-build.sh --env      # only prepare the toolkit and print the variables to export
 #   CUDA_BUILD_TESTS=1 scripts/cuda-build.sh   # also build the kernels' GPU tests into device-bin/
+#   scripts/cuda-build.sh --stock-gpu  # also device-bin/proofpipe-prover-stock-gpu: the same
+#                                      # prover whose `bench` baseline is stock bellperson with
+#                                      # its own CUDA kernels (ec-gpu-gen); bench builds only
 #
 # What it sets up (all under the git-ignored .cuda-toolkit/):
 #   - nvcc 13.0 from PyPI wheels in a venv (matches the H200 machine's CUDA 13.0 driver);
@@ -11,6 +14,10 @@
 #     dlopens the driver (libcuda.so.1) at run time, so no libcuda link library is needed
 #     and the binary starts on a machine with no driver at all (it then proves on the CPU).
 # Kernels are compiled for sm_80, sm_89 and sm_90 machine code plus compute_90 PTX.
+# --stock-gpu additionally needs libcuda's link library (bellperson's GPU code links -lcuda,
+# so that binary needs a driver to start): no wheel has it, so libcuda1 is unpacked from
+# Debian's non-free archive into .cuda-toolkit/libcuda (used for linking only; at run time
+# the GPU machine's own driver library is loaded).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tk="$root/.cuda-toolkit"
@@ -45,6 +52,32 @@ fi
 "$NVCC" --version | tail -2
 
 cd "$root"
+if [[ "${1:-}" == "--stock-gpu" ]]; then
+    libcuda="$tk/libcuda"
+    if [[ ! -e "$libcuda/lib64/libcuda.so" ]]; then
+        apt_dir="$tk/apt"
+        mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$libcuda/lib64"
+        echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm non-free" \
+            > "$apt_dir/sources.list"
+        apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=-"
+            -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache::Archives=$apt_dir/archives"
+            -o "Debug::NoLocking=1")
+        apt-get "${apt_opts[@]}" update -qq
+        (cd "$apt_dir" && apt-get "${apt_opts[@]}" download libcuda1)
+        dpkg -x "$apt_dir"/libcuda1_*.deb "$apt_dir/unpacked"
+        so=$(find "$apt_dir/unpacked" -name 'libcuda.so.5*' | head -1)
+        cp "$so" "$libcuda/lib64/"
+        ln -sf "$(basename "$so")" "$libcuda/lib64/libcuda.so.1"
+        ln -sf libcuda.so.1 "$libcuda/lib64/libcuda.so"
+    fi
+    # ec-gpu-gen's default targets stop at sm_86; the H200 is sm_90.
+    EC_GPU_CUDA_NVCC_ARGS="--optimize=6 --threads=0 --fatbin --gpu-architecture=sm_90 --generate-code=arch=compute_90,code=sm_90 --generate-code=arch=compute_90,code=compute_90" \
+    CUDA_LIBRARY_PATH="$libcuda" \
+        cargo build --release -p proofpipe-prover --features cuda,stock-gpu
+    mkdir -p device-bin
+    cp target/release/proofpipe-prover device-bin/proofpipe-prover-stock-gpu
+    strip device-bin/proofpipe-prover-stock-gpu
+fi
 cargo build --release -p proofpipe-prover --features cuda
 mkdir -p device-bin
 cp target/release/proofpipe-prover device-bin/

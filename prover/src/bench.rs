@@ -13,8 +13,10 @@ use serde::Serialize;
 use crate::circuits::CircuitKind;
 use crate::error::ProverError;
 use crate::groth16;
-use crate::params::CircuitParams;
-use crate::pipeline::{BusySpan, JobOutcome, JobSpec, Pipeline, PipelineConfig, TimelinePoint};
+use crate::params::{CircuitParams, ParamsKind};
+use crate::pipeline::{
+    BusySpan, JobOutcome, JobSpec, Pipeline, PipelineConfig, Stage, TimelinePoint,
+};
 use crate::rss;
 
 /// One prover's run over the same partitions.
@@ -45,10 +47,68 @@ pub struct PipelineRun {
     pub config: PipelineConfig,
     pub busy: BusyFractions,
     pub max_synthesized_in_flight: u64,
+    /// The run without its ramp-up (None with fewer than two partitions).
+    pub steady: Option<SteadyState>,
     #[serde(skip)]
     pub timeline: Vec<TimelinePoint>,
     #[serde(skip)]
     pub spans: Vec<BusySpan>,
+}
+
+/// The pipeline once it is full: from the first partition entering the GPU stage to the last
+/// leaving it. The ramp-up (the first synthesis, before the GPU has work) is outside.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SteadyState {
+    pub window_seconds: f64,
+    /// Seconds between consecutive partitions leaving the GPU stage, averaged over the
+    /// partitions after the first.
+    pub seconds_per_proof: f64,
+    /// Fraction of the window in which at least one partition was in the GPU stage.
+    pub gpu_stage_busy: f64,
+    /// Fraction of the window the device(s) ran kernels (held by a worker, copies
+    /// included), from the backend's kernel clock; None for the CPU backend.
+    pub device_busy: Option<f64>,
+}
+
+/// The steady state of a run from its busy spans; `device_seconds` is the kernel time the
+/// backend measured over the run, `devices` how many GPUs shared it.
+pub fn steady_state(
+    spans: &[BusySpan],
+    device_seconds: Option<f64>,
+    devices: usize,
+) -> Option<SteadyState> {
+    let mut gpu: Vec<(f64, f64)> = spans
+        .iter()
+        .filter(|s| s.stage == Stage::Gpu)
+        .map(|s| (s.start, s.end))
+        .collect();
+    if gpu.len() < 2 {
+        return None;
+    }
+    gpu.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let start = gpu[0].0;
+    let mut ends: Vec<f64> = gpu.iter().map(|s| s.1).collect();
+    ends.sort_by(f64::total_cmp);
+    let end = *ends.last().expect("two spans or more");
+    let window = end - start;
+    // Union of the GPU-stage spans: merge the sorted intervals.
+    let mut covered = 0.0;
+    let (mut cur_start, mut cur_end) = gpu[0];
+    for &(s, e) in &gpu[1..] {
+        if s > cur_end {
+            covered += cur_end - cur_start;
+            (cur_start, cur_end) = (s, e);
+        } else {
+            cur_end = cur_end.max(e);
+        }
+    }
+    covered += cur_end - cur_start;
+    Some(SteadyState {
+        window_seconds: window,
+        seconds_per_proof: (end - ends[0]) / (ends.len() - 1) as f64,
+        gpu_stage_busy: covered / window,
+        device_busy: device_seconds.map(|d| d / (window * devices.max(1) as f64)),
+    })
 }
 
 /// Time in one kernel kind during the timed pipeline run (GPU backends only).
@@ -96,6 +156,10 @@ pub struct BenchReport {
     pub constraints: usize,
     pub partitions: u32,
     pub cpu_cores: usize,
+    /// `timing-only` parameters: the timings are real, no proof could verify.
+    pub params: ParamsKind,
+    /// Which stock prover ran: bellperson on the CPU, or with its CUDA kernels (ec-gpu-gen).
+    pub stock_prover: &'static str,
     pub stock: RunResult,
     pub pipeline: PipelineRun,
     /// Per-kernel time of the pipeline run (empty for the CPU backend).
@@ -116,6 +180,13 @@ fn run_result(seconds: f64, proofs: usize, verified: usize, peak: Option<u64>) -
         peak_rss_bytes: peak,
     }
 }
+
+/// bellperson as this binary was built: with its CUDA kernels (feature `stock-gpu`) or not.
+pub const STOCK_PROVER: &str = if cfg!(feature = "stock-gpu") {
+    "bellperson-cuda (ec-gpu-gen)"
+} else {
+    "bellperson-cpu"
+};
 
 /// bellperson's stock batch prover: synthesizes every partition at once, then proves them
 /// in one batch.
@@ -139,7 +210,12 @@ pub fn run_stock(
     let peak = rss::peak_rss_bytes();
     // Verify outside the timing, against the public inputs our own synthesis computes.
     let mut verified = 0;
-    for (p, proof) in proofs.iter().enumerate() {
+    let checkable = if params.kind.verifiable() {
+        proofs.len()
+    } else {
+        0
+    };
+    for (p, proof) in proofs.iter().enumerate().take(checkable) {
         let circuit = params
             .circuit
             .partition(params.constraints, seed, p as u32)?;
@@ -177,6 +253,7 @@ pub fn run_pipeline(
     }
     let busy = pipeline.stage_busy();
     let c = pipeline.config();
+    let spans = pipeline.busy_spans();
     let fraction = |busy: f64, workers: usize| busy / (seconds * workers as f64);
     let verified = report.proofs.iter().filter(|p| p.verified).count();
     let run = PipelineRun {
@@ -189,8 +266,9 @@ pub fn run_pipeline(
             finalize: fraction(busy.finalize, c.finalize_workers),
         },
         max_synthesized_in_flight: pipeline.buffers().max_synthesized_in_flight,
+        steady: None,
         timeline: pipeline.buffer_timeline(),
-        spans: pipeline.busy_spans(),
+        spans,
     };
     pipeline.shutdown();
     Ok(run)
@@ -211,13 +289,21 @@ pub fn compare(
     run_pipeline(params.clone(), 1, seed + 1, config, backend.clone())?;
     let stock = run_stock(&params, stock_partitions, seed)?;
     let before = backend.kernel_stats();
-    let pipeline = run_pipeline(params.clone(), partitions, seed, config, backend.clone())?;
+    let mut pipeline = run_pipeline(params.clone(), partitions, seed, config, backend.clone())?;
     let kernels = kernel_rows(&before, &backend.kernel_stats());
-    let gpus = backend
+    let gpus: Vec<(usize, u64)> = backend
         .gpu_devices()
         .iter()
         .map(|g| (g.id, g.total_bytes))
         .collect();
+    let device_seconds = (!gpus.is_empty()).then(|| {
+        kernels
+            .iter()
+            .filter(|k| k.kernel != "upload_bases")
+            .map(|k| k.seconds)
+            .sum()
+    });
+    pipeline.steady = steady_state(&pipeline.spans, device_seconds, gpus.len());
     Ok(BenchReport {
         kernels,
         gpus,
@@ -225,8 +311,51 @@ pub fn compare(
         constraints: params.constraints,
         partitions,
         cpu_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        params: params.kind,
+        stock_prover: STOCK_PROVER,
         throughput_ratio: pipeline.result.proofs_per_second / stock.proofs_per_second,
         stock,
         pipeline,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(worker: usize, start: f64, end: f64) -> BusySpan {
+        BusySpan {
+            stage: Stage::Gpu,
+            worker,
+            start,
+            end,
+        }
+    }
+
+    #[test]
+    fn steady_state_excludes_the_ramp_and_merges_overlaps() {
+        let spans = [
+            BusySpan {
+                stage: Stage::Synthesizing,
+                worker: 0,
+                start: 0.0,
+                end: 2.0,
+            },
+            gpu(0, 2.0, 4.0),
+            gpu(1, 3.0, 5.0),
+            // A gap of one second with no partition on the GPU stage.
+            gpu(0, 6.0, 8.0),
+        ];
+        let s = steady_state(&spans, Some(3.0), 1).unwrap();
+        assert_eq!(s.window_seconds, 6.0);
+        assert_eq!(s.seconds_per_proof, (8.0 - 4.0) / 2.0);
+        assert_eq!(s.gpu_stage_busy, 5.0 / 6.0);
+        assert_eq!(s.device_busy, Some(0.5));
+        assert_eq!(steady_state(&spans, None, 0).unwrap().device_busy, None);
+    }
+
+    #[test]
+    fn one_partition_has_no_steady_state() {
+        assert_eq!(steady_state(&[gpu(0, 1.0, 2.0)], Some(1.0), 1), None);
+    }
 }

@@ -325,3 +325,64 @@ fn params_are_listed_and_corruption_is_reported() {
         .success();
     prove_json(d, &["--constraints", "64", "--partitions", "1"]);
 }
+
+/// Runs `bench ... --json` and returns its report (the last stdout line).
+fn bench_json(params_dir: &Path, args: &[&str]) -> Value {
+    let out = prover(params_dir)
+        .arg("bench")
+        .args(args)
+        .arg("--json")
+        .arg("--params-dir")
+        .arg(params_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench {args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().expect("a report line"))
+        .expect("the last line is JSON")
+}
+
+/// With a real setup every proof of both provers verifies; with timing-only parameters the
+/// same work runs, nothing claims to verify, nothing is cached, and the report says so.
+#[test]
+fn bench_compares_with_stock_and_labels_timing_only_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--constraints",
+        "1024",
+        "--partitions",
+        "3",
+        "--stock-partitions",
+        "2",
+    ];
+    let real = bench_json(dir.path(), &args);
+    assert_eq!(real["params"], "setup", "{real}");
+    assert_eq!(num(&real["pipeline"], "verified"), 3, "{real}");
+    assert_eq!(num(&real["stock"], "verified"), 2, "{real}");
+    assert!(real["throughput_ratio"].as_f64().unwrap() > 0.0);
+    let steady = &real["pipeline"]["steady"];
+    let busy = steady["gpu_stage_busy"].as_f64().unwrap();
+    assert!(busy > 0.0 && busy <= 1.0, "{steady}");
+
+    let timing_dir = tempfile::tempdir().unwrap();
+    let mut timing_args = args.to_vec();
+    timing_args.push("--timing-only-params");
+    let timing = bench_json(timing_dir.path(), &timing_args);
+    assert_eq!(timing["params"], "timing-only", "{timing}");
+    assert_eq!(num(&timing["pipeline"], "proofs"), 3, "{timing}");
+    assert_eq!(num(&timing["pipeline"], "verified"), 0, "{timing}");
+    assert_eq!(num(&timing["stock"], "verified"), 0, "{timing}");
+    let cached: Vec<_> = std::fs::read_dir(timing_dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".params"))
+        .collect();
+    assert!(
+        cached.is_empty(),
+        "timing-only parameters were cached: {cached:?}"
+    );
+}

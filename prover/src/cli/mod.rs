@@ -163,6 +163,11 @@ struct BenchArgs {
     /// CPU-only stock run short at large sizes. Throughput is compared per proof.
     #[arg(long)]
     stock_partitions: Option<u32>,
+    /// Benchmark with timing-only parameters: the right point counts for the circuit, made in
+    /// seconds instead of a trusted setup (~20 min at 2^24 on 16 cores). Timings are real;
+    /// no proof verifies and the report says so. Never written to the parameter cache.
+    #[arg(long)]
+    timing_only_params: bool,
     #[arg(long)]
     json: bool,
 }

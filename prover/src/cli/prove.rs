@@ -38,7 +38,12 @@ pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, Prover
     let store = store(args.params_dir.clone());
     let (backend, why) = proofpipe_kernels::select_backend();
     tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
-    let prepared = setup::prepare(&args.job, &args.sizing, &store, &backend.gpu_devices())?;
+    let prepared = setup::prepare(
+        &args.job,
+        &args.sizing,
+        setup::ParamsSource::Store(&store),
+        &backend.gpu_devices(),
+    )?;
     let pipeline = Pipeline::start(PipelineConfig::from_plan(&prepared.plan), backend)?;
 
     let mut spec = JobSpec::new(args.job.circuit, args.job.constraints, args.job.partitions);

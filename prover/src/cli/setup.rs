@@ -17,11 +17,19 @@ pub struct Prepared {
     pub plan: Plan,
 }
 
+/// Where `prepare` gets the parameters.
+pub enum ParamsSource<'a> {
+    /// The on-disk cache (generated on first use).
+    Store(&'a ParamsStore),
+    /// Made in memory, timing-only (`bench --timing-only-params`).
+    TimingOnly,
+}
+
 /// `gpus`: the devices of the chosen backend (empty for the CPU backend).
 pub fn prepare(
     job: &JobArgs,
     sizing: &SizingArgs,
-    store: &ParamsStore,
+    source: ParamsSource<'_>,
     gpus: &[GpuDevice],
 ) -> Result<Prepared, ProverError> {
     if job.partitions == 0 {
@@ -44,8 +52,16 @@ pub fn prepare(
         overrides: sizing.overrides(),
     };
     plan(&input)?;
-    let (params, origin) = store.get(job.circuit, job.constraints)?;
-    tracing::info!(circuit = %job.circuit, constraints = job.constraints, ?origin, bytes = params.heap_bytes(), "parameters ready");
+    let params = match source {
+        ParamsSource::Store(store) => {
+            let (params, origin) = store.get(job.circuit, job.constraints)?;
+            tracing::info!(circuit = %job.circuit, constraints = job.constraints, ?origin, bytes = params.heap_bytes(), "parameters ready");
+            params
+        }
+        ParamsSource::TimingOnly => {
+            Arc::new(CircuitParams::timing_only(job.circuit, job.constraints)?)
+        }
+    };
     // The generation's transient memory is not the pipeline's: measure the peak from here.
     rss::reset_peak_rss();
     input.params_bytes = params.heap_bytes();

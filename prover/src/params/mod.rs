@@ -25,6 +25,9 @@ use serde::{Deserialize, Serialize};
 use crate::circuits::{CircuitKind, CircuitShape};
 use crate::error::ProverError;
 
+mod timing_only;
+pub use timing_only::{QueryCounts, query_counts};
+
 const MAGIC: &[u8; 8] = b"PPPARAM1";
 const FORMAT_VERSION: u32 = 1;
 
@@ -47,6 +50,25 @@ pub struct CircuitParams {
     pub shape: CircuitShape,
     pub params: Parameters<Bls12>,
     pub pvk: PreparedVerifyingKey<Bls12>,
+    pub kind: ParamsKind,
+}
+
+/// Where a parameter set's points came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ParamsKind {
+    /// A (test) trusted setup: proofs verify.
+    Setup,
+    /// Cheap points of the right shape, for timing large sizes: proofs do not verify, and
+    /// nothing checks them (`CircuitParams::timing_only`).
+    TimingOnly,
+}
+
+impl ParamsKind {
+    /// Whether proofs made with these parameters can verify (and so must be checked).
+    pub fn verifiable(self) -> bool {
+        self == Self::Setup
+    }
 }
 
 impl CircuitParams {
@@ -59,6 +81,7 @@ impl CircuitParams {
             shape: circuit.shape(constraints)?,
             pvk: prepare_verifying_key(&params.vk),
             params,
+            kind: ParamsKind::Setup,
         })
     }
 
@@ -187,6 +210,7 @@ impl ParamsStore {
             shape: circuit.shape(constraints)?,
             pvk: prepare_verifying_key(&params.vk),
             params,
+            kind: ParamsKind::Setup,
         });
         let _ = cell.set(ready.clone());
         Ok((ready, origin))

@@ -5,9 +5,12 @@
 // "invalid device function") and its NTT over Fr, and exports a small C ABI to Rust:
 //   pp_ngpus / pp_gpu_mem         device discovery (safe without a GPU or a driver)
 //   pp_msm_g{1,2}_new / _free     resident base points (uploaded once, reused by every MSM)
-//   pp_msm_g{1,2}_run             MSM over those points with host scalars (canonical form)
+//   pp_msm_g{1,2}_run             MSM over those points with host scalars in Montgomery form
+//                                 (blst_fr, as blstrs stores them: sppark's fr_t layout),
+//                                 converted on the device (invoke's mont = true)
 //   pp_quotient                   h = icoset_ntt((coset_ntt(intt(a))*coset_ntt(intt(b))
-//                                      - coset_ntt(intt(c))) * zinv), canonical form
+//                                      - coset_ntt(intt(c))) * zinv), in Montgomery form
+// No entry point converts scalars on the host: Rust passes and gets blst_fr as it is.
 // Every entry point catches sppark's cuda_error and returns it as a RustError.
 
 #include <cuda.h>
@@ -60,16 +63,6 @@ __global__ void pp_pointwise(fr_t* a, const fr_t* b, const fr_t* c, fr_t zinv, s
     }
 }
 
-__global__ void pp_from_mont(fr_t* a, size_t n)
-{
-    size_t stride = (size_t)blockDim.x * gridDim.x;
-    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n; i += stride) {
-        fr_t x = a[i];
-        x.from();
-        a[i] = x;
-    }
-}
-
 #ifndef __CUDA_ARCH__
 
 static RustError::by_value pp_err(const cuda_error& e, const char* what)
@@ -117,6 +110,8 @@ static RustError::by_value pp_msm_new(int dev, const affine_t* host, size_t n, v
     return RustError{cudaSuccess};
 }
 
+// `scalars`: n host scalars in Montgomery form (blst_fr); mont = true has sppark's breakdown
+// kernel take them out of Montgomery form on the device.
 template<class bucket_t, class point_t, class affine_t>
 static RustError::by_value pp_msm_run(void* handle, point_t* out, size_t n,
                                       const scalar_t* scalars, const char* what)
@@ -126,7 +121,7 @@ static RustError::by_value pp_msm_run(void* handle, point_t* out, size_t n,
         return RustError{cudaSuccess};
     try {
         auto* msm = static_cast<msm_t<bucket_t, point_t, affine_t, scalar_t>*>(handle);
-        RustError r = msm->invoke(*out, (const affine_t*)nullptr, n, scalars, false);
+        RustError r = msm->invoke(*out, (const affine_t*)nullptr, n, scalars, true);
         if (r.code != cudaSuccess) {
             std::string m = std::string(what) + ": " +
                 (r.message ? r.message : cudaGetErrorString((cudaError_t)r.code));
@@ -157,7 +152,8 @@ extern "C" void pp_msm_g2_free(void* h)
 {   delete static_cast<msm_t<bucket_fp2_t, point_fp2_t, affine_fp2_t, scalar_t>*>(h);   }
 
 // a, b, c: n = 2^lg evaluations in Montgomery form (blst_fr layout). `out` receives the n
-// coefficients of h in canonical little-endian form (the caller drops the top one).
+// coefficients of h, in Montgomery form too (blst_fr, i.e. blstrs' Scalar as it is; the
+// caller drops the top one).
 extern "C" RustError::by_value pp_quotient(int dev, const fr_t* a, const fr_t* b, const fr_t* c,
                                            uint32_t lg, const fr_t* zinv, fr_t* out)
 {
@@ -179,8 +175,6 @@ extern "C" RustError::by_value pp_quotient(int dev, const fr_t* a, const fr_t* b
         pp_pointwise<<<gpu.sm_count() * 2, 512, 0, gpu>>>(da, db, dc, *zinv, n);
         CUDA_OK(cudaGetLastError());
         NTT::Base_dev_ptr(s, da, lg, O::NN, D::inverse, T::coset);
-        pp_from_mont<<<gpu.sm_count() * 2, 512, 0, gpu>>>(da, n);
-        CUDA_OK(cudaGetLastError());
         gpu.DtoH(out, &da[0], n);
         gpu.sync();
     } catch (const cuda_error& e) {

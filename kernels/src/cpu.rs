@@ -10,7 +10,7 @@ use ec_gpu_gen::threadpool::Worker;
 use ff::PrimeField;
 use group::Group;
 
-use crate::{Bases, Density, FrRepr, KernelError, ProvingBackend, used_exponents};
+use crate::{Bases, Density, KernelError, ProvingBackend, used_exponents_map};
 
 /// Runs every kernel on the CPU thread pool shared by the process.
 #[derive(Default)]
@@ -25,14 +25,15 @@ impl CpuBackend {
         }
     }
 
-    /// The used exponents (`used_exponents`) and the bases they pair with, as blst expects
-    /// them: contiguous little-endian byte arrays.
+    /// The used exponents and the bases they pair with, as blst expects them: the exponents
+    /// in canonical little-endian bytes (blst's `mult` takes no Montgomery form), converted
+    /// in the same parallel pass that gathers them (`used_exponents_map`).
     fn gather<'a, G>(
         bases: &'a Bases<G>,
         density: &Density,
-        exponents: &'a [FrRepr],
-    ) -> Result<(&'a [G], std::borrow::Cow<'a, [FrRepr]>), KernelError> {
-        let exps = used_exponents(bases, density, exponents)?;
+        exponents: &[Fr],
+    ) -> Result<(&'a [G], Vec<[u8; 32]>), KernelError> {
+        let exps = used_exponents_map(bases, density, exponents, Fr::to_repr)?;
         Ok((&bases.points[bases.skip..bases.skip + exps.len()], exps))
     }
 }
@@ -45,7 +46,7 @@ impl ProvingBackend for CpuBackend {
         "cpu"
     }
 
-    fn quotient(&self, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Result<Vec<FrRepr>, KernelError> {
+    fn quotient(&self, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Result<Vec<Fr>, KernelError> {
         if a.len() != b.len() || b.len() != c.len() {
             return Err(KernelError::MismatchedEvaluations {
                 a: a.len(),
@@ -74,14 +75,14 @@ impl ProvingBackend for CpuBackend {
         let mut coeffs = a.into_coeffs();
         // deg(h) = m - 2: the top coefficient is zero and the h query has m - 1 points.
         coeffs.pop();
-        Ok(coeffs.into_iter().map(|s| s.to_repr()).collect())
+        Ok(coeffs)
     }
 
     fn msm_g1(
         &self,
         bases: &Bases<G1Affine>,
         density: &Density,
-        exponents: &Arc<Vec<FrRepr>>,
+        exponents: &Arc<Vec<Fr>>,
     ) -> Result<G1Projective, KernelError> {
         let (points, exps) = Self::gather(bases, density, exponents)?;
         if exps.is_empty() {
@@ -99,7 +100,7 @@ impl ProvingBackend for CpuBackend {
         &self,
         bases: &Bases<G2Affine>,
         density: &Density,
-        exponents: &Arc<Vec<FrRepr>>,
+        exponents: &Arc<Vec<Fr>>,
     ) -> Result<G2Projective, KernelError> {
         let (points, exps) = Self::gather(bases, density, exponents)?;
         if exps.is_empty() {
@@ -140,7 +141,7 @@ mod tests {
             .map(|_| G1Projective::random(&mut rng).to_affine())
             .collect();
         let scalars: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
-        let exps = Arc::new(scalars.iter().map(|s| s.to_repr()).collect::<Vec<_>>());
+        let exps = Arc::new(scalars.clone());
         let backend = CpuBackend::new();
         let bases = Bases::new(Arc::new(points.clone()), 3);
         let got = backend.msm_g1(&bases, &Density::Full, &exps).unwrap();
@@ -169,7 +170,7 @@ mod tests {
     #[test]
     fn msm_rejects_short_bases() {
         let backend = CpuBackend::new();
-        let exps = Arc::new(vec![Fr::ONE.to_repr(); 4]);
+        let exps = Arc::new(vec![Fr::ONE; 4]);
         let bases = Bases::new(Arc::new(vec![G1Affine::generator(); 4]), 1);
         let err = backend.msm_g1(&bases, &Density::Full, &exps).unwrap_err();
         assert!(matches!(err, KernelError::BasesTooShort { .. }), "{err}");

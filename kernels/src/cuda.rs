@@ -5,12 +5,18 @@
 //!   `points[skip..skip + used]`, is uploaded to a device once per process (keyed by the
 //!   vector's `Arc`, which the cache keeps alive so the key cannot be reused, the skip and the
 //!   count, all fixed per circuit) and every later MSM over it reads it in place.
+//! - Exponents go to the device as blstrs stores them, in Montgomery form (`Fr` is
+//!   `#[repr(transparent)]` over `blst_fr`, the layout of sppark's `fr_t`); sppark converts
+//!   them on the device (`msm_t::invoke` with `mont = true`), so a full query costs no host
+//!   work per exponent. The quotient comes back in Montgomery form too, as `Fr`.
 //! - Sparse queries: the exponents of the variables a query uses are gathered on the host
-//!   (as the CPU backend does); the bases of a sparse query are already dense, so the MSM runs
-//!   over the resident points as they are.
+//!   (`used_exponents`, on the CPU thread pool, as the CPU backend does); the bases of a
+//!   sparse query are already dense, so the MSM runs over the resident points as they are.
+//! - G1 and G2 run through one generic MSM (`CudaBackend::msm`) over `GpuGroup`, which names
+//!   each group's FFI calls, output point type and statistics.
 //! - GPU-stage workers are spread over the visible devices (a worker thread keeps the device
 //!   it first got); workers of one device take turns on it through an in-process lock, so
-//!   one worker's host-side work (gathering, conversions, copies back) overlaps another's
+//!   one worker's host-side work (gathering, copies back) overlaps another's
 //!   kernels. No file lock.
 //! - The CUDA runtime is linked statically and loads the driver at run time: a binary built
 //!   with this backend starts on a machine without a GPU or driver, and [`CudaBackend::new`]
@@ -24,14 +30,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use blst::{blst_p1, blst_p2};
+use blst::{blst_fr, blst_p1, blst_p2};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ff::{Field, PrimeField};
 use group::Group;
 
-use crate::{
-    Bases, Density, FrRepr, GpuDevice, KernelError, KernelStat, ProvingBackend, used_exponents,
-};
+use crate::{Bases, Density, GpuDevice, KernelError, KernelStat, ProvingBackend, used_exponents};
 
 mod ffi {
     use std::ffi::c_void;
@@ -64,13 +68,13 @@ mod ffi {
             h: *mut c_void,
             out: *mut blst_p1,
             n: usize,
-            s: *const u8,
+            s: *const blst_fr,
         ) -> sppark::Error;
         pub fn pp_msm_g2_run(
             h: *mut c_void,
             out: *mut blst_p2,
             n: usize,
-            s: *const u8,
+            s: *const blst_fr,
         ) -> sppark::Error;
         pub fn pp_msm_g1_free(h: *mut c_void);
         pub fn pp_msm_g2_free(h: *mut c_void);
@@ -81,7 +85,7 @@ mod ffi {
             c: *const blst_fr,
             lg: u32,
             zinv: *const blst_fr,
-            out: *mut u8,
+            out: *mut blst_fr,
         ) -> sppark::Error;
     }
 }
@@ -117,16 +121,40 @@ unsafe impl Send for Resident {}
 /// (host vector address, skip, points used): fixed per circuit and query.
 type ResidentKey = (usize, usize, usize);
 
-/// A group the MSM kernels exist for.
+// The layouts the FFI relies on: blstrs' types are `#[repr(transparent)]` over blst's, which
+// are sppark's (affine points of 2 x 48 and 2 x 96 bytes, scalars of 32 in Montgomery form).
+const _: () = assert!(size_of::<G1Affine>() == 96);
+const _: () = assert!(size_of::<G2Affine>() == 192);
+const _: () = assert!(size_of::<Fr>() == size_of::<blst_fr>() && size_of::<Fr>() == 32);
+
+/// A group the MSM kernels exist for (its affine base points are `Self`).
 trait GpuGroup: Send + Sync + Sized + 'static {
     const G2: bool;
+    /// What a failed MSM is reported as ("G1 MSM").
+    const MSM: &'static str;
+    /// blst's projective point, which the MSM writes.
+    type Raw: Default;
+    /// The blstrs point the backend returns, a `#[repr(transparent)]` wrapper of `Raw`.
+    type Projective: Group + AsMut<Self::Raw>;
     /// Uploads `n` points and returns the msm_t handle.
     unsafe fn upload(dev: i32, host: *const Self, n: usize, out: *mut *mut c_void)
     -> sppark::Error;
+    /// Runs the MSM of `n` scalars (Montgomery form) over the points resident in `h`.
+    unsafe fn run(
+        h: *mut c_void,
+        out: *mut Self::Raw,
+        n: usize,
+        s: *const blst_fr,
+    ) -> sppark::Error;
+    /// The statistics the MSM counts in.
+    fn stat(s: &mut Stats) -> &mut KernelStat;
 }
 
 impl GpuGroup for G1Affine {
     const G2: bool = false;
+    const MSM: &'static str = "G1 MSM";
+    type Raw = blst_p1;
+    type Projective = G1Projective;
     unsafe fn upload(
         dev: i32,
         host: *const Self,
@@ -135,10 +163,19 @@ impl GpuGroup for G1Affine {
     ) -> sppark::Error {
         unsafe { ffi::pp_msm_g1_new(dev, host.cast(), n, out) }
     }
+    unsafe fn run(h: *mut c_void, out: *mut blst_p1, n: usize, s: *const blst_fr) -> sppark::Error {
+        unsafe { ffi::pp_msm_g1_run(h, out, n, s) }
+    }
+    fn stat(s: &mut Stats) -> &mut KernelStat {
+        &mut s.msm_g1
+    }
 }
 
 impl GpuGroup for G2Affine {
     const G2: bool = true;
+    const MSM: &'static str = "G2 MSM";
+    type Raw = blst_p2;
+    type Projective = G2Projective;
     unsafe fn upload(
         dev: i32,
         host: *const Self,
@@ -146,6 +183,12 @@ impl GpuGroup for G2Affine {
         out: *mut *mut c_void,
     ) -> sppark::Error {
         unsafe { ffi::pp_msm_g2_new(dev, host.cast(), n, out) }
+    }
+    unsafe fn run(h: *mut c_void, out: *mut blst_p2, n: usize, s: *const blst_fr) -> sppark::Error {
+        unsafe { ffi::pp_msm_g2_run(h, out, n, s) }
+    }
+    fn stat(s: &mut Stats) -> &mut KernelStat {
+        &mut s.msm_g2
     }
 }
 
@@ -288,6 +331,38 @@ impl CudaBackend {
         Ok(handle)
     }
 
+    /// The MSM of G1 or G2: the used exponents (gathered on the host for a sparse query, as
+    /// they are for a full one) over the resident bases, on the calling worker's device.
+    fn msm<G: GpuGroup>(
+        &self,
+        bases: &Bases<G>,
+        density: &Density,
+        exponents: &Arc<Vec<Fr>>,
+    ) -> Result<G::Projective, KernelError> {
+        let exps = used_exponents(bases, density, exponents)?;
+        if exps.is_empty() {
+            return Ok(G::Projective::identity());
+        }
+        let dev = self.device();
+        let handle = self.resident(dev, &bases.points, bases.skip, exps.len())?;
+        let mut out = G::Raw::default();
+        let start;
+        {
+            let _busy = self.lock(dev);
+            start = Instant::now();
+            // SAFETY: the resident buffer holds points.len() >= skip + exps.len() points;
+            // `exps` is exps.len() live Fr, `#[repr(transparent)]` over blst_fr (Montgomery
+            // form, which pp_msm_g*_run tells sppark to convert); `out` is an out-pointer.
+            check(G::MSM, dev, unsafe {
+                G::run(handle, &mut out, exps.len(), exps.as_ptr().cast())
+            })?;
+        }
+        self.record(G::stat, start, exps.len());
+        let mut sum = G::Projective::identity();
+        *sum.as_mut() = out;
+        Ok(sum)
+    }
+
     /// Bytes of base points resident on each device.
     pub fn resident_bytes(&self) -> Vec<u64> {
         self.devices
@@ -328,7 +403,7 @@ impl ProvingBackend for CudaBackend {
         mut a: Vec<Fr>,
         mut b: Vec<Fr>,
         mut c: Vec<Fr>,
-    ) -> Result<Vec<FrRepr>, KernelError> {
+    ) -> Result<Vec<Fr>, KernelError> {
         if a.len() != b.len() || b.len() != c.len() {
             return Err(KernelError::MismatchedEvaluations {
                 a: a.len(),
@@ -349,14 +424,15 @@ impl ProvingBackend for CudaBackend {
         let g = Fr::MULTIPLICATIVE_GENERATOR;
         let zinv = Option::<Fr>::from((g.pow_vartime([m as u64]) - Fr::ONE).invert())
             .expect("g^m != 1 for the multiplicative generator");
-        let mut out: Vec<FrRepr> = vec![[0u8; 32]; m];
+        let mut out = vec![Fr::ZERO; m];
         let dev = self.device();
         let start;
         {
             let _busy = self.lock(dev);
             start = Instant::now();
             // SAFETY: a, b, c, out hold m elements of 32 bytes; Fr is repr(transparent) over
-            // blst_fr (Montgomery form, the layout of sppark's fr_t).
+            // blst_fr (Montgomery form, the layout of sppark's fr_t), in which pp_quotient
+            // takes a, b, c and writes out.
             check("quotient NTTs", dev, unsafe {
                 ffi::pp_quotient(
                     dev as i32,
@@ -380,58 +456,18 @@ impl ProvingBackend for CudaBackend {
         &self,
         bases: &Bases<G1Affine>,
         density: &Density,
-        exponents: &Arc<Vec<FrRepr>>,
+        exponents: &Arc<Vec<Fr>>,
     ) -> Result<G1Projective, KernelError> {
-        let exps = used_exponents(bases, density, exponents)?;
-        if exps.is_empty() {
-            return Ok(G1Projective::identity());
-        }
-        const { assert!(size_of::<G1Affine>() == 96) };
-        let dev = self.device();
-        let handle = self.resident(dev, &bases.points, bases.skip, exps.len())?;
-        let mut out = blst_p1::default();
-        let start;
-        {
-            let _busy = self.lock(dev);
-            start = Instant::now();
-            // SAFETY: the resident buffer holds points.len() >= skip + exps.len() points.
-            check("G1 MSM", dev, unsafe {
-                ffi::pp_msm_g1_run(handle, &mut out, exps.len(), exps.as_flattened().as_ptr())
-            })?;
-        }
-        self.record(|s| &mut s.msm_g1, start, exps.len());
-        let mut sum = G1Projective::identity();
-        *sum.as_mut() = out;
-        Ok(sum)
+        self.msm(bases, density, exponents)
     }
 
     fn msm_g2(
         &self,
         bases: &Bases<G2Affine>,
         density: &Density,
-        exponents: &Arc<Vec<FrRepr>>,
+        exponents: &Arc<Vec<Fr>>,
     ) -> Result<G2Projective, KernelError> {
-        let exps = used_exponents(bases, density, exponents)?;
-        if exps.is_empty() {
-            return Ok(G2Projective::identity());
-        }
-        const { assert!(size_of::<G2Affine>() == 192) };
-        let dev = self.device();
-        let handle = self.resident(dev, &bases.points, bases.skip, exps.len())?;
-        let mut out = blst_p2::default();
-        let start;
-        {
-            let _busy = self.lock(dev);
-            start = Instant::now();
-            // SAFETY: as for G1.
-            check("G2 MSM", dev, unsafe {
-                ffi::pp_msm_g2_run(handle, &mut out, exps.len(), exps.as_flattened().as_ptr())
-            })?;
-        }
-        self.record(|s| &mut s.msm_g2, start, exps.len());
-        let mut sum = G2Projective::identity();
-        *sum.as_mut() = out;
-        Ok(sum)
+        self.msm(bases, density, exponents)
     }
 
     fn gpu_devices(&self) -> Vec<GpuDevice> {

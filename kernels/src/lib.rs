@@ -13,15 +13,12 @@ use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 pub use ec_gpu_gen::multiexp_cpu::DensityTracker;
-use ff::PrimeField;
+use ec_gpu_gen::threadpool::Worker;
 
 pub use cpu::CpuBackend;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaBackend;
 pub use error::KernelError;
-
-/// A scalar in the little-endian byte form the MSM kernels consume.
-pub type FrRepr = <Fr as PrimeField>::Repr;
 
 /// Which bases of a query take part in a multi-scalar multiplication.
 #[derive(Clone, Debug)]
@@ -53,26 +50,32 @@ pub trait ProvingBackend: Send + Sync {
     fn name(&self) -> &'static str;
 
     /// The quotient polynomial h = (a*b - c) / z over the coset, in coefficient form, as the
-    /// `m - 1` exponents of the h query (m = the evaluation domain size).
+    /// `m - 1` exponents of the h query (m = the evaluation domain size), as field elements
+    /// (ready to be passed to [`ProvingBackend::msm_g1`] as they are).
     ///
     /// `a`, `b`, `c` are the constraint evaluations; they are consumed so that their memory is
     /// released as soon as the polynomial is computed.
-    fn quotient(&self, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Result<Vec<FrRepr>, KernelError>;
+    fn quotient(&self, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Result<Vec<Fr>, KernelError>;
 
     /// Multi-scalar multiplication over G1.
+    ///
+    /// The exponents are field elements as blstrs stores them (Montgomery form), not canonical
+    /// bytes: the CUDA backend hands them to the GPU as they are and converts them there, so
+    /// the GPU stage does no per-element host work for a full query; the CPU backend converts
+    /// them itself, in parallel, while gathering the ones a query uses.
     fn msm_g1(
         &self,
         bases: &Bases<G1Affine>,
         density: &Density,
-        exponents: &Arc<Vec<FrRepr>>,
+        exponents: &Arc<Vec<Fr>>,
     ) -> Result<G1Projective, KernelError>;
 
-    /// Multi-scalar multiplication over G2.
+    /// Multi-scalar multiplication over G2 (exponents as for [`ProvingBackend::msm_g1`]).
     fn msm_g2(
         &self,
         bases: &Bases<G2Affine>,
         density: &Density,
-        exponents: &Arc<Vec<FrRepr>>,
+        exponents: &Arc<Vec<Fr>>,
     ) -> Result<G2Projective, KernelError>;
 
     /// The GPUs this backend runs on (none for the CPU backend).
@@ -107,31 +110,107 @@ pub struct KernelStat {
 }
 
 /// The exponents of the variables a query uses (all of them for a full query, the ones its
-/// density marks for a sparse one), after checking that the bases cover them. Every
-/// backend gathers the same way.
+/// density marks for a sparse one), after checking that the bases cover them: borrowed for a
+/// full query, gathered (on the CPU thread pool) for a sparse one. Every backend gathers
+/// through [`used_exponents`] or [`used_exponents_map`].
+// The CUDA backend's gather: unused in a build without it.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn used_exponents<'a, G>(
     bases: &Bases<G>,
     density: &Density,
-    exponents: &'a [FrRepr],
-) -> Result<std::borrow::Cow<'a, [FrRepr]>, KernelError> {
-    let exps: std::borrow::Cow<'a, [FrRepr]> = match density {
-        Density::Full => exponents.into(),
-        Density::Sparse(d) => exponents
-            .iter()
-            .zip(d.bv.iter())
-            .filter_map(|(e, used)| used.then_some(*e))
-            .collect::<Vec<_>>()
-            .into(),
+    exponents: &'a [Fr],
+) -> Result<std::borrow::Cow<'a, [Fr]>, KernelError> {
+    match density {
+        Density::Full => {
+            check_bases(bases, exponents.len())?;
+            Ok(exponents.into())
+        }
+        Density::Sparse(_) => Ok(used_exponents_map(bases, density, exponents, |e| *e)?.into()),
+    }
+}
+
+/// [`used_exponents`], each mapped through `f` in the same pass (a backend's conversion to
+/// the form its kernels take), spread over the CPU thread pool. Always a new vector.
+pub(crate) fn used_exponents_map<G, T, F>(
+    bases: &Bases<G>,
+    density: &Density,
+    exponents: &[Fr],
+    f: F,
+) -> Result<Vec<T>, KernelError>
+where
+    T: Send,
+    F: Fn(&Fr) -> T + Sync,
+{
+    let (n, tracker) = match density {
+        Density::Full => (exponents.len(), None),
+        // As a zip of the two: a variable beyond either the exponents or the density is unused.
+        Density::Sparse(d) => (exponents.len().min(d.bv.len()), Some(&**d)),
     };
+    let exponents = &exponents[..n];
+    let used = match tracker {
+        None => n,
+        Some(d) => d.bv[..n].count_ones(),
+    };
+    check_bases(bases, used)?;
+
+    // One chunk of the exponents into its part of the output, which holds exactly the used
+    // exponents of the chunk (`tracker` and `start` say which: bits start.. of its density).
+    let fill = |out: &mut [std::mem::MaybeUninit<T>], chunk: &[Fr], start: usize| match tracker {
+        None => {
+            for (o, e) in out.iter_mut().zip(chunk) {
+                o.write(f(e));
+            }
+        }
+        Some(d) => {
+            let mut out = out.iter_mut();
+            for (e, u) in chunk.iter().zip(d.bv[start..start + chunk.len()].iter()) {
+                if *u {
+                    out.next().expect("as many outputs as set bits").write(f(e));
+                }
+            }
+        }
+    };
+    let count = |chunk: &[Fr], start: usize| match tracker {
+        None => chunk.len(),
+        Some(d) => d.bv[start..start + chunk.len()].count_ones(),
+    };
+
+    let mut out = Vec::with_capacity(used);
+    let mut rest = &mut out.spare_capacity_mut()[..used];
+    if n < PARALLEL_GATHER_MIN {
+        fill(rest, exponents, 0);
+    } else {
+        Worker::new().scope(n, |scope, chunk_len| {
+            for (i, chunk) in exponents.chunks(chunk_len).enumerate() {
+                let start = i * chunk_len;
+                let (mine, tail) = std::mem::take(&mut rest).split_at_mut(count(chunk, start));
+                rest = tail;
+                let fill = &fill;
+                scope.execute(move || fill(mine, chunk, start));
+            }
+        });
+    }
+    // SAFETY: the chunks' outputs tile out[..used] (each as long as its chunk's used
+    // exponents, which sum to `used`), and every one was filled above: one write per used
+    // exponent.
+    unsafe { out.set_len(used) };
+    Ok(out)
+}
+
+/// Below this many exponents a gather runs on the calling thread.
+const PARALLEL_GATHER_MIN: usize = 1 << 14;
+
+/// Fails unless `bases[skip..]` has a point for each of `used` exponents.
+fn check_bases<G>(bases: &Bases<G>, used: usize) -> Result<(), KernelError> {
     let available = bases.points.len().saturating_sub(bases.skip);
-    if available < exps.len() {
+    if available < used {
         return Err(KernelError::BasesTooShort {
             bases: bases.points.len(),
             skip: bases.skip,
-            exponents: exps.len(),
+            exponents: used,
         });
     }
-    Ok(exps)
+    Ok(())
 }
 
 /// The smallest power of two at or above `n`: the FFT domain size for `n` constraints.
@@ -193,4 +272,80 @@ fn select_gpu_backend() -> (Arc<dyn ProvingBackend>, String) {
         Arc::new(CpuBackend::new()),
         "this build has no GPU backend (built without the `cuda` feature); the GPU stage runs on the CPU".into(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ff::{Field, PrimeField};
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::SeedableRng;
+
+    fn sparse(n: usize, used: impl Fn(usize) -> bool) -> Density {
+        let mut t = DensityTracker::new();
+        for i in 0..n {
+            t.add_element();
+            if used(i) {
+                t.inc(i);
+            }
+        }
+        Density::Sparse(Arc::new(t))
+    }
+
+    /// The parallel gather (sizes above PARALLEL_GATHER_MIN, odd ones so the chunks are
+    /// uneven) gives what a sequential filter gives, with and without the conversion.
+    #[test]
+    fn gather_matches_sequential_filter() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for n in [
+            10,
+            PARALLEL_GATHER_MIN - 1,
+            PARALLEL_GATHER_MIN + 7,
+            3 * PARALLEL_GATHER_MIN + 1,
+        ] {
+            let exps: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
+            let bases = Bases::new(Arc::new(vec![(); n + 2]), 2);
+            let full = used_exponents_map(&bases, &Density::Full, &exps, Fr::to_repr).unwrap();
+            assert_eq!(
+                full,
+                exps.iter().map(Fr::to_repr).collect::<Vec<_>>(),
+                "n={n}"
+            );
+            assert!(matches!(
+                used_exponents(&bases, &Density::Full, &exps).unwrap(),
+                std::borrow::Cow::Borrowed(_)
+            ));
+            // Dense runs and gaps of several lengths, and nothing used at the end.
+            let pick = |i: usize| (i % 11 < 4 || (i / 1000).is_multiple_of(3)) && i + 5 < n;
+            let d = sparse(n, pick);
+            let want: Vec<Fr> = (0..n).filter(|&i| pick(i)).map(|i| exps[i]).collect();
+            let got = used_exponents(&bases, &d, &exps).unwrap();
+            assert_eq!(&*got, &want[..], "n={n}");
+            let bytes = used_exponents_map(&bases, &d, &exps, Fr::to_repr).unwrap();
+            assert_eq!(
+                bytes,
+                want.iter().map(Fr::to_repr).collect::<Vec<_>>(),
+                "n={n}"
+            );
+        }
+    }
+
+    #[test]
+    fn gather_checks_the_bases_against_the_used_exponents() {
+        let n = PARALLEL_GATHER_MIN + 1;
+        let exps = vec![Fr::ONE; n];
+        let d = sparse(n, |i| i % 2 == 0);
+        let used = n.div_ceil(2);
+        assert!(used_exponents(&Bases::new(Arc::new(vec![(); used]), 0), &d, &exps).is_ok());
+        let short = Bases::new(Arc::new(vec![(); used]), 1);
+        assert!(matches!(
+            used_exponents(&short, &d, &exps),
+            Err(KernelError::BasesTooShort { exponents, .. }) if exponents == used
+        ));
+        assert!(used_exponents(&short, &Density::Full, &exps).is_err());
+        // A density shorter than the exponents: the ones beyond it are unused.
+        let d = sparse(10, |_| true);
+        let got = used_exponents_map(&Bases::new(Arc::new(vec![(); 10]), 0), &d, &exps, |e| *e);
+        assert_eq!(got.unwrap().len(), 10);
+    }
 }

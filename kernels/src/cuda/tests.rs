@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
-use ff::{Field, PrimeField};
+use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
 use super::CudaBackend;
-use crate::{Bases, CpuBackend, Density, DensityTracker, FrRepr, ProvingBackend};
+use crate::{Bases, CpuBackend, Density, DensityTracker, ProvingBackend};
 
 fn gpu() -> Option<CudaBackend> {
     match CudaBackend::new() {
@@ -43,17 +43,18 @@ fn points<G: Group + Curve<AffineRepr: Clone>>(
     out
 }
 
-fn scalars(rng: &mut ChaCha8Rng, n: usize) -> Arc<Vec<FrRepr>> {
-    // Mix of random, zero, one and small scalars, as real witnesses have.
+fn scalars(rng: &mut ChaCha8Rng, n: usize) -> Arc<Vec<Fr>> {
+    // Mix of random, zero, one and small scalars, as real witnesses have, and r - 1 (the
+    // largest; all of them go to the GPU in Montgomery form and are converted there).
     Arc::new(
         (0..n)
             .map(|i| match i % 7 {
                 0 => Fr::ZERO,
                 1 => Fr::ONE,
                 2 => Fr::from(i as u64),
+                3 => -Fr::ONE,
                 _ => Fr::random(&mut *rng),
             })
-            .map(|s| s.to_repr())
             .collect(),
     )
 }
@@ -182,13 +183,13 @@ fn quotient_matches_cpu_2_10_to_2_16() {
 #[test]
 fn empty_and_mismatched_inputs() {
     let Some(gpu) = gpu() else { return };
-    let exps = Arc::new(Vec::<FrRepr>::new());
+    let exps = Arc::new(Vec::<Fr>::new());
     let bases = Bases::new(Arc::new(vec![G1Affine::generator()]), 0);
     assert_eq!(
         gpu.msm_g1(&bases, &Density::Full, &exps).unwrap(),
         G1Projective::identity()
     );
-    let short = Arc::new(vec![Fr::ONE.to_repr(); 3]);
+    let short = Arc::new(vec![Fr::ONE; 3]);
     assert!(gpu.msm_g1(&bases, &Density::Full, &short).is_err());
     assert!(
         gpu.quotient(vec![Fr::ONE; 3], vec![Fr::ONE; 2], vec![Fr::ONE; 3])

@@ -5,10 +5,9 @@ use std::sync::Arc;
 
 use bellperson::groth16::{Parameters, Proof};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
-use ff::PrimeField;
 use group::Curve;
 use group::prime::PrimeCurveAffine;
-use proofpipe_kernels::{Bases, Density, DensityTracker, FrRepr, KernelError, ProvingBackend};
+use proofpipe_kernels::{Bases, Density, DensityTracker, KernelError, ProvingBackend};
 use serde::{Deserialize, Serialize};
 
 use super::Synthesized;
@@ -32,8 +31,8 @@ pub struct Started {
     a: G1Projective,
     b_g1: G1Projective,
     b_g2: Option<G2Projective>,
-    inputs: Arc<Vec<FrRepr>>,
-    aux: Arc<Vec<FrRepr>>,
+    inputs: Arc<Vec<Fr>>,
+    aux: Arc<Vec<Fr>>,
     b_input_density: Arc<DensityTracker>,
     b_aux_density: Arc<DensityTracker>,
     public_inputs: Vec<Fr>,
@@ -43,7 +42,7 @@ impl Started {
     /// Heap bytes still held (the exponents kept for the G2 MSM, and the densities).
     pub fn heap_bytes(&self) -> u64 {
         let exps = self.inputs.capacity() + self.aux.capacity();
-        (exps * size_of::<FrRepr>() + exps / 4) as u64
+        (exps * size_of::<Fr>() + exps / 4) as u64
     }
 
     pub fn public_inputs(&self) -> &[Fr] {
@@ -102,8 +101,10 @@ pub fn prove_start(
     } = s;
     let public_inputs = inputs[1..].to_vec();
     let h_exps = Arc::new(backend.quotient(a, b, c)?);
-    let inputs = Arc::new(inputs.iter().map(PrimeField::to_repr).collect::<Vec<_>>());
-    let aux = Arc::new(aux.into_iter().map(|s| s.to_repr()).collect::<Vec<_>>());
+    // The exponents stay field elements (Montgomery form): the backend converts them where
+    // it must (the GPU on the device, the CPU backend while gathering), not here.
+    let inputs = Arc::new(inputs);
+    let aux = Arc::new(aux);
 
     let h = backend.msm_g1(&Bases::new(params.h.clone(), 0), &Density::Full, &h_exps)?;
     drop(h_exps);

@@ -3,7 +3,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
-use proofpipe_kernels::{Bases, CpuBackend, Density, FrRepr, KernelError, ProvingBackend};
+use proofpipe_kernels::{Bases, CpuBackend, Density, KernelError, ProvingBackend};
 
 use super::*;
 use crate::circuits::CircuitKind;
@@ -52,7 +52,7 @@ impl ProvingBackend for SlowGpu {
     fn name(&self) -> &'static str {
         "slow-test"
     }
-    fn quotient(&self, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Result<Vec<FrRepr>, KernelError> {
+    fn quotient(&self, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Result<Vec<Fr>, KernelError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         std::thread::sleep(self.delay);
         match self.fail_len {
@@ -68,7 +68,7 @@ impl ProvingBackend for SlowGpu {
         &self,
         b: &Bases<G1Affine>,
         d: &Density,
-        e: &Arc<Vec<FrRepr>>,
+        e: &Arc<Vec<Fr>>,
     ) -> Result<G1Projective, KernelError> {
         self.inner.msm_g1(b, d, e)
     }
@@ -76,7 +76,7 @@ impl ProvingBackend for SlowGpu {
         &self,
         b: &Bases<G2Affine>,
         d: &Density,
-        e: &Arc<Vec<FrRepr>>,
+        e: &Arc<Vec<Fr>>,
     ) -> Result<G2Projective, KernelError> {
         self.inner.msm_g2(b, d, e)
     }

@@ -50,6 +50,9 @@ while read -r circuit constraints partitions stock extra; do
     [[ -z "$circuit" ]] && continue
     name="bench-$circuit-$constraints"
     [[ "$extra" == *timing-only* ]] && name="$name-timing-only"
+    # Other flags name the run too (e.g. --gpu-workers 3 -> -gpu-workers-3).
+    suffix=$(sed -E 's/--timing-only-params//; s/--//g; s/[^a-z0-9]+/-/g; s/^-+//; s/-+$//' <<< "$extra")
+    [[ -n "$suffix" ]] && name="$name-$suffix"
     nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader -lms 250 \
         > "$out/$name.smi.csv" 2>/dev/null &
     smi=$!

@@ -8,8 +8,12 @@
 //   pp_msm_g{1,2}_run             MSM over those points with host scalars in Montgomery form
 //                                 (blst_fr, as blstrs stores them: sppark's fr_t layout),
 //                                 converted on the device (invoke's mont = true)
-//   pp_quotient                   h = icoset_ntt((coset_ntt(intt(a))*coset_ntt(intt(b))
+//   pp_pinned_alloc / _free       page-locked host staging for MSM scalars (full-speed DMA)
+//   pp_quotient_ws_new / _free    a GPU-stage worker's quotient workspace (stream, buffers)
+//   pp_quotient_upload            a, b, c to the device (outside the device lock)
+//   pp_quotient_compute           h = icoset_ntt((coset_ntt(intt(a))*coset_ntt(intt(b))
 //                                      - coset_ntt(intt(c))) * zinv), in Montgomery form
+//   pp_quotient_download          h back to the host (outside the device lock)
 // No entry point converts scalars on the host: Rust passes and gets blst_fr as it is.
 // Every entry point catches sppark's cuda_error and returns it as a RustError.
 
@@ -151,34 +155,116 @@ extern "C" void pp_msm_g1_free(void* h)
 extern "C" void pp_msm_g2_free(void* h)
 {   delete static_cast<msm_t<bucket_fp2_t, point_fp2_t, affine_fp2_t, scalar_t>*>(h);   }
 
-// a, b, c: n = 2^lg evaluations in Montgomery form (blst_fr layout). `out` receives the n
-// coefficients of h, in Montgomery form too (blst_fr, i.e. blstrs' Scalar as it is; the
-// caller drops the top one).
-extern "C" RustError::by_value pp_quotient(int dev, const fr_t* a, const fr_t* b, const fr_t* c,
-                                           uint32_t lg, const fr_t* zinv, fr_t* out)
+// Page-locked host memory: sppark's scalar uploads from it run as DMA at full link speed
+// (pageable memory goes through the driver's staging copies at a fraction of it).
+extern "C" RustError::by_value pp_pinned_alloc(size_t bytes, void** out)
 {
     try {
-        const gpu_t& gpu = select_gpu(dev);
-        size_t n = (size_t)1 << lg;
-        dev_ptr_t<fr_t> da{n, gpu}, db{n, gpu}, dc{n, gpu};
-        gpu.HtoD(&da[0], a, n);
-        gpu.HtoD(&db[0], b, n);
-        gpu.HtoD(&dc[0], c, n);
+        CUDA_OK(cudaHostAlloc(out, bytes, cudaHostAllocPortable));
+    } catch (const cuda_error& e) {
+        return pp_err(e, "allocating page-locked host memory");
+    }
+    return RustError{cudaSuccess};
+}
+
+extern "C" void pp_pinned_free(void* p)
+{   (void)cudaFreeHost(p);   }
+
+// The quotient runs in three steps so that only the middle one needs the device to itself:
+// a GPU-stage worker uploads a, b, c (pageable copies, CPU-bound: ~0.25 s per 2^24
+// partition) and downloads h on its own stream *outside* the device lock, overlapping the
+// other worker's kernels; only the NTTs run under the lock. Each worker keeps a workspace
+// (its stream and three device buffers of 2^lg elements) across partitions.
+//
+// Values are n = 2^lg field elements in Montgomery form (blst_fr layout, blstrs' Scalar as
+// it is), in and out; h comes back in a's buffer (the caller drops its top coefficient).
+struct pp_quotient_ws {
+    int dev;
+    size_t n;
+    stream_t stream;
+    fr_t* d[3] = {nullptr, nullptr, nullptr};
+    pp_quotient_ws(int dev, size_t n) : dev(dev), n(n), stream(dev) {}
+    ~pp_quotient_ws()
+    {
+        (void)cudaSetDevice(dev);
+        for (fr_t* p : d)
+            if (p) (void)cudaFree(p);
+    }
+};
+
+extern "C" RustError::by_value pp_quotient_ws_new(int dev, uint32_t lg, void** out)
+{
+    pp_quotient_ws* ws = nullptr;
+    try {
+        (void)select_gpu(dev);
+        CUDA_OK(cudaSetDevice(dev));
+        ws = new pp_quotient_ws{dev, (size_t)1 << lg};
+        for (auto& p : ws->d)
+            CUDA_OK(cudaMalloc(&p, ws->n * sizeof(fr_t)));
+        *out = ws;
+    } catch (const cuda_error& e) {
+        delete ws;
+        return pp_err(e, "allocating the quotient's device buffers");
+    }
+    return RustError{cudaSuccess};
+}
+
+extern "C" void pp_quotient_ws_free(void* ws)
+{   delete static_cast<pp_quotient_ws*>(ws);   }
+
+extern "C" RustError::by_value pp_quotient_upload(void* h, const fr_t* a, const fr_t* b,
+                                                  const fr_t* c)
+{
+    auto* ws = static_cast<pp_quotient_ws*>(h);
+    try {
+        CUDA_OK(cudaSetDevice(ws->dev));
+        const fr_t* src[3] = {a, b, c};
+        for (int i = 0; i < 3; i++)
+            CUDA_OK(cudaMemcpyAsync(ws->d[i], src[i], ws->n * sizeof(fr_t),
+                                    cudaMemcpyHostToDevice, ws->stream));
+        ws->stream.sync();
+    } catch (const cuda_error& e) {
+        return pp_err(e, "uploading a, b, c");
+    }
+    return RustError{cudaSuccess};
+}
+
+// h = icoset_ntt((coset_ntt(intt(a)) * coset_ntt(intt(b)) - coset_ntt(intt(c))) * zinv),
+// left in the first buffer.
+extern "C" RustError::by_value pp_quotient_compute(void* h, uint32_t lg, const fr_t* zinv)
+{
+    auto* ws = static_cast<pp_quotient_ws*>(h);
+    try {
+        CUDA_OK(cudaSetDevice(ws->dev));
         typedef NTT::InputOutputOrder O;
         typedef NTT::Direction D;
         typedef NTT::Type T;
-        stream_t& s = gpu;
-        for (fr_t* d : {(fr_t*)da, (fr_t*)db, (fr_t*)dc}) {
+        stream_t& s = ws->stream;
+        for (fr_t* d : ws->d) {
             NTT::Base_dev_ptr(s, d, lg, O::NR, D::inverse, T::standard);
             NTT::Base_dev_ptr(s, d, lg, O::RN, D::forward, T::coset);
         }
-        pp_pointwise<<<gpu.sm_count() * 2, 512, 0, gpu>>>(da, db, dc, *zinv, n);
+        pp_pointwise<<<s.sm_count() * 2, 512, 0, s>>>(ws->d[0], ws->d[1], ws->d[2], *zinv,
+                                                       ws->n);
         CUDA_OK(cudaGetLastError());
-        NTT::Base_dev_ptr(s, da, lg, O::NN, D::inverse, T::coset);
-        gpu.DtoH(out, &da[0], n);
-        gpu.sync();
+        NTT::Base_dev_ptr(s, ws->d[0], lg, O::NN, D::inverse, T::coset);
+        s.sync();
     } catch (const cuda_error& e) {
         return pp_err(e, "quotient NTTs");
+    }
+    return RustError{cudaSuccess};
+}
+
+extern "C" RustError::by_value pp_quotient_download(void* h, fr_t* out)
+{
+    auto* ws = static_cast<pp_quotient_ws*>(h);
+    try {
+        CUDA_OK(cudaSetDevice(ws->dev));
+        CUDA_OK(cudaMemcpyAsync(out, ws->d[0], ws->n * sizeof(fr_t), cudaMemcpyDeviceToHost,
+                                ws->stream));
+        ws->stream.sync();
+    } catch (const cuda_error& e) {
+        return pp_err(e, "downloading h");
     }
     return RustError{cudaSuccess};
 }

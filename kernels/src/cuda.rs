@@ -78,15 +78,19 @@ mod ffi {
         ) -> sppark::Error;
         pub fn pp_msm_g1_free(h: *mut c_void);
         pub fn pp_msm_g2_free(h: *mut c_void);
-        pub fn pp_quotient(
-            dev: i32,
+        pub fn pp_pinned_alloc(bytes: usize, out: *mut *mut c_void) -> sppark::Error;
+        pub fn pp_pinned_free(p: *mut c_void);
+        pub fn pp_quotient_ws_new(dev: i32, lg: u32, out: *mut *mut c_void) -> sppark::Error;
+        pub fn pp_quotient_ws_free(ws: *mut c_void);
+        pub fn pp_quotient_upload(
+            ws: *mut c_void,
             a: *const blst_fr,
             b: *const blst_fr,
             c: *const blst_fr,
-            lg: u32,
-            zinv: *const blst_fr,
-            out: *mut blst_fr,
         ) -> sppark::Error;
+        pub fn pp_quotient_compute(ws: *mut c_void, lg: u32, zinv: *const blst_fr)
+        -> sppark::Error;
+        pub fn pp_quotient_download(ws: *mut c_void, out: *mut blst_fr) -> sppark::Error;
     }
 }
 
@@ -195,6 +199,8 @@ impl GpuGroup for G2Affine {
 #[derive(Default)]
 struct Stats {
     quotient: KernelStat,
+    quotient_transfers: KernelStat,
+    msm_staging_transfers: KernelStat,
     msm_g1: KernelStat,
     msm_g2: KernelStat,
     upload: KernelStat,
@@ -205,6 +211,47 @@ struct Device {
     /// Held while a kernel sequence runs: workers of one device take turns in memory.
     busy: Mutex<()>,
     resident: Mutex<HashMap<ResidentKey, Resident>>,
+    /// Idle quotient workspaces (a stream and a/b/c buffers each); a worker takes one per
+    /// quotient, so there are as many as workers ever ran one at once.
+    quotient_workspaces: Mutex<Vec<QuotientWorkspace>>,
+    /// Idle page-locked staging buffers for MSM scalars, one per worker that ran an MSM.
+    pinned: Mutex<Vec<Pinned>>,
+}
+
+/// Page-locked host memory (`cudaHostAlloc`), for scalars on their way to the device.
+struct Pinned {
+    ptr: *mut c_void,
+    bytes: usize,
+}
+
+// SAFETY: a staging buffer is used by one thread at a time (taken out of the pool).
+unsafe impl Send for Pinned {}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // SAFETY: made by pp_pinned_alloc, freed once.
+        unsafe { ffi::pp_pinned_free(self.ptr) }
+    }
+}
+
+/// MSMs over fewer scalars read them in place: staging would cost more than it saves.
+const STAGE_FROM: usize = 1 << 16;
+
+/// A stream and three device buffers of 2^lg elements for one quotient at a time.
+struct QuotientWorkspace {
+    handle: *mut c_void,
+    lg: u32,
+}
+
+// SAFETY: a workspace is used by one thread at a time (taken out of the pool), through the
+// CUDA runtime, which is thread-safe.
+unsafe impl Send for QuotientWorkspace {}
+
+impl Drop for QuotientWorkspace {
+    fn drop(&mut self) {
+        // SAFETY: made by pp_quotient_ws_new, freed once.
+        unsafe { ffi::pp_quotient_ws_free(self.handle) }
+    }
 }
 
 /// Runs the quotient's NTTs and the G1/G2 MSMs on CUDA GPUs.
@@ -249,6 +296,8 @@ impl CudaBackend {
                 },
                 busy: Mutex::new(()),
                 resident: Mutex::new(HashMap::new()),
+                quotient_workspaces: Mutex::new(Vec::new()),
+                pinned: Mutex::new(Vec::new()),
             });
         }
         Ok(Self {
@@ -345,22 +394,108 @@ impl CudaBackend {
         }
         let dev = self.device();
         let handle = self.resident(dev, &bases.points, bases.skip, exps.len())?;
+        // Large scalar sets are copied (in parallel, outside the device lock) into
+        // page-locked memory, so the upload under the lock runs at full DMA speed.
+        let staged = if exps.len() >= STAGE_FROM {
+            let started = Instant::now();
+            let buf = self.take_pinned(dev, size_of_val(&exps[..]))?;
+            // SAFETY: the buffer holds at least exps.len() Fr and is ours alone until
+            // returned; Fr is plain data.
+            let dst = unsafe { std::slice::from_raw_parts_mut(buf.ptr.cast::<Fr>(), exps.len()) };
+            use rayon::prelude::*;
+            dst.par_chunks_mut(STAGE_FROM)
+                .zip(exps.par_chunks(STAGE_FROM))
+                .for_each(|(d, s)| d.copy_from_slice(s));
+            self.record(|s| &mut s.msm_staging_transfers, started, exps.len());
+            Some(buf)
+        } else {
+            None
+        };
+        let scalars: *const Fr = staged
+            .as_ref()
+            .map_or(exps.as_ptr(), |b| b.ptr.cast::<Fr>().cast_const());
         let mut out = G::Raw::default();
         let start;
+        let result;
         {
             let _busy = self.lock(dev);
             start = Instant::now();
             // SAFETY: the resident buffer holds points.len() >= skip + exps.len() points;
-            // `exps` is exps.len() live Fr, `#[repr(transparent)]` over blst_fr (Montgomery
-            // form, which pp_msm_g*_run tells sppark to convert); `out` is an out-pointer.
-            check(G::MSM, dev, unsafe {
-                G::run(handle, &mut out, exps.len(), exps.as_ptr().cast())
-            })?;
+            // `scalars` points at exps.len() live Fr (the staged copy or `exps` itself),
+            // `#[repr(transparent)]` over blst_fr (Montgomery form, which pp_msm_g*_run tells
+            // sppark to convert); `out` is an out-pointer.
+            result = check(G::MSM, dev, unsafe {
+                G::run(handle, &mut out, exps.len(), scalars.cast())
+            });
         }
+        if let Some(buf) = staged {
+            self.return_pinned(dev, buf);
+        }
+        result?;
         self.record(G::stat, start, exps.len());
         let mut sum = G::Projective::identity();
         *sum.as_mut() = out;
         Ok(sum)
+    }
+
+    /// An idle page-locked buffer of at least `bytes` on `dev`'s pool, made if none is idle
+    /// (a power of two, so one buffer serves every query of a circuit size).
+    fn take_pinned(&self, dev: usize, bytes: usize) -> Result<Pinned, KernelError> {
+        {
+            let mut pool = self.devices[dev]
+                .pinned
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if let Some(i) = pool.iter().position(|b| b.bytes >= bytes) {
+                return Ok(pool.swap_remove(i));
+            }
+            // Idle buffers too small for this size will not serve it: free them.
+            pool.clear();
+        }
+        let bytes = bytes.next_power_of_two();
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: `ptr` is an out-pointer.
+        check("allocating page-locked staging", dev, unsafe {
+            ffi::pp_pinned_alloc(bytes, &mut ptr)
+        })?;
+        Ok(Pinned { ptr, bytes })
+    }
+
+    fn return_pinned(&self, dev: usize, buf: Pinned) {
+        self.devices[dev]
+            .pinned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(buf);
+    }
+
+    /// An idle quotient workspace for domains of 2^lg on `dev`, made if none is idle. Idle
+    /// ones of other sizes are freed first (the pipeline moved to another circuit size).
+    fn take_workspace(&self, dev: usize, lg: u32) -> Result<QuotientWorkspace, KernelError> {
+        {
+            let mut pool = self.devices[dev]
+                .quotient_workspaces
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            pool.retain(|ws| ws.lg == lg);
+            if let Some(ws) = pool.pop() {
+                return Ok(ws);
+            }
+        }
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: `handle` is an out-pointer.
+        check("allocating the quotient's buffers", dev, unsafe {
+            ffi::pp_quotient_ws_new(dev as i32, lg, &mut handle)
+        })?;
+        Ok(QuotientWorkspace { handle, lg })
+    }
+
+    fn return_workspace(&self, dev: usize, ws: QuotientWorkspace) {
+        self.devices[dev]
+            .quotient_workspaces
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(ws);
     }
 
     /// Bytes of base points resident on each device.
@@ -426,27 +561,46 @@ impl ProvingBackend for CudaBackend {
             .expect("g^m != 1 for the multiplicative generator");
         let mut out = vec![Fr::ZERO; m];
         let dev = self.device();
+        let ws = self.take_workspace(dev, lg)?;
+        // Copies on the worker's own stream, outside the device lock: they overlap the other
+        // workers' kernels. Only the NTTs hold the device.
+        let copies = Instant::now();
+        // SAFETY: a, b, c hold m = 2^lg elements; Fr is repr(transparent) over blst_fr
+        // (Montgomery form, the layout of sppark's fr_t); the workspace holds 2^lg.
+        check("uploading a, b, c", dev, unsafe {
+            ffi::pp_quotient_upload(
+                ws.handle,
+                a.as_ptr().cast(),
+                b.as_ptr().cast(),
+                c.as_ptr().cast(),
+            )
+        })?;
+        let mut transfer_seconds = copies.elapsed();
+        drop((a, b, c));
         let start;
         {
             let _busy = self.lock(dev);
             start = Instant::now();
-            // SAFETY: a, b, c, out hold m elements of 32 bytes; Fr is repr(transparent) over
-            // blst_fr (Montgomery form, the layout of sppark's fr_t), in which pp_quotient
-            // takes a, b, c and writes out.
+            // SAFETY: the workspace holds the uploaded a, b, c of 2^lg elements.
             check("quotient NTTs", dev, unsafe {
-                ffi::pp_quotient(
-                    dev as i32,
-                    a.as_ptr().cast(),
-                    b.as_ptr().cast(),
-                    c.as_ptr().cast(),
-                    lg,
-                    (&zinv as *const Fr).cast(),
-                    out.as_mut_ptr().cast(),
-                )
+                ffi::pp_quotient_compute(ws.handle, lg, (&zinv as *const Fr).cast())
             })?;
         }
         self.record(|s| &mut s.quotient, start, m);
-        drop((a, b, c));
+        let copies = Instant::now();
+        // SAFETY: out holds m elements of blst_fr layout.
+        check("downloading h", dev, unsafe {
+            ffi::pp_quotient_download(ws.handle, out.as_mut_ptr().cast())
+        })?;
+        transfer_seconds += copies.elapsed();
+        self.return_workspace(dev, ws);
+        {
+            let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            let k = &mut s.quotient_transfers;
+            k.calls += 1;
+            k.seconds += transfer_seconds.as_secs_f64();
+            k.elements += 4 * m as u64;
+        }
         // deg(h) = m - 2: the top coefficient is zero and the h query has m - 1 points.
         out.pop();
         Ok(out)
@@ -478,6 +632,8 @@ impl ProvingBackend for CudaBackend {
         let s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
         vec![
             ("quotient", s.quotient),
+            ("quotient_transfers", s.quotient_transfers),
+            ("msm_staging_transfers", s.msm_staging_transfers),
             ("msm_g1", s.msm_g1),
             ("msm_g2", s.msm_g2),
             ("upload_bases", s.upload),

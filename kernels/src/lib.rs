@@ -100,13 +100,20 @@ pub struct GpuDevice {
     pub sm_count: u32,
 }
 
-/// Calls, wall seconds (while holding the device, host-device copies included, waiting for
-/// the device not included) and elements of one kernel kind.
+/// Calls, wall seconds (while holding the device, host-device copies made under the lock
+/// included, waiting for the device not included) and elements of one kernel kind. Kinds
+/// named `*_transfers` are copies made outside the device lock (see [`holds_device`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct KernelStat {
     pub calls: u64,
     pub seconds: f64,
     pub elements: u64,
+}
+
+/// Whether time in a kernel kind (from [`ProvingBackend::kernel_stats`]) holds the device:
+/// false for transfers made outside the device lock, which overlap other workers' kernels.
+pub fn holds_device(kernel: &str) -> bool {
+    !kernel.ends_with("_transfers")
 }
 
 /// The exponents of the variables a query uses (all of them for a full query, the ones its

@@ -115,6 +115,8 @@ pub fn steady_state(
 #[derive(Clone, Debug, Serialize)]
 pub struct KernelRow {
     pub kernel: &'static str,
+    /// False for transfers made outside the device lock (they overlap other kernels).
+    pub holds_device: bool,
     pub calls: u64,
     pub seconds: f64,
     pub ms_per_call: f64,
@@ -137,6 +139,7 @@ fn kernel_rows(
             let seconds = a.seconds - b.seconds;
             KernelRow {
                 kernel: name,
+                holds_device: proofpipe_kernels::holds_device(name),
                 calls,
                 seconds,
                 ms_per_call: if calls == 0 {
@@ -299,7 +302,7 @@ pub fn compare(
     let device_seconds = (!gpus.is_empty()).then(|| {
         kernels
             .iter()
-            .filter(|k| k.kernel != "upload_bases")
+            .filter(|k| k.holds_device && k.kernel != "upload_bases")
             .map(|k| k.seconds)
             .sum()
     });

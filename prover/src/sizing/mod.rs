@@ -104,8 +104,8 @@ pub struct GpuPlan {
     /// The proving key's base points (a device copy of the host parameters) and the MSM
     /// buckets kept with them.
     pub resident_bytes: u64,
-    /// One worker's largest device allocation: a, b, c during the quotient, or the scalars
-    /// and digits of the largest MSM.
+    /// One worker's device memory: its quotient workspace (a, b, c buffers, kept across
+    /// partitions) plus the scalars and digits of the largest MSM.
     pub per_worker_bytes: u64,
     pub predicted_device_bytes: u64,
 }
@@ -127,9 +127,10 @@ impl GpuPlan {
         per_device: usize,
     ) -> Self {
         let m = proofpipe_kernels::domain_size(shape.constraints) as u64;
-        // Quotient: a, b, c on the device. MSM: scalars (32 B) + signed digits (~16 windows
-        // x 4 B) + sort temporaries (8 B) per point of the largest query (~m points).
-        let per_worker = (3 * SCALAR * m).max((SCALAR + 64 + 8) * m);
+        // Quotient workspace: a, b, c on the device, kept by the worker. MSM: scalars (32 B)
+        // + signed digits (~16 windows x 4 B) + sort temporaries (8 B) per point of the
+        // largest query (~m points), while the workspace is held.
+        let per_worker = 3 * SCALAR * m + (SCALAR + 64 + 8) * m;
         let resident = params_bytes + GPU_RESIDENT_OVERHEAD_BYTES;
         Self {
             devices,
@@ -210,8 +211,13 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
             reason: format!("{} is outside [0, 0.9)", input.headroom),
         });
     }
-    let per = PartitionBytes::for_shape(input.shape);
     let (gw, gpu_plan) = gpu_workers(input)?;
+    let mut per = PartitionBytes::for_shape(input.shape);
+    if gpu_plan.is_some() {
+        // A CUDA GPU-stage worker keeps a page-locked staging buffer for MSM scalars: up to
+        // m of them (32 B each), whichever partition it holds.
+        per.gpu_stage += SCALAR * proofpipe_kernels::domain_size(input.shape.constraints) as u64;
+    }
     let (finalize_workers, finalize_queue) = (1, 1);
     let workers = |pw, cap| Workers {
         pw,

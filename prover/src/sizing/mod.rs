@@ -115,6 +115,16 @@ pub struct GpuPlan {
 /// stay under this at 2^24.
 pub const GPU_RESIDENT_OVERHEAD_BYTES: u64 = 2 << 30;
 
+/// The CUDA context and sppark's NTT tables, per device.
+pub const GPU_CONTEXT_BYTES: u64 = 1 << 30;
+
+/// Device memory per circuit variable beyond the model's terms, for the G2 MSM's resident
+/// range (its buckets and temporaries scale with the G2 point count). Measured on the H200:
+/// nvidia-smi 3.5 GiB above the other terms at mul-chain 2^24 (2^24 G2 points), 0.5 GiB at
+/// merkle-sha256 2^24 (4.45M G2 points); budgeted per variable (an upper bound on the G2
+/// points) with room: 192 B.
+pub const GPU_BYTES_PER_VARIABLE: u64 = 192;
+
 /// GPU-stage workers per device when not overridden: one's copies overlap another's kernels.
 pub const GPU_WORKERS_PER_DEVICE: usize = 2;
 
@@ -131,7 +141,7 @@ impl GpuPlan {
         // + signed digits (~16 windows x 4 B) + sort temporaries (8 B) per point of the
         // largest query (~m points), while the workspace is held.
         let per_worker = 3 * SCALAR * m + (SCALAR + 64 + 8) * m;
-        let resident = params_bytes + GPU_RESIDENT_OVERHEAD_BYTES;
+        let resident = resident_device_bytes(shape, params_bytes);
         Self {
             devices,
             workers_per_device: per_device,
@@ -141,6 +151,16 @@ impl GpuPlan {
             predicted_device_bytes: resident + per_device as u64 * per_worker,
         }
     }
+}
+
+/// Device memory a process keeps on each GPU whatever its worker count: the proving key's
+/// bases with their buckets, the CUDA context, the G2 MSM's extra (see the constants).
+pub fn resident_device_bytes(shape: CircuitShape, params_bytes: u64) -> u64 {
+    let variables = (shape.inputs + shape.aux) as u64;
+    params_bytes
+        + GPU_RESIDENT_OVERHEAD_BYTES
+        + GPU_CONTEXT_BYTES
+        + GPU_BYTES_PER_VARIABLE * variables
 }
 
 /// Where the predicted peak goes.

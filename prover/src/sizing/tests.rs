@@ -126,7 +126,10 @@ fn gpu_memory_enters_the_plan() {
     assert_eq!((p.gpu_workers, g.workers_per_device, g.devices), (2, 2, 1));
     assert_eq!(
         g.resident_bytes,
-        i.params_bytes + GPU_RESIDENT_OVERHEAD_BYTES
+        i.params_bytes
+            + GPU_RESIDENT_OVERHEAD_BYTES
+            + GPU_CONTEXT_BYTES
+            + GPU_BYTES_PER_VARIABLE * (i.shape.inputs + i.shape.aux) as u64
     );
     // The worker's quotient workspace (a, b, c: 96 B/point, kept across partitions) and the
     // MSM's scalars, digits and sort temporaries (104 B/point) at once.

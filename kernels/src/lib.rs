@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 pub use ec_gpu_gen::multiexp_cpu::DensityTracker;
-use ec_gpu_gen::threadpool::Worker;
+use rayon::prelude::*;
 
 pub use cpu::CpuBackend;
 #[cfg(feature = "cuda")]
@@ -137,7 +137,7 @@ pub(crate) fn used_exponents<'a, G>(
 }
 
 /// [`used_exponents`], each mapped through `f` in the same pass (a backend's conversion to
-/// the form its kernels take), spread over the CPU thread pool. Always a new vector.
+/// the form its kernels take), in parallel on rayon's pool. Always a new vector.
 pub(crate) fn used_exponents_map<G, T, F>(
     bases: &Bases<G>,
     density: &Density,
@@ -159,52 +159,28 @@ where
         Some(d) => d.bv[..n].count_ones(),
     };
     check_bases(bases, used)?;
-
-    // One chunk of the exponents into its part of the output, which holds exactly the used
-    // exponents of the chunk (`tracker` and `start` say which: bits start.. of its density).
-    let fill = |out: &mut [std::mem::MaybeUninit<T>], chunk: &[Fr], start: usize| match tracker {
-        None => {
-            for (o, e) in out.iter_mut().zip(chunk) {
-                o.write(f(e));
-            }
-        }
-        Some(d) => {
-            let mut out = out.iter_mut();
-            for (e, u) in chunk.iter().zip(d.bv[start..start + chunk.len()].iter()) {
-                if *u {
-                    out.next().expect("as many outputs as set bits").write(f(e));
-                }
-            }
-        }
+    let out: Vec<T> = match tracker {
+        None if n < PARALLEL_GATHER_MIN => exponents.iter().map(&f).collect(),
+        None => exponents.par_iter().map(&f).collect(),
+        // Chunks keep each density bit beside its exponent; rayon's collect keeps the order.
+        Some(d) => exponents
+            .par_chunks(PARALLEL_GATHER_MIN)
+            .enumerate()
+            .flat_map_iter(|(i, chunk)| {
+                let bits = &d.bv[i * PARALLEL_GATHER_MIN..i * PARALLEL_GATHER_MIN + chunk.len()];
+                chunk
+                    .iter()
+                    .zip(bits.iter())
+                    .filter_map(|(e, u)| (*u).then(|| f(e)))
+            })
+            .collect(),
     };
-    let count = |chunk: &[Fr], start: usize| match tracker {
-        None => chunk.len(),
-        Some(d) => d.bv[start..start + chunk.len()].count_ones(),
-    };
-
-    let mut out = Vec::with_capacity(used);
-    let mut rest = &mut out.spare_capacity_mut()[..used];
-    if n < PARALLEL_GATHER_MIN {
-        fill(rest, exponents, 0);
-    } else {
-        Worker::new().scope(n, |scope, chunk_len| {
-            for (i, chunk) in exponents.chunks(chunk_len).enumerate() {
-                let start = i * chunk_len;
-                let (mine, tail) = std::mem::take(&mut rest).split_at_mut(count(chunk, start));
-                rest = tail;
-                let fill = &fill;
-                scope.execute(move || fill(mine, chunk, start));
-            }
-        });
-    }
-    // SAFETY: the chunks' outputs tile out[..used] (each as long as its chunk's used
-    // exponents, which sum to `used`), and every one was filled above: one write per used
-    // exponent.
-    unsafe { out.set_len(used) };
+    debug_assert_eq!(out.len(), used);
     Ok(out)
 }
 
-/// Below this many exponents a gather runs on the calling thread.
+/// Below this many exponents a full gather runs on the calling thread; a sparse one works in
+/// chunks of this many.
 const PARALLEL_GATHER_MIN: usize = 1 << 14;
 
 /// Fails unless `bases[skip..]` has a point for each of `used` exponents.

@@ -10,14 +10,20 @@
 //!   them on the device (`msm_t::invoke` with `mont = true`), so a full query costs no host
 //!   work per exponent. The quotient comes back in Montgomery form too, as `Fr`.
 //! - Sparse queries: the exponents of the variables a query uses are gathered on the host
-//!   (`used_exponents`, on the CPU thread pool, as the CPU backend does); the bases of a
+//!   (`used_exponents`, on rayon's pool, as the CPU backend does); the bases of a
 //!   sparse query are already dense, so the MSM runs over the resident points as they are.
 //! - G1 and G2 run through one generic MSM (`CudaBackend::msm`) over `GpuGroup`, which names
 //!   each group's FFI calls, output point type and statistics.
 //! - GPU-stage workers are spread over the visible devices (a worker thread keeps the device
 //!   it first got); workers of one device take turns on it through an in-process lock, so
-//!   one worker's host-side work (gathering, copies back) overlaps another's
-//!   kernels. No file lock.
+//!   one worker's host-side work (gathering, staging, copies) overlaps another's kernels. No
+//!   file lock.
+//! - Transfers, not kernels, bound a 2^24 partition, so the lock covers as little as it can:
+//!   the quotient's a/b/c upload and h download run on the worker's own stream and workspace
+//!   (kept across partitions) outside it, only the NTTs inside; MSM scalars (from
+//!   `STAGE_FROM` up) are first copied in parallel into a page-locked buffer of the worker's,
+//!   so sppark's upload under the lock is a full-speed DMA. Both show in `kernel_stats` as
+//!   `*_transfers` (time outside the lock).
 //! - The CUDA runtime is linked statically and loads the driver at run time: a binary built
 //!   with this backend starts on a machine without a GPU or driver, and [`CudaBackend::new`]
 //!   then reports why it cannot be used.

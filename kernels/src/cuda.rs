@@ -33,8 +33,8 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use blst::{blst_fr, blst_p1, blst_p2};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
@@ -111,6 +111,12 @@ fn check(what: &'static str, device: usize, e: sppark::Error) -> Result<(), Kern
             message: e.to_string(),
         })
     }
+}
+
+/// Locks a mutex whose data stays consistent even if a holder panicked (pools, statistics,
+/// the device turn): a panicking GPU-stage worker must not stop the others.
+fn unpoisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// sppark's NTT tables cover domains up to 2^28.
@@ -325,18 +331,15 @@ impl CudaBackend {
         })
     }
 
-    fn lock(&self, dev: usize) -> std::sync::MutexGuard<'_, ()> {
-        self.devices[dev]
-            .busy
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+    fn lock(&self, dev: usize) -> MutexGuard<'_, ()> {
+        unpoisoned(&self.devices[dev].busy)
     }
 
-    fn record(&self, pick: fn(&mut Stats) -> &mut KernelStat, start: Instant, elements: usize) {
-        let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+    fn record(&self, pick: fn(&mut Stats) -> &mut KernelStat, took: Duration, elements: usize) {
+        let mut s = unpoisoned(&self.stats);
         let k = pick(&mut s);
         k.calls += 1;
-        k.seconds += start.elapsed().as_secs_f64();
+        k.seconds += took.as_secs_f64();
         k.elements += elements as u64;
     }
 
@@ -349,10 +352,7 @@ impl CudaBackend {
         n: usize,
     ) -> Result<*mut c_void, KernelError> {
         let key = (Arc::as_ptr(points) as usize, skip, n);
-        let mut map = self.devices[dev]
-            .resident
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut map = unpoisoned(&self.devices[dev].resident);
         if let Some(r) = map.get(&key) {
             return Ok(r.handle);
         }
@@ -366,7 +366,7 @@ impl CudaBackend {
             G::upload(dev as i32, range.as_ptr(), n, &mut handle)
         })?;
         drop(busy);
-        self.record(|s| &mut s.upload, start, n);
+        self.record(|s| &mut s.upload, start.elapsed(), n);
         tracing::debug!(
             device = dev,
             bytes,
@@ -412,7 +412,11 @@ impl CudaBackend {
             dst.par_chunks_mut(STAGE_FROM)
                 .zip(exps.par_chunks(STAGE_FROM))
                 .for_each(|(d, s)| d.copy_from_slice(s));
-            self.record(|s| &mut s.msm_staging_transfers, started, exps.len());
+            self.record(
+                |s| &mut s.msm_staging_transfers,
+                started.elapsed(),
+                exps.len(),
+            );
             Some(buf)
         } else {
             None
@@ -438,7 +442,7 @@ impl CudaBackend {
             self.return_pinned(dev, buf);
         }
         result?;
-        self.record(G::stat, start, exps.len());
+        self.record(G::stat, start.elapsed(), exps.len());
         let mut sum = G::Projective::identity();
         *sum.as_mut() = out;
         Ok(sum)
@@ -448,10 +452,7 @@ impl CudaBackend {
     /// (a power of two, so one buffer serves every query of a circuit size).
     fn take_pinned(&self, dev: usize, bytes: usize) -> Result<Pinned, KernelError> {
         {
-            let mut pool = self.devices[dev]
-                .pinned
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let mut pool = unpoisoned(&self.devices[dev].pinned);
             if let Some(i) = pool.iter().position(|b| b.bytes >= bytes) {
                 return Ok(pool.swap_remove(i));
             }
@@ -468,21 +469,14 @@ impl CudaBackend {
     }
 
     fn return_pinned(&self, dev: usize, buf: Pinned) {
-        self.devices[dev]
-            .pinned
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(buf);
+        unpoisoned(&self.devices[dev].pinned).push(buf);
     }
 
     /// An idle quotient workspace for domains of 2^lg on `dev`, made if none is idle. Idle
     /// ones of other sizes are freed first (the pipeline moved to another circuit size).
     fn take_workspace(&self, dev: usize, lg: u32) -> Result<QuotientWorkspace, KernelError> {
         {
-            let mut pool = self.devices[dev]
-                .quotient_workspaces
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let mut pool = unpoisoned(&self.devices[dev].quotient_workspaces);
             pool.retain(|ws| ws.lg == lg);
             if let Some(ws) = pool.pop() {
                 return Ok(ws);
@@ -497,11 +491,7 @@ impl CudaBackend {
     }
 
     fn return_workspace(&self, dev: usize, ws: QuotientWorkspace) {
-        self.devices[dev]
-            .quotient_workspaces
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(ws);
+        unpoisoned(&self.devices[dev].quotient_workspaces).push(ws);
     }
 
     /// Bytes of base points resident on each device.
@@ -509,7 +499,7 @@ impl CudaBackend {
         self.devices
             .iter()
             .map(|d| {
-                let map = d.resident.lock().unwrap_or_else(|p| p.into_inner());
+                let map = unpoisoned(&d.resident);
                 map.values().map(|r| r.bytes as u64).sum()
             })
             .collect()
@@ -592,7 +582,7 @@ impl ProvingBackend for CudaBackend {
                 ffi::pp_quotient_compute(ws.handle, lg, (&zinv as *const Fr).cast())
             })?;
         }
-        self.record(|s| &mut s.quotient, start, m);
+        self.record(|s| &mut s.quotient, start.elapsed(), m);
         let copies = Instant::now();
         // SAFETY: out holds m elements of blst_fr layout.
         check("downloading h", dev, unsafe {
@@ -600,13 +590,7 @@ impl ProvingBackend for CudaBackend {
         })?;
         transfer_seconds += copies.elapsed();
         self.return_workspace(dev, ws);
-        {
-            let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-            let k = &mut s.quotient_transfers;
-            k.calls += 1;
-            k.seconds += transfer_seconds.as_secs_f64();
-            k.elements += 4 * m as u64;
-        }
+        self.record(|s| &mut s.quotient_transfers, transfer_seconds, 4 * m);
         // deg(h) = m - 2: the top coefficient is zero and the h query has m - 1 points.
         out.pop();
         Ok(out)
@@ -635,7 +619,7 @@ impl ProvingBackend for CudaBackend {
     }
 
     fn kernel_stats(&self) -> Vec<(&'static str, KernelStat)> {
-        let s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        let s = unpoisoned(&self.stats);
         vec![
             ("quotient", s.quotient),
             ("quotient_transfers", s.quotient_transfers),

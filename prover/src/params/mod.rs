@@ -72,17 +72,27 @@ impl ParamsKind {
 }
 
 impl CircuitParams {
-    /// Generates parameters in memory only (tests, benchmarks of tiny circuits).
-    pub fn generate(circuit: CircuitKind, constraints: usize) -> Result<Self, ProverError> {
-        let params = generate(circuit, constraints)?;
+    /// `params` for `(circuit, constraints)`, with their prepared verifying key.
+    fn new(
+        circuit: CircuitKind,
+        constraints: usize,
+        params: Parameters<Bls12>,
+        kind: ParamsKind,
+    ) -> Result<Self, ProverError> {
         Ok(Self {
             circuit,
             constraints,
             shape: circuit.shape(constraints)?,
             pvk: prepare_verifying_key(&params.vk),
             params,
-            kind: ParamsKind::Setup,
+            kind,
         })
+    }
+
+    /// Generates parameters in memory only (tests, benchmarks of tiny circuits).
+    pub fn generate(circuit: CircuitKind, constraints: usize) -> Result<Self, ProverError> {
+        let params = generate(circuit, constraints)?;
+        Self::new(circuit, constraints, params, ParamsKind::Setup)
     }
 
     /// Heap bytes of the proving key's points.
@@ -204,14 +214,12 @@ impl ParamsStore {
             write_params(&path, &header_for(circuit, constraints), &params)?;
             (params, ParamsOrigin::Generated)
         };
-        let ready = Arc::new(CircuitParams {
+        let ready = Arc::new(CircuitParams::new(
             circuit,
             constraints,
-            shape: circuit.shape(constraints)?,
-            pvk: prepare_verifying_key(&params.vk),
             params,
-            kind: ParamsKind::Setup,
-        });
+            ParamsKind::Setup,
+        )?);
         let _ = cell.set(ready.clone());
         Ok((ready, origin))
     }

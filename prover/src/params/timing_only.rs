@@ -12,8 +12,8 @@ use std::ops::AddAssign;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bellperson::groth16::{Parameters, VerifyingKey, prepare_verifying_key};
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use bellperson::groth16::{Parameters, VerifyingKey};
+use blstrs::{G1Projective, G2Projective, Scalar as Fr};
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
 use rayon::prelude::*;
@@ -134,19 +134,9 @@ impl CircuitParams {
             ?counts,
             "TIMING-ONLY parameters made (no trusted setup): proofs will not verify; for benchmarks only"
         );
-        Ok(Self {
-            circuit,
-            constraints,
-            shape: circuit.shape(constraints)?,
-            pvk: prepare_verifying_key(&params.vk),
-            params,
-            kind: ParamsKind::TimingOnly,
-        })
+        Self::new(circuit, constraints, params, ParamsKind::TimingOnly)
     }
 }
-
-// Keep the affine types named: the G2 query is the one whose points are twice as large.
-const _: () = assert!(size_of::<G2Affine>() == 2 * size_of::<G1Affine>());
 
 #[cfg(test)]
 mod tests {

@@ -13,10 +13,10 @@ fn prover(params_dir: &Path) -> Command {
     cmd
 }
 
-/// Runs `prove ... --json` and returns its summary (the last stdout line).
-fn prove_json(params_dir: &Path, args: &[&str]) -> Value {
+/// Runs `<command> ... --json` and returns its report (the last stdout line).
+fn command_json(command: &str, params_dir: &Path, args: &[&str]) -> Value {
     let out = prover(params_dir)
-        .arg("prove")
+        .arg(command)
         .args(args)
         .arg("--json")
         .arg("--params-dir")
@@ -26,11 +26,16 @@ fn prove_json(params_dir: &Path, args: &[&str]) -> Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "prove {args:?} failed:\n{stdout}\n{}",
+        "{command} {args:?} failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_str(stdout.lines().last().expect("a summary line"))
+    serde_json::from_str(stdout.lines().last().expect("a report line"))
         .expect("the last line is JSON")
+}
+
+/// Runs `prove ... --json` and returns its summary.
+fn prove_json(params_dir: &Path, args: &[&str]) -> Value {
+    command_json("prove", params_dir, args)
 }
 
 fn num(v: &Value, key: &str) -> u64 {
@@ -326,24 +331,9 @@ fn params_are_listed_and_corruption_is_reported() {
     prove_json(d, &["--constraints", "64", "--partitions", "1"]);
 }
 
-/// Runs `bench ... --json` and returns its report (the last stdout line).
+/// Runs `bench ... --json` and returns its report.
 fn bench_json(params_dir: &Path, args: &[&str]) -> Value {
-    let out = prover(params_dir)
-        .arg("bench")
-        .args(args)
-        .arg("--json")
-        .arg("--params-dir")
-        .arg(params_dir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "bench {args:?} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.lines().last().expect("a report line"))
-        .expect("the last line is JSON")
+    command_json("bench", params_dir, args)
 }
 
 /// With a real setup every proof of both provers verifies; with timing-only parameters the

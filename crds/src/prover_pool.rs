@@ -43,6 +43,13 @@ use crate::PipelineOverride;
         description = "Prover pods requested"
     ),
     printcolumn(
+        name = "Up-to-date",
+        type_ = "integer",
+        json_path = ".status.updatedReplicas",
+        description = "Prover pods created from the current template",
+        priority = "1"
+    ),
+    printcolumn(
         name = "Unschedulable",
         type_ = "integer",
         json_path = ".status.unschedulableReplicas",
@@ -207,6 +214,17 @@ pub struct ProverPoolStatus {
     /// Prover pods ready to take work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_replicas: Option<i32>,
+
+    /// Prover pods created from the current template (`templateHash`); the others are
+    /// replaced as soon as they are idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_replicas: Option<i32>,
+
+    /// Hash of the pod spec the current template gives, the value of the pods'
+    /// `proofpipe.dev/template-hash` label: `kubectl get pods -l
+    /// 'proofpipe.dev/template-hash!=<hash>'` lists the outdated ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_hash: Option<String>,
 
     /// Prover pods the scheduler cannot place (no node with a free GPU, or none matching the
     /// template's selectors and tolerations). A node autoscaler (cluster-autoscaler,

@@ -486,6 +486,8 @@ async fn prover_pool_status_and_scale_subresource() {
         queued_jobs: Some(3),
         queued_partitions: Some(12),
         unschedulable_replicas: Some(1),
+        updated_replicas: Some(1),
+        template_hash: Some("0a1b2c3d4e".into()),
         autoscaling: Some(proofpipe_crds::AutoscalingStatus {
             desired_replicas: 3,
             reason: "1 busy + 2 for 12 queued partitions in 3 jobs (target 4 per prover)".into(),

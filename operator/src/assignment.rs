@@ -28,16 +28,15 @@ pub fn busy_pods<'a>(jobs: impl IntoIterator<Item = &'a ProofJob>) -> BTreeSet<S
         .collect()
 }
 
-/// Ready pods with no job, lowest ordinal first (so work packs onto the pods that are kept
-/// longest when the pool scales down).
+/// Ready pods with no job, current-template pods first (an outdated pod that takes a job
+/// delays its replacement), then lowest ordinal first (so work packs onto the pods that are
+/// kept longest when the pool scales down).
 pub fn idle_ready_pods<'a>(pods: &'a [ProverPod], busy: &BTreeSet<String>) -> Vec<&'a ProverPod> {
     let mut idle: Vec<&ProverPod> = pods
         .iter()
         .filter(|pod| pod.health == PodHealth::Ready && !busy.contains(&pod.name))
         .collect();
-    idle.sort_by(|a, b| {
-        (a.ordinal.is_none(), a.ordinal, &a.name).cmp(&(b.ordinal.is_none(), b.ordinal, &b.name))
-    });
+    idle.sort_by_key(|pod| (pod.outdated, pod.ordinal.is_none(), pod.ordinal, &pod.name));
     idle
 }
 
@@ -103,6 +102,19 @@ mod tests {
                 ("low".into(), "gpu-prover-4".into())
             ]
         );
+    }
+
+    #[test]
+    fn current_template_pods_take_work_before_outdated_ones() {
+        let pods = [
+            crate::prover_pods::tests::outdated_prover(0, PodHealth::Ready),
+            prover(5, PodHealth::Ready),
+        ];
+        let idle: Vec<&str> = idle_ready_pods(&pods, &BTreeSet::new())
+            .iter()
+            .map(|pod| pod.name.as_str())
+            .collect();
+        assert_eq!(idle, ["gpu-prover-5", "gpu-prover-0"]);
     }
 
     #[test]

@@ -8,6 +8,10 @@ pub use proofpipe_crds::{ASSIGNED_POD_LABEL, POOL_LABEL};
 /// the UID tells them apart, and the job is requeued rather than silently continued.
 pub const ASSIGNED_POD_UID_ANNOTATION: &str = "proofpipe.dev/assigned-pod-uid";
 
+/// Label on each prover pod: a hash of the pod spec its pool's template gave it. A pod whose
+/// hash differs from the one the pool's template gives now is outdated and is rolled.
+pub const TEMPLATE_HASH_LABEL: &str = "proofpipe.dev/template-hash";
+
 /// Field manager of every server-side apply the operator makes.
 pub const FIELD_MANAGER: &str = "proofpipe-operator";
 

@@ -13,7 +13,12 @@ use kube::Resource;
 use kube::api::ObjectMeta;
 use proofpipe_crds::ProverPool;
 
-use crate::names::{MANAGED_BY_LABEL, NAME_LABEL, POOL_LABEL, PROVER_APP, PROVER_SERVICE_ACCOUNT};
+use sha2::{Digest, Sha256};
+
+use crate::names::{
+    MANAGED_BY_LABEL, NAME_LABEL, POOL_LABEL, PROVER_APP, PROVER_SERVICE_ACCOUNT,
+    TEMPLATE_HASH_LABEL,
+};
 
 /// Name of the prover container.
 const CONTAINER: &str = "prover";
@@ -60,6 +65,33 @@ pub fn prover_pod(pool: &ProverPool, name: &str) -> Pod {
         .chain(template.args.iter().flatten().cloned())
         .collect();
 
+    let spec = PodSpec {
+        containers: vec![Container {
+            name: CONTAINER.into(),
+            image: Some(template.image.clone()),
+            image_pull_policy: template.image_pull_policy.clone(),
+            args: Some(args),
+            env: Some(env),
+            resources: template.resources.clone(),
+            ports: Some(vec![ContainerPort {
+                name: Some("metrics".into()),
+                container_port: METRICS_PORT,
+                ..ContainerPort::default()
+            }]),
+            readiness_probe: Some(http_probe("/readyz")),
+            liveness_probe: Some(http_probe("/healthz")),
+            ..Container::default()
+        }],
+        service_account_name: Some(PROVER_SERVICE_ACCOUNT.into()),
+        node_selector: template.node_selector.clone(),
+        tolerations: template.tolerations.clone(),
+        priority_class_name: template.priority_class_name.clone(),
+        // A prover that exits (crash, OOM kill) leaves a Failed pod: the operator requeues
+        // its job at once and replaces the pod, instead of waiting for a restart loop on a
+        // node that may be the cause.
+        restart_policy: Some("Never".into()),
+        ..PodSpec::default()
+    };
     Pod {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
@@ -71,39 +103,33 @@ pub fn prover_pod(pool: &ProverPool, name: &str) -> Pod {
                     MANAGED_BY_LABEL.to_owned(),
                     crate::names::FIELD_MANAGER.to_owned(),
                 ),
+                (TEMPLATE_HASH_LABEL.to_owned(), spec_hash(&spec)),
             ])),
             owner_references: pool.controller_owner_ref(&()).map(|owner| vec![owner]),
             ..ObjectMeta::default()
         },
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: CONTAINER.into(),
-                image: Some(template.image.clone()),
-                image_pull_policy: template.image_pull_policy.clone(),
-                args: Some(args),
-                env: Some(env),
-                resources: template.resources.clone(),
-                ports: Some(vec![ContainerPort {
-                    name: Some("metrics".into()),
-                    container_port: METRICS_PORT,
-                    ..ContainerPort::default()
-                }]),
-                readiness_probe: Some(http_probe("/readyz")),
-                liveness_probe: Some(http_probe("/healthz")),
-                ..Container::default()
-            }],
-            service_account_name: Some(PROVER_SERVICE_ACCOUNT.into()),
-            node_selector: template.node_selector.clone(),
-            tolerations: template.tolerations.clone(),
-            priority_class_name: template.priority_class_name.clone(),
-            // A prover that exits (crash, OOM kill) leaves a Failed pod: the operator requeues
-            // its job at once and replaces the pod, instead of waiting for a restart loop on a
-            // node that may be the cause.
-            restart_policy: Some("Never".into()),
-            ..PodSpec::default()
-        }),
+        spec: Some(spec),
         status: None,
     }
+}
+
+/// The template hash of `pool`: the [`TEMPLATE_HASH_LABEL`] a pod created from it now gets.
+pub fn template_hash(pool: &ProverPool) -> String {
+    let pod = prover_pod(pool, "");
+    spec_hash(pod.spec.as_ref().expect("prover_pod always sets a spec"))
+}
+
+/// A short, stable digest of a pod spec. The spec holds nothing pod-specific (the pod's name
+/// reaches the daemon through the Downward API), so equal templates give equal hashes;
+/// serde_json writes struct fields in declaration order and maps sorted, so it is stable.
+fn spec_hash(spec: &PodSpec) -> String {
+    let bytes = serde_json::to_vec(spec).expect("a PodSpec always serializes");
+    let digest = Sha256::digest(&bytes);
+    // 40 bits, as hex: a label value, unique enough among one pool's few template versions.
+    digest[..5]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 fn value_env(name: &str, value: &str) -> EnvVar {
@@ -158,6 +184,34 @@ mod tests {
             "built:\n{}",
             serde_yaml_ng::to_string(&built).unwrap()
         );
+    }
+
+    #[test]
+    fn the_template_hash_follows_the_pod_spec_and_nothing_else() {
+        let pool: ProverPool = yaml(include_str!("../fixtures/pool-gpu.yaml"));
+        let hash = template_hash(&pool);
+        assert_eq!(hash.len(), 10);
+        assert_eq!(
+            prover_pod(&pool, "gpu-prover-7").metadata.labels.unwrap()[TEMPLATE_HASH_LABEL],
+            hash,
+            "every pod of one template carries the same hash, whatever its name"
+        );
+
+        let mut scaled = pool.clone();
+        scaled.spec.replicas += 3;
+        scaled.status = None;
+        assert_eq!(
+            template_hash(&scaled),
+            hash,
+            "scaling does not make pods outdated"
+        );
+
+        let mut new_image = pool.clone();
+        new_image.spec.template.image.push_str("-next");
+        assert_ne!(template_hash(&new_image), hash);
+        let mut new_sizing = pool.clone();
+        new_sizing.spec.pipeline.channel_capacity = proofpipe_crds::PipelineOverride::new("3");
+        assert_ne!(template_hash(&new_sizing), hash);
     }
 
     #[test]

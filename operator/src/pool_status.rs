@@ -9,6 +9,7 @@ use crate::conditions::{DesiredCondition, settle};
 use crate::names::pool_selector;
 use crate::prover_pods::{PodHealth, ProverPod};
 use crate::queue::remaining_partitions;
+use crate::scaling::max_unavailable;
 
 /// What the pool's status is computed from.
 #[derive(Clone, Debug)]
@@ -16,7 +17,11 @@ pub struct PoolObservation<'a> {
     pub name: &'a str,
     pub generation: Option<i64>,
     pub desired_replicas: i32,
+    /// The hash of the pool's current template ([`crate::pod_spec::template_hash`]).
+    pub template_hash: &'a str,
     pub pods: &'a [ProverPod],
+    /// Pods with an unfinished job.
+    pub busy: &'a BTreeSet<String>,
     /// The jobs still queued after this reconcile's assignments.
     pub queue: &'a [&'a ProofJob],
     pub current: &'a ProverPoolStatus,
@@ -40,6 +45,9 @@ pub struct PoolStatusPlan {
 /// The condition a node autoscaler's users watch: False while some prover pod cannot be
 /// scheduled.
 pub const SCHEDULABLE_CONDITION: &str = "ProversSchedulable";
+
+/// False while some prover pods still run an earlier template.
+pub const UP_TO_DATE_CONDITION: &str = "ProversUpToDate";
 
 /// The operator-owned part of a pool status.
 pub fn operator_fields(status: &ProverPoolStatus) -> ProverPoolStatus {
@@ -120,6 +128,7 @@ pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
             ),
         ),
     };
+    let up_to_date_condition = up_to_date_condition(observation, &alive);
     let was_unschedulable = observation
         .current
         .conditions
@@ -131,6 +140,8 @@ pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
 
     let status = ProverPoolStatus {
         replicas: Some(replicas),
+        updated_replicas: Some(count(alive.iter().filter(|pod| !pod.outdated).count())),
+        template_hash: Some(observation.template_hash.to_owned()),
         unschedulable_replicas: Some(count(unschedulable.len())),
         autoscaling: observation.autoscaling.clone(),
         ready_replicas: Some(ready),
@@ -147,7 +158,7 @@ pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
         provers: None,
         conditions: Some(settle(
             observation.current.conditions.as_deref(),
-            vec![ready_condition, schedulable_condition],
+            vec![ready_condition, schedulable_condition, up_to_date_condition],
             observation.generation,
             observation.now,
         )),
@@ -158,6 +169,42 @@ pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
         stale_provers,
         newly_unschedulable,
     }
+}
+
+/// Whether every prover runs the current template; while not, what the roll waits for.
+fn up_to_date_condition(observation: &PoolObservation, alive: &[&ProverPod]) -> DesiredCondition {
+    let hash = observation.template_hash;
+    let outdated: Vec<&str> = alive
+        .iter()
+        .filter(|pod| pod.outdated)
+        .map(|pod| pod.name.as_str())
+        .collect();
+    if outdated.is_empty() {
+        return DesiredCondition::new(
+            UP_TO_DATE_CONDITION,
+            true,
+            "TemplateApplied",
+            format!("every prover pod runs the current template ({hash})"),
+        );
+    }
+    let busy: Vec<&str> = outdated
+        .iter()
+        .copied()
+        .filter(|pod| observation.busy.contains(*pod))
+        .collect();
+    let mut message = format!(
+        "{} of {} prover pods run an earlier template than the current one ({hash}); idle ones are replaced, {} at a time",
+        outdated.len(),
+        alive.len(),
+        max_unavailable(usize::try_from(observation.desired_replicas).unwrap_or(0)),
+    );
+    if !busy.is_empty() {
+        message.push_str(&format!(
+            "; busy ones when their job ends: {}",
+            busy.join(", ")
+        ));
+    }
+    DesiredCondition::new(UP_TO_DATE_CONDITION, false, "Rolling", message)
 }
 
 fn count(n: usize) -> i32 {
@@ -215,6 +262,8 @@ mod tests {
             name: "gpu",
             generation: Some(3),
             desired_replicas: 2,
+            template_hash: "h1",
+            busy: &BTreeSet::new(),
             pods: &pods,
             queue: &queue,
             current: &current,
@@ -255,6 +304,8 @@ mod tests {
                 name: "gpu",
                 generation: Some(1),
                 desired_replicas: desired,
+                template_hash: "h1",
+                busy: &BTreeSet::new(),
                 pods: &pods,
                 queue: &[],
                 current: &ProverPoolStatus::default(),
@@ -286,6 +337,8 @@ mod tests {
                 name: "gpu",
                 generation: Some(1),
                 desired_replicas: 2,
+                template_hash: "h1",
+                busy: &BTreeSet::new(),
                 pods: &pods,
                 queue: &[],
                 current,
@@ -321,6 +374,67 @@ mod tests {
         assert_eq!(
             again.status, first.status,
             "nothing changed, nothing to write"
+        );
+    }
+
+    #[test]
+    fn a_rolling_pool_counts_updated_pods_and_names_the_busy_ones_it_waits_for() {
+        let pods = [
+            prover(0, PodHealth::Ready),
+            crate::prover_pods::tests::outdated_prover(1, PodHealth::Ready),
+            crate::prover_pods::tests::outdated_prover(2, PodHealth::Ready),
+            crate::prover_pods::tests::outdated_prover(3, PodHealth::Terminating),
+        ];
+        let busy = BTreeSet::from(["gpu-prover-2".to_owned()]);
+        let observe = |pods: &[ProverPod]| {
+            compute(&PoolObservation {
+                name: "gpu",
+                generation: Some(4),
+                desired_replicas: 3,
+                template_hash: "ab12cd34ef",
+                pods,
+                busy: &busy,
+                queue: &[],
+                current: &ProverPoolStatus::default(),
+                autoscaling: None,
+                now: Timestamp::UNIX_EPOCH,
+            })
+            .status
+        };
+        let rolling = observe(&pods);
+        assert_eq!(
+            rolling.updated_replicas,
+            Some(1),
+            "terminating pods do not count"
+        );
+        assert_eq!(rolling.template_hash.as_deref(), Some("ab12cd34ef"));
+        let condition = rolling
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == UP_TO_DATE_CONDITION)
+            .unwrap();
+        assert_eq!(
+            (condition.status.as_str(), condition.reason.as_str()),
+            ("False", "Rolling")
+        );
+        assert_eq!(
+            condition.message,
+            "2 of 3 prover pods run an earlier template than the current one (ab12cd34ef); \
+             idle ones are replaced, 1 at a time; busy ones when their job ends: gpu-prover-2"
+        );
+
+        let done = observe(&[prover(0, PodHealth::Ready), prover(4, PodHealth::Starting)]);
+        assert_eq!(done.updated_replicas, Some(2));
+        let condition = done
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == UP_TO_DATE_CONDITION)
+            .unwrap();
+        assert_eq!(
+            (condition.status.as_str(), condition.reason.as_str()),
+            ("True", "TemplateApplied")
         );
     }
 }

@@ -3,7 +3,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use crate::names::prover_pod_ordinal;
+use crate::names::{TEMPLATE_HASH_LABEL, prover_pod_ordinal};
 
 /// Where a prover pod is in its life, as far as taking work goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -40,17 +40,22 @@ pub struct ProverPod {
     /// Why the scheduler cannot place the pod, while it cannot (`PodScheduled` is False
     /// with reason `Unschedulable`).
     pub unschedulable: Option<String>,
+    /// Created from an earlier version of the pool's template (or carrying no template hash
+    /// at all): it is replaced once it is idle (see `scaling`).
+    pub outdated: bool,
 }
 
 impl ProverPod {
-    /// Reads a Pod of `pool`.
-    pub fn observe(pool: &str, pod: &Pod) -> Self {
+    /// Reads a Pod of `pool`, whose template hash is now `template_hash`.
+    pub fn observe(pool: &str, pod: &Pod, template_hash: &str) -> Self {
         let name = pod.name_any();
         Self {
             ordinal: prover_pod_ordinal(pool, &name),
             health: health(pod),
             unschedulable: unschedulable(pod),
             uid: pod.metadata.uid.clone(),
+            outdated: pod.labels().get(TEMPLATE_HASH_LABEL).map(String::as_str)
+                != Some(template_hash),
             name,
         }
     }
@@ -144,6 +149,15 @@ pub(crate) mod tests {
             ordinal: Some(n),
             health,
             unschedulable: None,
+            outdated: false,
+        }
+    }
+
+    /// [`prover`], created from an earlier template.
+    pub(crate) fn outdated_prover(n: u32, health: PodHealth) -> ProverPod {
+        ProverPod {
+            outdated: true,
+            ..prover(n, health)
         }
     }
 
@@ -161,7 +175,7 @@ pub(crate) mod tests {
 
     #[test]
     fn ready_needs_running_and_the_ready_condition() {
-        let observe = |pod: &Pod| ProverPod::observe("gpu", pod).health;
+        let observe = |pod: &Pod| ProverPod::observe("gpu", pod, "h1").health;
         assert_eq!(
             observe(&pod("gpu-prover-0", "Running", true)),
             PodHealth::Ready
@@ -236,19 +250,31 @@ pub(crate) mod tests {
             },
         }))
         .unwrap();
-        let observed = ProverPod::observe("gpu", &pending);
+        let observed = ProverPod::observe("gpu", &pending, "h1");
         assert_eq!(observed.health, PodHealth::Starting);
         assert_eq!(
             observed.unschedulable.as_deref(),
             Some("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
         );
         // Scheduled, or merely not yet looked at by the scheduler: not unschedulable.
-        let running = ProverPod::observe("gpu", &pod("gpu-prover-0", "Running", true));
+        let running = ProverPod::observe("gpu", &pod("gpu-prover-0", "Running", true), "h1");
         assert_eq!(running.unschedulable, None);
         assert_eq!(
-            ProverPod::observe("gpu", &Pod::default()).unschedulable,
+            ProverPod::observe("gpu", &Pod::default(), "h1").unschedulable,
             None
         );
+    }
+
+    #[test]
+    fn a_pod_is_outdated_unless_it_carries_the_current_template_hash() {
+        let mut current = pod("gpu-prover-0", "Running", true);
+        current
+            .labels_mut()
+            .insert(TEMPLATE_HASH_LABEL.into(), "h1".into());
+        assert!(!ProverPod::observe("gpu", &current, "h1").outdated);
+        assert!(ProverPod::observe("gpu", &current, "h2").outdated);
+        // Created before pods carried the hash: its template is unknown, so it is rolled.
+        assert!(ProverPod::observe("gpu", &pod("gpu-prover-1", "Running", true), "h1").outdated);
     }
 
     #[test]
@@ -258,7 +284,7 @@ pub(crate) mod tests {
             Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
                 k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
             ));
-        let observed = ProverPod::observe("gpu", &ready);
+        let observed = ProverPod::observe("gpu", &ready, "h1");
         assert_eq!(observed.health, PodHealth::Terminating);
         assert_eq!(observed.ordinal, Some(3));
         assert!(!observed.health.is_alive());

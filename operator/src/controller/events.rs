@@ -112,6 +112,11 @@ pub(super) fn scaled(action: &str, note: String, pod: ObjectReference) -> Event 
     event(EventType::Normal, "Scaled", action, note, Some(pod))
 }
 
+/// A pool deleted an idle prover pod of an earlier template, to replace it from the current one.
+pub(super) fn rolled(note: String, pod: ObjectReference) -> Event {
+    event(EventType::Normal, "Rolled", "RollPod", note, Some(pod))
+}
+
 /// The autoscaler changed a pool's `spec.replicas`.
 pub(super) fn autoscaled(change: Change, reason: &str) -> Event {
     let (action, note) = match change {

@@ -27,7 +27,7 @@ use crate::error::{Error, KubeResultExt};
 use crate::job_state::{JobObservation, decide};
 use crate::metrics::Outcome;
 use crate::names::{all_provers_selector, pool_selector};
-use crate::pod_spec::prover_pod;
+use crate::pod_spec::{prover_pod, template_hash};
 use crate::pool_status::{self, PoolObservation};
 use crate::prover_pods::{PodHealth, ProverPod};
 use crate::queue::{queue, remaining_partitions};
@@ -116,9 +116,10 @@ async fn reconcile_pool(
         .into_iter()
         .filter(|job| job.spec.pool == name)
         .collect();
+    let template_hash = template_hash(pool);
     let provers: Vec<ProverPod> = pods
         .iter()
-        .map(|pod| ProverPod::observe(&name, pod))
+        .map(|pod| ProverPod::observe(&name, pod, &template_hash))
         .collect();
     let busy = busy_pods(&jobs);
     let mut outcome = Outcome::Unchanged;
@@ -160,7 +161,7 @@ async fn reconcile_pool(
     // Pods about to be deleted are not offered work.
     let offered: Vec<ProverPod> = provers
         .iter()
-        .filter(|pod| !pod_plan.scale_down.contains(&pod.name))
+        .filter(|pod| !pod_plan.deletes(&pod.name))
         .cloned()
         .collect();
     let mut assigned = BTreeSet::new();
@@ -195,7 +196,9 @@ async fn reconcile_pool(
         name: &name,
         generation: pool.meta().generation,
         desired_replicas: replicas,
+        template_hash: &template_hash,
         pods: &provers,
+        busy: &busy,
         queue: &still_queued,
         current: &current,
         autoscaling,
@@ -269,6 +272,7 @@ fn autoscaling_status(pool: &ProverPool, decision: &AutoscaleDecision) -> Autosc
 enum PodChange {
     Replace,
     ScaleDown,
+    Roll,
     Create,
 }
 
@@ -289,30 +293,37 @@ async fn apply_pod_plan(
                 .iter()
                 .map(|pod| (PodChange::ScaleDown, pod)),
         )
+        .chain(pod_plan.roll.iter().map(|pod| (PodChange::Roll, pod)))
         .chain(pod_plan.create.iter().map(|pod| (PodChange::Create, pod)));
     for (change, pod) in changes {
-        let (action, note) = match change {
+        let pod_ref = events::pod_reference(Some(namespace), pod);
+        let (note, event) = match change {
             PodChange::Replace => {
                 delete_pod(&api, namespace, pod).await?;
-                (
-                    "ReplacePod",
-                    format!("deleted terminated prover pod {pod} to replace it"),
-                )
+                let note = format!("deleted terminated prover pod {pod} to replace it");
+                (note.clone(), events::scaled("ReplacePod", note, pod_ref))
             }
             PodChange::ScaleDown => {
                 delete_pod(&api, namespace, pod).await?;
                 let note = format!(
                     "deleted prover pod {pod} to scale down to {replicas} (idle and not-ready pods go first)"
                 );
-                ("DeletePod", note)
+                (note.clone(), events::scaled("DeletePod", note, pod_ref))
+            }
+            PodChange::Roll => {
+                delete_pod(&api, namespace, pod).await?;
+                let note = format!(
+                    "deleted idle prover pod {pod} of an earlier template, to replace it from the current one"
+                );
+                (note.clone(), events::rolled(note, pod_ref))
             }
             PodChange::Create => {
                 create_pod(&api, &prover_pod(pool, pod)).await?;
-                ("CreatePod", format!("created prover pod {pod}"))
+                let note = format!("created prover pod {pod}");
+                (note.clone(), events::scaled("CreatePod", note, pod_ref))
             }
         };
         tracing::info!(pool = %format!("{namespace}/{}", pool.name_any()), "{note}");
-        let event = events::scaled(action, note, events::pod_reference(Some(namespace), pod));
         context.publish(&pool_ref, event).await;
     }
     Ok(())

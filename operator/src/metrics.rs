@@ -16,6 +16,7 @@ pub struct Metrics {
     reconcile_duration: HistogramVec,
     queue_depth: IntGaugeVec,
     queued_partitions: IntGaugeVec,
+    outdated_provers: IntGaugeVec,
     pub jobs_assigned: IntCounter,
     pub jobs_requeued: IntCounter,
 }
@@ -77,6 +78,15 @@ impl Metrics {
             ),
             &["pool"],
         )?;
+        let outdated_provers = IntGaugeVec::new(
+            Opts::new(
+                "outdated_provers",
+                "Prover pods of a pool (namespace/name) still on an earlier template: nonzero \
+                 while a template change rolls out; stuck above zero means a roll waits (see the \
+                 pool's ProversUpToDate condition)",
+            ),
+            &["pool"],
+        )?;
         let jobs_assigned =
             IntCounter::new("jobs_assigned_total", "ProofJobs assigned to a prover pod")?;
         let jobs_requeued = IntCounter::new(
@@ -88,6 +98,7 @@ impl Metrics {
         registry.register(Box::new(reconcile_duration.clone()))?;
         registry.register(Box::new(queue_depth.clone()))?;
         registry.register(Box::new(queued_partitions.clone()))?;
+        registry.register(Box::new(outdated_provers.clone()))?;
         registry.register(Box::new(jobs_assigned.clone()))?;
         registry.register(Box::new(jobs_requeued.clone()))?;
         Ok(Self {
@@ -97,6 +108,7 @@ impl Metrics {
             reconcile_duration,
             queue_depth,
             queued_partitions,
+            outdated_provers,
             jobs_assigned,
             jobs_requeued,
         })
@@ -122,11 +134,19 @@ impl Metrics {
             .set(i64::try_from(partitions).unwrap_or(i64::MAX));
     }
 
-    /// Forgets a deleted pool's gauge.
+    /// The prover pods of `pool` not (yet) on its current template.
+    pub fn set_outdated_provers(&self, pool: &str, pods: usize) {
+        self.outdated_provers
+            .with_label_values(&[pool])
+            .set(i64::try_from(pods).unwrap_or(i64::MAX));
+    }
+
+    /// Forgets a deleted pool's gauges.
     pub fn forget_pool(&self, pool: &str) {
         // An error only means the pool had no gauge yet.
         let _ = self.queue_depth.remove_label_values(&[pool]);
         let _ = self.queued_partitions.remove_label_values(&[pool]);
+        let _ = self.outdated_provers.remove_label_values(&[pool]);
     }
 
     /// The metrics in the Prometheus text format.
@@ -184,6 +204,7 @@ mod tests {
         metrics.reconcile("ProofJob").finish(Outcome::Applied);
         drop(metrics.reconcile("ProofJob"));
         metrics.set_queue_depth("ns/gpu", 3, 30);
+        metrics.set_outdated_provers("ns/gpu", 2);
         metrics.jobs_assigned.inc();
 
         let text = metrics.render();
@@ -194,6 +215,7 @@ mod tests {
             r#"proofpipe_operator_reconcile_duration_seconds_count{kind="ProofJob"} 2"#,
             r#"proofpipe_operator_queue_depth{pool="ns/gpu"} 3"#,
             r#"proofpipe_operator_queued_partitions{pool="ns/gpu"} 30"#,
+            r#"proofpipe_operator_outdated_provers{pool="ns/gpu"} 2"#,
             "proofpipe_operator_jobs_assigned_total 1",
             "proofpipe_operator_jobs_requeued_total 0",
         ] {

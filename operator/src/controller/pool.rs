@@ -121,6 +121,13 @@ async fn reconcile_pool(
         .iter()
         .map(|pod| ProverPod::observe(&name, pod, &template_hash))
         .collect();
+    context.metrics.set_outdated_provers(
+        &metrics_key,
+        provers
+            .iter()
+            .filter(|pod| pod.outdated && pod.health.is_alive())
+            .count(),
+    );
     let busy = busy_pods(&jobs);
     let mut outcome = Outcome::Unchanged;
     let pools_api: Api<ProverPool> = context.namespaced(&namespace);

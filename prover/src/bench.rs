@@ -255,19 +255,19 @@ pub fn run_pipeline(
         });
     }
     let busy = pipeline.stage_busy();
-    let c = pipeline.config();
+    let c = pipeline.config().clone();
     let spans = pipeline.busy_spans();
     let fraction = |busy: f64, workers: usize| busy / (seconds * workers as f64);
     let verified = report.proofs.iter().filter(|p| p.verified).count();
     let run = PipelineRun {
         result: run_result(seconds, report.proofs.len(), verified, peak),
         backend: pipeline.backend_name(),
-        config: c,
         busy: BusyFractions {
             synthesis: fraction(busy.synthesis, c.partition_workers),
             gpu: fraction(busy.gpu, c.gpu_workers),
             finalize: fraction(busy.finalize, c.finalize_workers),
         },
+        config: c,
         max_synthesized_in_flight: pipeline.buffers().max_synthesized_in_flight,
         steady: None,
         timeline: pipeline.buffer_timeline(),
@@ -289,7 +289,7 @@ pub fn compare(
     let seed = 1;
     // A small warm-up so neither side pays for first-touch page faults of the parameters
     // (and a GPU backend has its bases resident before the timed run).
-    run_pipeline(params.clone(), 1, seed + 1, config, backend.clone())?;
+    run_pipeline(params.clone(), 1, seed + 1, config.clone(), backend.clone())?;
     let stock = run_stock(&params, stock_partitions, seed)?;
     let before = backend.kernel_stats();
     let mut pipeline = run_pipeline(params.clone(), partitions, seed, config, backend.clone())?;

@@ -77,6 +77,45 @@ fn prove_verifies_every_partition_and_reports_the_plan() {
 }
 
 #[test]
+fn two_pass_synthesis_proves_and_counts_its_matrices_in_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    for (circuit, constraints) in [("mul-chain", "4096"), ("merkle-sha256", "32768")] {
+        let args = |synthesis| {
+            [
+                "--circuit",
+                circuit,
+                "--constraints",
+                constraints,
+                "--partitions",
+                "3",
+                "--partition-workers",
+                "2",
+                "--channel-capacity",
+                "1",
+                "--synthesis",
+                synthesis,
+            ]
+        };
+        let one_pass = prove_json(dir.path(), &args("one-pass"));
+        let two_pass = prove_json(dir.path(), &args("matrices"));
+        assert_eq!(two_pass["synthesis"], "matrices", "{two_pass}");
+        assert_eq!(num(&two_pass, "verified"), 3, "{two_pass}");
+        assert_eq!(num(&one_pass, "matrices_bytes"), 0, "{one_pass}");
+        let matrices = num(&two_pass, "matrices_bytes");
+        assert!(matrices > 0, "{two_pass}");
+        assert_eq!(
+            num(&two_pass, "predicted_peak_bytes"),
+            num(&one_pass, "predicted_peak_bytes") + matrices,
+            "the same pipeline plus the matrices, once"
+        );
+        assert!(
+            num(&two_pass, "peak_rss_bytes") <= num(&two_pass, "predicted_peak_bytes"),
+            "measured above predicted: {two_pass}"
+        );
+    }
+}
+
+#[test]
 fn memory_limit_sweep_stays_under_prediction_and_limit() {
     let dir = tempfile::tempdir().unwrap();
     let mut workers = Vec::new();

@@ -289,6 +289,7 @@ async fn prove_one_partition(params_dir: &Path, partition: u32) -> PartitionProo
             finalize_queue: 1,
             g2: G2Placement::GpuStage,
             record_timeline: false,
+            matrices: Default::default(),
         };
         let pipeline =
             Pipeline::start(config, Arc::new(proofpipe_kernels::CpuBackend::new())).unwrap();

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use proofpipe_prover::ProverError;
 use proofpipe_prover::bench::compare;
-use proofpipe_prover::pipeline::PipelineConfig;
 use proofpipe_prover::plot::timeline_svg;
 
 use super::setup::{self, ParamsSource};
@@ -20,12 +19,18 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     } else {
         ParamsSource::Store(&store)
     };
-    let prepared = setup::prepare(&args.job, &args.sizing, source, &backend.gpu_devices())?;
+    let prepared = setup::prepare(
+        &args.job,
+        &args.sizing,
+        args.synthesis.synthesis,
+        source,
+        &backend.gpu_devices(),
+    )?;
     let report = compare(
         prepared.params.clone(),
         args.job.partitions,
         args.stock_partitions.unwrap_or(args.job.partitions),
-        PipelineConfig::from_plan(&prepared.plan),
+        prepared.pipeline_config(&args.job),
         backend,
     )?;
 
@@ -130,10 +135,11 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
         prepared.plan.memory_limit as f64 / (1u64 << 30) as f64,
     );
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string(&report).expect("report serializes")
-        );
+        let mut json = serde_json::to_value(&report).expect("report serializes");
+        json["synthesis"] = serde_json::json!(args.synthesis.synthesis);
+        json["matrices_bytes"] =
+            serde_json::json!(prepared.matrices.as_ref().map_or(0, |m| m.heap_bytes()));
+        println!("{json}");
     }
     // Timing-only proofs are not checked (they cannot verify); any other unverified proof
     // fails the run.

@@ -89,12 +89,34 @@ impl SizingArgs {
     }
 }
 
+/// How partitions are synthesized.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Synthesis {
+    /// Each constraint evaluated as the gadgets enforce it.
+    #[default]
+    OnePass,
+    /// The gadgets for the witness only, then a, b, c from the circuit's R1CS matrices,
+    /// recorded once at start (faster synthesis; the matrices, ~18 B per nonzero, are
+    /// counted in the sizing). ADR 0010.
+    Matrices,
+}
+
+#[derive(Args, Debug)]
+struct SynthesisArgs {
+    /// How partitions are synthesized.
+    #[arg(long, value_enum, default_value_t = Synthesis::OnePass)]
+    synthesis: Synthesis,
+}
+
 #[derive(Args, Debug)]
 struct ProveArgs {
     #[command(flatten)]
     job: JobArgs,
     #[command(flatten)]
     sizing: SizingArgs,
+    #[command(flatten)]
+    synthesis: SynthesisArgs,
     /// Witness seed: the same seed gives the same statements.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -154,6 +176,8 @@ struct BenchArgs {
     job: JobArgs,
     #[command(flatten)]
     sizing: SizingArgs,
+    #[command(flatten)]
+    synthesis: SynthesisArgs,
     #[arg(long)]
     params_dir: Option<PathBuf>,
     /// Draw the pipeline's stage occupancy and buffer counts into this SVG file.

@@ -19,6 +19,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
         shape,
         memory_limit: limit.bytes,
         params_bytes: estimated_params_bytes(shape),
+        matrices_bytes: 0,
         headroom: args.sizing.headroom,
         cpu_cores: args.cores.unwrap_or_else(cpu_cores),
         gpu_devices: args.gpus,

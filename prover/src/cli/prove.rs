@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use proofpipe_prover::ProverError;
-use proofpipe_prover::pipeline::{JobEvent, JobOutcome, JobSpec, Pipeline, PipelineConfig};
+use proofpipe_prover::pipeline::{JobEvent, JobOutcome, JobSpec, Pipeline};
 use proofpipe_prover::rss;
 use serde::Serialize;
 
@@ -32,6 +32,9 @@ struct Summary {
     max_synthesized_in_flight: u64,
     backend: &'static str,
     params_bytes: u64,
+    /// `one-pass` or `matrices`, and the matrices' bytes (0 for one-pass).
+    synthesis: super::Synthesis,
+    matrices_bytes: u64,
 }
 
 pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, ProverError> {
@@ -41,10 +44,11 @@ pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, Prover
     let prepared = setup::prepare(
         &args.job,
         &args.sizing,
+        args.synthesis.synthesis,
         setup::ParamsSource::Store(&store),
         &backend.gpu_devices(),
     )?;
-    let pipeline = Pipeline::start(PipelineConfig::from_plan(&prepared.plan), backend)?;
+    let pipeline = Pipeline::start(prepared.pipeline_config(&args.job), backend)?;
 
     let mut spec = JobSpec::new(args.job.circuit, args.job.constraints, args.job.partitions);
     spec.seed = args.seed;
@@ -103,6 +107,8 @@ pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, Prover
         max_synthesized_in_flight: buffers.max_synthesized_in_flight,
         backend: pipeline.backend_name(),
         params_bytes: prepared.params.heap_bytes(),
+        synthesis: args.synthesis.synthesis,
+        matrices_bytes: prepared.matrices.as_ref().map_or(0, |m| m.heap_bytes()),
     };
 
     for p in &proofs {

@@ -3,18 +3,35 @@
 use std::sync::Arc;
 
 use proofpipe_prover::ProverError;
+use proofpipe_prover::groth16::R1csMatrices;
 use proofpipe_prover::params::{CircuitParams, ParamsStore};
+use proofpipe_prover::pipeline::PipelineConfig;
 use proofpipe_prover::rss;
 use proofpipe_prover::sizing::{MemoryLimit, Plan, SizingInput, detect_memory_limit, plan};
 
 use proofpipe_kernels::GpuDevice;
 
-use super::{JobArgs, SizingArgs, cpu_cores};
+use super::{JobArgs, SizingArgs, Synthesis, cpu_cores};
 
 pub struct Prepared {
     pub limit: MemoryLimit,
     pub params: Arc<CircuitParams>,
+    /// R1CS matrices, with `--synthesis matrices`.
+    pub matrices: Option<Arc<R1csMatrices>>,
     pub plan: Plan,
+}
+
+impl Prepared {
+    /// The pipeline configuration for the plan, with the matrices if any.
+    pub fn pipeline_config(&self, job: &JobArgs) -> PipelineConfig {
+        let mut config = PipelineConfig::from_plan(&self.plan);
+        if let Some(matrices) = &self.matrices {
+            config
+                .matrices
+                .insert((job.circuit, job.constraints), matrices.clone());
+        }
+        config
+    }
 }
 
 /// Where `prepare` gets the parameters.
@@ -29,6 +46,7 @@ pub enum ParamsSource<'a> {
 pub fn prepare(
     job: &JobArgs,
     sizing: &SizingArgs,
+    synthesis: Synthesis,
     source: ParamsSource<'_>,
     gpus: &[GpuDevice],
 ) -> Result<Prepared, ProverError> {
@@ -38,12 +56,17 @@ pub fn prepare(
     let shape = job.circuit.shape(job.constraints)?;
     let limit = detect_memory_limit(sizing.memory_limit)?;
     tracing::info!(bytes = limit.bytes, limit = %bytesize::ByteSize(limit.bytes), source = %limit.source, "memory limit");
+    let matrices = match synthesis {
+        Synthesis::OnePass => None,
+        Synthesis::Matrices => Some(Arc::new(record_matrices(job)?)),
+    };
     // Refuse a hopeless limit before spending minutes on parameters.
     let mut input = SizingInput {
         circuit: job.circuit,
         shape,
         memory_limit: limit.bytes,
         params_bytes: proofpipe_prover::params::estimated_params_bytes(shape),
+        matrices_bytes: matrices.as_ref().map_or(0, |m| m.heap_bytes()),
         headroom: sizing.headroom,
         cpu_cores: cpu_cores(),
         gpu_devices: gpus.len(),
@@ -77,6 +100,26 @@ pub fn prepare(
     Ok(Prepared {
         limit,
         params,
+        matrices,
         plan,
     })
+}
+
+/// The R1CS matrices of the job's circuit size, from its first partition (the structure
+/// does not depend on the witness).
+fn record_matrices(job: &JobArgs) -> Result<R1csMatrices, ProverError> {
+    let started = std::time::Instant::now();
+    let shape = job.circuit.shape(job.constraints)?;
+    let circuit = job.circuit.partition(job.constraints, 0, 0)?;
+    let matrices = R1csMatrices::record(circuit, shape).map_err(|e| ProverError::Synthesis {
+        partition: 0,
+        message: format!("recording the R1CS matrices: {e}"),
+    })?;
+    tracing::info!(
+        nonzeros = matrices.nonzeros(),
+        bytes = %bytesize::ByteSize(matrices.heap_bytes()),
+        seconds = started.elapsed().as_secs_f64(),
+        "R1CS matrices recorded for two-pass synthesis"
+    );
+    Ok(matrices)
 }

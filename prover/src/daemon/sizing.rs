@@ -28,6 +28,8 @@ pub fn sizing_input(
         shape,
         memory_limit,
         params_bytes,
+        // The daemon synthesizes in one pass (two-pass is a CLI option for now).
+        matrices_bytes: 0,
         headroom: HEADROOM,
         cpu_cores,
         gpu_devices: gpus.len(),

@@ -63,8 +63,15 @@ pub fn synthesize<C: Circuit<Fr>>(
     let mut cs = Synthesized::with_shape(shape);
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     circuit.synthesize(&mut cs)?;
-    // Groth16 needs the input polynomials linearly independent: one x * 0 = 0 per input.
-    for i in 0..cs.inputs.len() {
+    let inputs = cs.inputs.len();
+    enforce_input_independence(&mut cs, inputs);
+    Ok(cs)
+}
+
+/// Groth16 needs the input polynomials linearly independent: one `x * 0 = 0` per input,
+/// after the circuit's own constraints.
+pub(super) fn enforce_input_independence<CS: ConstraintSystem<Fr>>(cs: &mut CS, inputs: usize) {
+    for i in 0..inputs {
         cs.enforce(
             || "input",
             |lc| lc + Variable::new_unchecked(Index::Input(i)),
@@ -72,7 +79,6 @@ pub fn synthesize<C: Circuit<Fr>>(
             |lc| lc,
         );
     }
-    Ok(cs)
 }
 
 /// Evaluates a linear combination and marks the variables it touches in the trackers.

@@ -6,9 +6,11 @@
 //! the GPU stage, and proof assembly) -> [`verify`].
 
 mod assignment;
+mod matrices;
 mod prove;
 
 pub use assignment::{Synthesized, synthesize};
+pub use matrices::{R1csMatrices, synthesize_from_matrices};
 pub use prove::{G2Placement, Started, finalize, prove_start};
 
 use bellperson::groth16::{PreparedVerifyingKey, Proof, verify_proof};

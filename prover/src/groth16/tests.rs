@@ -93,3 +93,83 @@ fn synthesis_reserves_the_fft_domain_once() {
     assert_eq!(s.a.capacity(), 1024);
     assert_eq!(s.aux.capacity(), s.aux.len());
 }
+
+/// The two-pass synthesis gives exactly what the direct one gives, for both circuits and
+/// partitions other than the one the matrices were recorded from.
+#[test]
+fn synthesis_from_matrices_equals_direct_synthesis() {
+    for (kind, n) in [
+        (CircuitKind::MulChain, 1 << 12),
+        (CircuitKind::MerkleSha256, 1 << 15),
+    ] {
+        let shape = kind.shape(n).unwrap();
+        let matrices = R1csMatrices::record(kind.partition(n, 0, 0).unwrap(), shape).unwrap();
+        assert!(matrices.nonzeros() >= shape.constraints, "{kind}");
+        for (seed, partition) in [(42, 3), (7, 0)] {
+            let direct = synthesize(kind.partition(n, seed, partition).unwrap(), shape).unwrap();
+            let split =
+                synthesize_from_matrices(kind.partition(n, seed, partition).unwrap(), &matrices)
+                    .unwrap();
+            assert!(
+                split.a == direct.a && split.b == direct.b && split.c == direct.c,
+                "{kind}"
+            );
+            assert!(
+                split.inputs == direct.inputs && split.aux == direct.aux,
+                "{kind}"
+            );
+            assert!(
+                split.a.capacity() >= proofpipe_kernels::domain_size(n),
+                "{kind}: room for the FFT"
+            );
+            assert_eq!(split.a_aux_density, direct.a_aux_density, "{kind}");
+            assert_eq!(split.b_input_density, direct.b_input_density, "{kind}");
+            assert_eq!(split.b_aux_density, direct.b_aux_density, "{kind}");
+        }
+    }
+}
+
+#[test]
+fn a_proof_from_matrix_synthesis_verifies() {
+    let kind = CircuitKind::MerkleSha256;
+    let n = kind.min_constraints();
+    let mut rng = ChaCha20Rng::seed_from_u64(2);
+    let params =
+        generate_random_parameters::<Bls12, _, _>(kind.partition(n, 0, 0).unwrap(), &mut rng)
+            .unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    let backend = CpuBackend::new();
+    let matrices =
+        R1csMatrices::record(kind.partition(n, 0, 0).unwrap(), kind.shape(n).unwrap()).unwrap();
+    let synthesized =
+        synthesize_from_matrices(kind.partition(n, 9, 1).unwrap(), &matrices).unwrap();
+    let started = prove_start(&backend, &params, synthesized, G2Placement::GpuStage).unwrap();
+    let (proof, inputs) = finalize(
+        &backend,
+        &params,
+        started,
+        Fr::random(&mut rng),
+        Fr::random(&mut rng),
+    )
+    .unwrap();
+    assert!(verify(&pvk, &proof, &inputs));
+}
+
+#[test]
+fn matrices_of_another_size_are_refused() {
+    let kind = CircuitKind::MulChain;
+    let matrices = R1csMatrices::record(
+        kind.partition(1 << 10, 0, 0).unwrap(),
+        kind.shape(1 << 10).unwrap(),
+    )
+    .unwrap();
+    let error = synthesize_from_matrices(kind.partition(1 << 11, 0, 0).unwrap(), &matrices)
+        .err()
+        .expect("a circuit of another size must not use these matrices");
+    assert!(
+        error
+            .to_string()
+            .contains("the R1CS matrices were recorded for"),
+        "{error}"
+    );
+}

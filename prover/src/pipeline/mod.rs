@@ -13,6 +13,7 @@ mod queue;
 pub mod tracker;
 mod workers;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -26,8 +27,9 @@ use serde::Serialize;
 pub use job::{JobEvent, JobHandle, JobOutcome, JobReport, JobSpec, PartitionProof, StageTimings};
 pub use tracker::{BufferSnapshot, BufferTracker, Stage, TimelinePoint};
 
+use crate::circuits::CircuitKind;
 use crate::error::ProverError;
-use crate::groth16::G2Placement;
+use crate::groth16::{G2Placement, R1csMatrices};
 use crate::metrics::PipelineMetrics;
 use crate::params::CircuitParams;
 use crate::sizing::Plan;
@@ -35,7 +37,7 @@ use job::Job;
 use queue::{Task, WorkQueue};
 
 /// How many workers each stage has and how long the channels are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct PipelineConfig {
     pub partition_workers: usize,
     pub channel_capacity: usize,
@@ -45,6 +47,11 @@ pub struct PipelineConfig {
     pub g2: G2Placement,
     /// Keep every buffer transition and busy span for plots (bench).
     pub record_timeline: bool,
+    /// R1CS matrices for two-pass synthesis, by circuit and constraints
+    /// ([`crate::groth16::synthesize_from_matrices`]); a job of any other circuit size is
+    /// synthesized in one pass. Whoever supplies them counts their bytes in the sizing.
+    #[serde(skip)]
+    pub matrices: BTreeMap<(CircuitKind, usize), Arc<R1csMatrices>>,
 }
 
 impl PipelineConfig {
@@ -57,6 +64,7 @@ impl PipelineConfig {
             finalize_queue: plan.finalize_queue,
             g2: plan.g2,
             record_timeline: false,
+            matrices: BTreeMap::new(),
         }
     }
 }
@@ -142,18 +150,20 @@ impl Pipeline {
         };
         let tracker = BufferTracker::new(&registry, config.record_timeline).map_err(metric_err)?;
         let metrics = PipelineMetrics::new(&registry).map_err(metric_err)?;
+        let clock = StageClock {
+            spans: config.record_timeline.then(|| Mutex::new(Vec::new())),
+            ..StageClock::default()
+        };
         let shared = Arc::new(Shared {
             config,
             backend,
             queue: WorkQueue::default(),
             tracker,
             metrics,
-            clock: StageClock {
-                spans: config.record_timeline.then(|| Mutex::new(Vec::new())),
-                ..StageClock::default()
-            },
+            clock,
             started: Instant::now(),
         });
+        let config = &shared.config;
         let threads = workers::spawn(&shared);
         tracing::info!(
             backend = shared.backend.name(),
@@ -227,8 +237,8 @@ impl Pipeline {
         Ok(handle)
     }
 
-    pub fn config(&self) -> PipelineConfig {
-        self.shared.config
+    pub fn config(&self) -> &PipelineConfig {
+        &self.shared.config
     }
 
     pub fn backend_name(&self) -> &'static str {

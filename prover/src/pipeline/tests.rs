@@ -24,6 +24,7 @@ fn config(pw: usize, cap: usize) -> PipelineConfig {
         finalize_queue: 1,
         g2: G2Placement::GpuStage,
         record_timeline: false,
+        matrices: Default::default(),
     }
 }
 
@@ -235,4 +236,47 @@ fn g2_in_finalize_proves_too() {
         .unwrap()
         .wait();
     assert_eq!(report.outcome, JobOutcome::Succeeded);
+}
+
+/// Jobs of a size with matrices are synthesized from them (matrices registered under the
+/// wrong size make exactly those jobs fail); other sizes are synthesized in one pass.
+#[test]
+fn synthesis_workers_use_the_matrices_of_the_job_size() {
+    let record = |n: usize| {
+        let kind = CircuitKind::MulChain;
+        Arc::new(
+            crate::groth16::R1csMatrices::record(
+                kind.partition(n, 0, 0).unwrap(),
+                kind.shape(n).unwrap(),
+            )
+            .unwrap(),
+        )
+    };
+    let small = 512;
+    let mut config = config(2, 1);
+    config
+        .matrices
+        .insert((CircuitKind::MulChain, N), record(N));
+    // Deliberately wrong: the matrices of N registered for `small`.
+    config
+        .matrices
+        .insert((CircuitKind::MulChain, small), record(N));
+    let pipeline = Pipeline::start(config, Arc::new(CpuBackend::new())).unwrap();
+    let good = pipeline
+        .submit(JobSpec::new(CircuitKind::MulChain, N, 2), params(N))
+        .unwrap();
+    let wrong = pipeline
+        .submit(JobSpec::new(CircuitKind::MulChain, small, 2), params(small))
+        .unwrap();
+    let good = good.wait();
+    assert_eq!(good.outcome, JobOutcome::Succeeded);
+    assert!(good.proofs.iter().all(|p| p.verified));
+    let JobOutcome::Failed(message) = &wrong.wait().outcome else {
+        panic!("a job synthesized from the wrong matrices must fail")
+    };
+    assert!(
+        message.contains("the R1CS matrices were recorded for"),
+        "{message}"
+    );
+    pipeline.shutdown();
 }

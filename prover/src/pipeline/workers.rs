@@ -39,7 +39,7 @@ struct ToFinalize {
 }
 
 pub(super) fn spawn(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
-    let c = shared.config;
+    let c = &shared.config;
     let to_gpu = Arc::new(Handoff::<ToGpu>::new(
         c.channel_capacity,
         c.partition_workers,
@@ -141,7 +141,15 @@ fn synthesis_worker(shared: &Shared, worker: usize, to_gpu: &Handoff<ToGpu>) {
                     job.spec
                         .circuit
                         .partition(job.spec.constraints, job.spec.seed, partition)?;
-                groth16::synthesize(circuit, shape).map_err(|e| ProverError::Synthesis {
+                let matrices = shared
+                    .config
+                    .matrices
+                    .get(&(job.spec.circuit, job.spec.constraints));
+                match matrices {
+                    Some(matrices) => groth16::synthesize_from_matrices(circuit, matrices),
+                    None => groth16::synthesize(circuit, shape),
+                }
+                .map_err(|e| ProverError::Synthesis {
                     partition,
                     message: e.to_string(),
                 })

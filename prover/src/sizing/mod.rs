@@ -56,6 +56,8 @@ pub struct SizingInput {
     pub memory_limit: u64,
     /// Proving-key bytes held in memory (measured once loaded, else estimated).
     pub params_bytes: u64,
+    /// R1CS matrices held for two-pass synthesis (0 for one-pass), once per process.
+    pub matrices_bytes: u64,
     /// Fraction of the limit kept free for allocator slack and the unexpected.
     pub headroom: f64,
     /// CPU cores available: more synthesis workers than cores only add memory.
@@ -169,6 +171,7 @@ pub struct Breakdown {
     /// The process and its pipeline threads.
     pub base_bytes: u64,
     pub params_bytes: u64,
+    pub matrices_bytes: u64,
     pub per_partition: PartitionBytes,
     pub synthesized_bytes: u64,
     pub gpu_stage_bytes: u64,
@@ -200,14 +203,15 @@ struct Workers {
     finalize_queue: usize,
 }
 
-/// (peak, base incl. threads, synthesized, GPU stage, finalize) bytes.
-fn predicted_peak(params: u64, per: PartitionBytes, w: Workers) -> (u64, u64, u64, u64, u64) {
+/// (peak, base incl. threads, synthesized, GPU stage, finalize) bytes; `resident`: what the
+/// process holds once whatever the workers (parameters, R1CS matrices).
+fn predicted_peak(resident: u64, per: PartitionBytes, w: Workers) -> (u64, u64, u64, u64, u64) {
     let base = BASE_BYTES + PER_THREAD_BYTES * (w.pw + w.gw + w.finalize_workers) as u64;
     let synthesized = (w.pw + w.cap) as u64 * per.synthesized;
     let gpu = w.gw as u64 * per.gpu_stage;
     let fin = (w.finalize_workers + w.finalize_queue) as u64 * per.finalize;
     (
-        base + params + synthesized + gpu + fin,
+        base + resident + synthesized + gpu + fin,
         base,
         synthesized,
         gpu,
@@ -247,7 +251,8 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
         finalize_queue,
     };
     let usable = (input.memory_limit as f64 * (1.0 - input.headroom)) as u64;
-    let fits = |pw, cap| predicted_peak(input.params_bytes, per, workers(pw, cap)).0 <= usable;
+    let resident = input.params_bytes + input.matrices_bytes;
+    let fits = |pw, cap| predicted_peak(resident, per, workers(pw, cap)).0 <= usable;
 
     let cpu_bound = input.cpu_cores.max(1);
     let useful = input.max_parallel_partitions.unwrap_or(usize::MAX).max(1);
@@ -274,8 +279,8 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
         });
     }
     if !fits(pw, cap) {
-        let (min_peak, ..) = predicted_peak(input.params_bytes, per, workers(1, 1));
-        let (wanted, ..) = predicted_peak(input.params_bytes, per, workers(pw, cap));
+        let (min_peak, ..) = predicted_peak(resident, per, workers(1, 1));
+        let (wanted, ..) = predicted_peak(resident, per, workers(pw, cap));
         let needed = if input.overrides.partition_workers.is_some() {
             wanted
         } else {
@@ -289,8 +294,7 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
             params: ByteSize(input.params_bytes),
         });
     }
-    let (peak, base, synthesized, gpu, fin) =
-        predicted_peak(input.params_bytes, per, workers(pw, cap));
+    let (peak, base, synthesized, gpu, fin) = predicted_peak(resident, per, workers(pw, cap));
     Ok(Plan {
         partition_workers: pw,
         channel_capacity: cap,
@@ -304,6 +308,7 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
         breakdown: Breakdown {
             base_bytes: base,
             params_bytes: input.params_bytes,
+            matrices_bytes: input.matrices_bytes,
             per_partition: per,
             synthesized_bytes: synthesized,
             gpu_stage_bytes: gpu,

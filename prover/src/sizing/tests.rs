@@ -10,6 +10,7 @@ fn input(limit: u64, constraints: usize, cores: usize) -> SizingInput {
         shape,
         memory_limit: limit,
         params_bytes: crate::params::estimated_params_bytes(shape),
+        matrices_bytes: 0,
         headroom: 0.1,
         cpu_cores: cores,
         gpu_devices: 0,
@@ -42,6 +43,22 @@ fn filecoin_scale_partitions_fit_as_the_engine_measured() {
     let p = plan(&i).unwrap();
     assert!(p.predicted_peak_bytes <= 512 * GIB);
     assert!(p.partition_workers >= 10, "{p:?}");
+}
+
+#[test]
+fn r1cs_matrices_are_counted_once_and_can_cost_a_worker() {
+    let without = plan(&input(8 * GIB, 1 << 20, 64)).unwrap();
+    let mut with = input(8 * GIB, 1 << 20, 64);
+    with.matrices_bytes = 1 << 30;
+    let with = plan(&with).unwrap();
+    assert_eq!(with.breakdown.matrices_bytes, 1 << 30);
+    assert!(with.predicted_peak_bytes <= 8 * GIB);
+    assert!(
+        with.partition_workers < without.partition_workers,
+        "a GiB of matrices must come out of the synthesis workers: {} vs {}",
+        with.partition_workers,
+        without.partition_workers
+    );
 }
 
 #[test]

@@ -1,0 +1,354 @@
+//! Synthesis in two passes, for synthesis-bound circuits: the gadgets run for the witness
+//! only (their `enforce` calls build no linear combination), then a, b, c are the products
+//! of the circuit's R1CS matrices with the assignment. The matrices depend only on the
+//! circuit and its size, so they are recorded once per process and shared by every
+//! partition. Measured 1.5x (merkle-sha256) to 1.8x (mul-chain) the throughput of
+//! [`super::synthesize`] per partition (`benches/benches/witness_then_matrix.rs`); the
+//! matrices cost about 18 bytes per nonzero (ADR 0010).
+
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar as Fr;
+use ff::Field;
+use proofpipe_kernels::{DensityTracker, domain_size};
+
+use super::assignment::{Synthesized, enforce_input_independence};
+use crate::circuits::CircuitShape;
+
+/// Column word: bit 31 marks an input, bits 29-30 the coefficient (+1, -1, or the next stored
+/// one), the low 29 bits the variable's index.
+const INPUT: u32 = 1 << 31;
+const KIND_SHIFT: u32 = 29;
+const KIND_ONE: u32 = 0;
+const KIND_MINUS_ONE: u32 = 1;
+const KIND_STORED: u32 = 2;
+const INDEX_MASK: u32 = (1 << KIND_SHIFT) - 1;
+
+/// One R1CS matrix in compressed-row form. Coefficients of +1 and -1, most of them in these
+/// circuits, are kept in the column word; the others are stored in row order.
+#[derive(Clone, Debug, Default)]
+struct Csr {
+    /// Per row: where its columns and its stored coefficients end.
+    row_ends: Vec<(u32, u32)>,
+    columns: Vec<u32>,
+    coefficients: Vec<Fr>,
+}
+
+impl Csr {
+    /// Appends `lc` as a row; false if an index or a count does not fit the encoding.
+    fn push_row(&mut self, lc: &LinearCombination<Fr>) -> bool {
+        let minus_one = -Fr::ONE;
+        let terms = lc
+            .iter_inputs()
+            .map(|(&index, coeff)| (index, INPUT, coeff))
+            .chain(lc.iter_aux().map(|(&index, coeff)| (index, 0, coeff)));
+        for (index, input, coeff) in terms {
+            // Zero terms are skipped, as the direct synthesis skips them (also for density).
+            if coeff.is_zero_vartime() {
+                continue;
+            }
+            let Some(index) = u32::try_from(index).ok().filter(|&i| i <= INDEX_MASK) else {
+                return false;
+            };
+            let kind = if *coeff == Fr::ONE {
+                KIND_ONE
+            } else if *coeff == minus_one {
+                KIND_MINUS_ONE
+            } else {
+                self.coefficients.push(*coeff);
+                KIND_STORED
+            };
+            self.columns.push(input | (kind << KIND_SHIFT) | index);
+        }
+        let ends = (
+            u32::try_from(self.columns.len()),
+            u32::try_from(self.coefficients.len()),
+        );
+        match ends {
+            (Ok(columns), Ok(coefficients)) => {
+                self.row_ends.push((columns, coefficients));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Appends this matrix times the assignment to `out`, one value per row.
+    fn multiply_into(&self, inputs: &[Fr], aux: &[Fr], out: &mut Vec<Fr>) {
+        let (mut column, mut stored) = (0usize, 0usize);
+        for &(columns_end, coefficients_end) in &self.row_ends {
+            let mut acc = Fr::ZERO;
+            for &word in &self.columns[column..columns_end as usize] {
+                let index = (word & INDEX_MASK) as usize;
+                let value = if word & INPUT == 0 {
+                    aux[index]
+                } else {
+                    inputs[index]
+                };
+                match (word >> KIND_SHIFT) & 0b11 {
+                    KIND_ONE => acc += value,
+                    KIND_MINUS_ONE => acc -= value,
+                    _ => {
+                        acc += value * self.coefficients[stored];
+                        stored += 1;
+                    }
+                }
+            }
+            debug_assert_eq!(stored, coefficients_end as usize);
+            column = columns_end as usize;
+            out.push(acc);
+        }
+    }
+
+    fn heap_bytes(&self) -> u64 {
+        (self.row_ends.capacity() * size_of::<(u32, u32)>()
+            + self.columns.capacity() * size_of::<u32>()
+            + self.coefficients.capacity() * size_of::<Fr>()) as u64
+    }
+}
+
+/// The R1CS of one circuit size, with the query densities that follow from it.
+#[derive(Clone, Debug)]
+pub struct R1csMatrices {
+    a: Csr,
+    b: Csr,
+    c: Csr,
+    shape: CircuitShape,
+    a_aux_density: DensityTracker,
+    b_input_density: DensityTracker,
+    b_aux_density: DensityTracker,
+}
+
+impl R1csMatrices {
+    /// Records the matrices of `circuit` (any partition of the size: the structure does not
+    /// depend on the witness). Costs about one direct synthesis.
+    pub fn record<C: Circuit<Fr>>(circuit: C, shape: CircuitShape) -> Result<Self, SynthesisError> {
+        let mut recorder = Recorder {
+            matrices: Self {
+                a: Csr::default(),
+                b: Csr::default(),
+                c: Csr::default(),
+                shape,
+                a_aux_density: DensityTracker::new(),
+                b_input_density: DensityTracker::new(),
+                b_aux_density: DensityTracker::new(),
+            },
+            inputs: 0,
+            aux: 0,
+            too_large: false,
+        };
+        recorder.alloc_input(|| "one", || Ok(Fr::ONE))?;
+        circuit.synthesize(&mut recorder)?;
+        let inputs = recorder.inputs;
+        enforce_input_independence(&mut recorder, inputs);
+        if recorder.too_large {
+            return Err(SynthesisError::PolynomialDegreeTooLarge);
+        }
+        let mut matrices = recorder.matrices;
+        for m in [&mut matrices.a, &mut matrices.b, &mut matrices.c] {
+            m.row_ends.shrink_to_fit();
+            m.columns.shrink_to_fit();
+            m.coefficients.shrink_to_fit();
+        }
+        Ok(matrices)
+    }
+
+    /// Heap bytes held: what the sizing counts once per process and circuit size.
+    pub fn heap_bytes(&self) -> u64 {
+        let densities = (2 * self.shape.aux + self.shape.inputs) / 8;
+        self.a.heap_bytes() + self.b.heap_bytes() + self.c.heap_bytes() + densities as u64
+    }
+
+    /// Nonzero entries of A, B and C together.
+    pub fn nonzeros(&self) -> usize {
+        self.a.columns.len() + self.b.columns.len() + self.c.columns.len()
+    }
+
+    pub fn shape(&self) -> CircuitShape {
+        self.shape
+    }
+}
+
+/// Synthesizes `circuit` in two passes over `matrices` (recorded for its circuit and size):
+/// the same [`Synthesized`] as [`super::synthesize`], a, b, c, assignment and densities.
+pub fn synthesize_from_matrices<C: Circuit<Fr>>(
+    circuit: C,
+    matrices: &R1csMatrices,
+) -> Result<Synthesized, SynthesisError> {
+    let shape = matrices.shape;
+    let mut witness = Witness {
+        inputs: Vec::with_capacity(shape.inputs),
+        aux: Vec::with_capacity(shape.aux),
+    };
+    witness.alloc_input(|| "one", || Ok(Fr::ONE))?;
+    circuit.synthesize(&mut witness)?;
+    if witness.inputs.len() != shape.inputs || witness.aux.len() != shape.aux {
+        // A circuit whose structure depends on its witness cannot share matrices.
+        return Err(SynthesisError::IoError(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "the witness pass allocated {} inputs and {} aux variables, the R1CS matrices were recorded for {} and {}",
+                witness.inputs.len(),
+                witness.aux.len(),
+                shape.inputs,
+                shape.aux
+            ),
+        )));
+    }
+    let m = domain_size(matrices.a.row_ends.len());
+    let mut products = [(); 3].map(|()| Vec::with_capacity(m));
+    for (matrix, out) in [&matrices.a, &matrices.b, &matrices.c]
+        .into_iter()
+        .zip(&mut products)
+    {
+        matrix.multiply_into(&witness.inputs, &witness.aux, out);
+    }
+    let [a, b, c] = products;
+    Ok(Synthesized {
+        a,
+        b,
+        c,
+        inputs: witness.inputs,
+        aux: witness.aux,
+        a_aux_density: matrices.a_aux_density.clone(),
+        b_input_density: matrices.b_input_density.clone(),
+        b_aux_density: matrices.b_aux_density.clone(),
+    })
+}
+
+/// Records each constraint as rows of A, B, C and the densities, as the direct synthesis
+/// tracks them: A over aux only (inputs are dense in A by construction), B over both.
+struct Recorder {
+    matrices: R1csMatrices,
+    inputs: usize,
+    aux: usize,
+    too_large: bool,
+}
+
+impl ConstraintSystem<Fr> for Recorder {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        f()?;
+        self.aux += 1;
+        self.matrices.a_aux_density.add_element();
+        self.matrices.b_aux_density.add_element();
+        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        f()?;
+        self.inputs += 1;
+        self.matrices.b_input_density.add_element();
+        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        let (a, b, c) = (
+            a(LinearCombination::zero()),
+            b(LinearCombination::zero()),
+            c(LinearCombination::zero()),
+        );
+        let m = &mut self.matrices;
+        for (&index, _) in a.iter_aux().filter(|(_, c)| !c.is_zero_vartime()) {
+            m.a_aux_density.inc(index);
+        }
+        for (&index, _) in b.iter_inputs().filter(|(_, c)| !c.is_zero_vartime()) {
+            m.b_input_density.inc(index);
+        }
+        for (&index, _) in b.iter_aux().filter(|(_, c)| !c.is_zero_vartime()) {
+            m.b_aux_density.inc(index);
+        }
+        // `enforce` cannot fail: a circuit too large to index is remembered and refused by
+        // `record` (beyond 2^29 variables or 2^32 nonzeros per matrix, far above 2^27-constraint
+        // partitions).
+        for (matrix, lc) in [(&mut m.a, &a), (&mut m.b, &b), (&mut m.c, &c)] {
+            if !matrix.push_row(lc) {
+                self.too_large = true;
+            }
+        }
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// The witness pass: values only; `enforce` does nothing, so the gadgets' linear
+/// combinations are never built.
+struct Witness {
+    inputs: Vec<Fr>,
+    aux: Vec<Fr>,
+}
+
+impl ConstraintSystem<Fr> for Witness {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}

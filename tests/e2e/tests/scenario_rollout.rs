@@ -54,7 +54,7 @@ async fn a_template_change_rolls_idle_provers_and_waits_for_busy_ones() {
     };
     let recorder = stack.record_assignments();
     stack.apply("pool.yaml").await;
-    stack.apply("long-job.yaml").await;
+    stack.apply("rollout-job.yaml").await;
     let jobs = stack.jobs();
     let pods = stack.namespace.api::<Pod>();
     let pools = stack.namespace.api::<ProverPool>();
@@ -99,7 +99,7 @@ async fn a_template_change_rolls_idle_provers_and_waits_for_busy_ones() {
     let job = jobs.get("long").await.unwrap();
     assert!(
         !phase(&job).is_some_and(|p| p.is_finished()),
-        "the job finished before the template changed: the scenario needs a longer job"
+        "the job finished before the template changed: rollout-job.yaml needs more partitions"
     );
 
     // While the busy prover works, the pool says it is rolling and waits for it.

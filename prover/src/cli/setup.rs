@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use proofpipe_prover::ProverError;
+use proofpipe_prover::circuits::CircuitShape;
 use proofpipe_prover::groth16::R1csMatrices;
 use proofpipe_prover::params::{CircuitParams, ParamsStore};
 use proofpipe_prover::pipeline::PipelineConfig;
@@ -58,7 +59,7 @@ pub fn prepare(
     tracing::info!(bytes = limit.bytes, limit = %bytesize::ByteSize(limit.bytes), source = %limit.source, "memory limit");
     let matrices = match synthesis {
         Synthesis::OnePass => None,
-        Synthesis::Matrices => Some(Arc::new(record_matrices(job)?)),
+        Synthesis::Matrices => Some(Arc::new(record_matrices(job, shape)?)),
     };
     // Refuse a hopeless limit before spending minutes on parameters.
     let mut input = SizingInput {
@@ -107,9 +108,8 @@ pub fn prepare(
 
 /// The R1CS matrices of the job's circuit size, from its first partition (the structure
 /// does not depend on the witness).
-fn record_matrices(job: &JobArgs) -> Result<R1csMatrices, ProverError> {
+fn record_matrices(job: &JobArgs, shape: CircuitShape) -> Result<R1csMatrices, ProverError> {
     let started = std::time::Instant::now();
-    let shape = job.circuit.shape(job.constraints)?;
     let circuit = job.circuit.partition(job.constraints, 0, 0)?;
     let matrices = R1csMatrices::record(circuit, shape).map_err(|e| ProverError::Synthesis {
         partition: 0,

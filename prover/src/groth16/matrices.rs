@@ -99,6 +99,22 @@ impl Csr {
         }
     }
 
+    /// The aux variables this matrix uses, with repeats.
+    fn aux_columns(&self) -> impl Iterator<Item = usize> + '_ {
+        self.columns
+            .iter()
+            .filter(|&&word| word & INPUT == 0)
+            .map(|&word| (word & INDEX_MASK) as usize)
+    }
+
+    /// The inputs this matrix uses, with repeats.
+    fn input_columns(&self) -> impl Iterator<Item = usize> + '_ {
+        self.columns
+            .iter()
+            .filter(|&&word| word & INPUT != 0)
+            .map(|&word| (word & INDEX_MASK) as usize)
+    }
+
     fn heap_bytes(&self) -> u64 {
         (self.row_ends.capacity() * size_of::<(u32, u32)>()
             + self.columns.capacity() * size_of::<u32>()
@@ -123,15 +139,7 @@ impl R1csMatrices {
     /// depend on the witness). Costs about one direct synthesis.
     pub fn record<C: Circuit<Fr>>(circuit: C, shape: CircuitShape) -> Result<Self, SynthesisError> {
         let mut recorder = Recorder {
-            matrices: Self {
-                a: Csr::default(),
-                b: Csr::default(),
-                c: Csr::default(),
-                shape,
-                a_aux_density: DensityTracker::new(),
-                b_input_density: DensityTracker::new(),
-                b_aux_density: DensityTracker::new(),
-            },
+            matrices: Default::default(),
             inputs: 0,
             aux: 0,
             too_large: false,
@@ -143,13 +151,25 @@ impl R1csMatrices {
         if recorder.too_large {
             return Err(SynthesisError::PolynomialDegreeTooLarge);
         }
-        let mut matrices = recorder.matrices;
-        for m in [&mut matrices.a, &mut matrices.b, &mut matrices.c] {
+        let [mut a, mut b, mut c] = recorder.matrices;
+        for m in [&mut a, &mut b, &mut c] {
             m.row_ends.shrink_to_fit();
             m.columns.shrink_to_fit();
             m.coefficients.shrink_to_fit();
         }
-        Ok(matrices)
+        // The densities follow from the matrices (zero terms are not in them), as the direct
+        // synthesis tracks them: A over aux only (inputs are dense in A by construction), B
+        // over both.
+        let aux = recorder.aux;
+        Ok(Self {
+            a_aux_density: density(aux, a.aux_columns()),
+            b_input_density: density(inputs, b.input_columns()),
+            b_aux_density: density(aux, b.aux_columns()),
+            a,
+            b,
+            c,
+            shape,
+        })
     }
 
     /// Heap bytes held: what the sizing counts once per process and circuit size.
@@ -166,6 +186,18 @@ impl R1csMatrices {
     pub fn shape(&self) -> CircuitShape {
         self.shape
     }
+}
+
+/// A density over `variables` variables marking those in `used`.
+fn density(variables: usize, used: impl Iterator<Item = usize>) -> DensityTracker {
+    let mut tracker = DensityTracker::new();
+    for _ in 0..variables {
+        tracker.add_element();
+    }
+    for index in used {
+        tracker.inc(index);
+    }
+    tracker
 }
 
 /// Synthesizes `circuit` in two passes over `matrices` (recorded for its circuit and size):
@@ -215,10 +247,9 @@ pub fn synthesize_from_matrices<C: Circuit<Fr>>(
     })
 }
 
-/// Records each constraint as rows of A, B, C and the densities, as the direct synthesis
-/// tracks them: A over aux only (inputs are dense in A by construction), B over both.
+/// Records each constraint as rows of A, B, C.
 struct Recorder {
-    matrices: R1csMatrices,
+    matrices: [Csr; 3],
     inputs: usize,
     aux: usize,
     too_large: bool,
@@ -235,8 +266,6 @@ impl ConstraintSystem<Fr> for Recorder {
     {
         f()?;
         self.aux += 1;
-        self.matrices.a_aux_density.add_element();
-        self.matrices.b_aux_density.add_element();
         Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
     }
 
@@ -248,7 +277,6 @@ impl ConstraintSystem<Fr> for Recorder {
     {
         f()?;
         self.inputs += 1;
-        self.matrices.b_input_density.add_element();
         Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
     }
 
@@ -265,20 +293,10 @@ impl ConstraintSystem<Fr> for Recorder {
             b(LinearCombination::zero()),
             c(LinearCombination::zero()),
         );
-        let m = &mut self.matrices;
-        for (&index, _) in a.iter_aux().filter(|(_, c)| !c.is_zero_vartime()) {
-            m.a_aux_density.inc(index);
-        }
-        for (&index, _) in b.iter_inputs().filter(|(_, c)| !c.is_zero_vartime()) {
-            m.b_input_density.inc(index);
-        }
-        for (&index, _) in b.iter_aux().filter(|(_, c)| !c.is_zero_vartime()) {
-            m.b_aux_density.inc(index);
-        }
         // `enforce` cannot fail: a circuit too large to index is remembered and refused by
         // `record` (beyond 2^29 variables or 2^32 nonzeros per matrix, far above 2^27-constraint
         // partitions).
-        for (matrix, lc) in [(&mut m.a, &a), (&mut m.b, &b), (&mut m.c, &c)] {
+        for (matrix, lc) in self.matrices.iter_mut().zip([&a, &b, &c]) {
             if !matrix.push_row(lc) {
                 self.too_large = true;
             }

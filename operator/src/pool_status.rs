@@ -213,12 +213,22 @@ fn count(n: usize) -> i32 {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
     use proofpipe_crds::{PipelineSizing, ProverPhase, StageBuffers};
 
     use super::*;
     use crate::prover_pods::tests::prover;
     use crate::queue::tests::job;
+
+    /// The condition of `type_` in `status`; panics if there is none.
+    fn find_condition<'a>(status: &'a ProverPoolStatus, type_: &str) -> &'a Condition {
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == type_)
+            .unwrap_or_else(|| panic!("no {type_} condition in {status:?}"))
+    }
 
     fn report(pod: &str, peak: Option<i64>) -> ProverStatus {
         ProverStatus {
@@ -348,13 +358,7 @@ mod tests {
         };
         let first = observe(&ProverPoolStatus::default());
         assert_eq!(first.status.unschedulable_replicas, Some(1));
-        let condition = first
-            .status
-            .conditions
-            .iter()
-            .flatten()
-            .find(|c| c.type_ == SCHEDULABLE_CONDITION)
-            .unwrap();
+        let condition = find_condition(&first.status, SCHEDULABLE_CONDITION);
         assert_eq!(
             (condition.status.as_str(), condition.reason.as_str()),
             ("False", "Unschedulable")
@@ -408,12 +412,7 @@ mod tests {
             "terminating pods do not count"
         );
         assert_eq!(rolling.template_hash.as_deref(), Some("ab12cd34ef"));
-        let condition = rolling
-            .conditions
-            .iter()
-            .flatten()
-            .find(|c| c.type_ == UP_TO_DATE_CONDITION)
-            .unwrap();
+        let condition = find_condition(&rolling, UP_TO_DATE_CONDITION);
         assert_eq!(
             (condition.status.as_str(), condition.reason.as_str()),
             ("False", "Rolling")
@@ -426,12 +425,7 @@ mod tests {
 
         let done = observe(&[prover(0, PodHealth::Ready), prover(4, PodHealth::Starting)]);
         assert_eq!(done.updated_replicas, Some(2));
-        let condition = done
-            .conditions
-            .iter()
-            .flatten()
-            .find(|c| c.type_ == UP_TO_DATE_CONDITION)
-            .unwrap();
+        let condition = find_condition(&done, UP_TO_DATE_CONDITION);
         assert_eq!(
             (condition.status.as_str(), condition.reason.as_str()),
             ("True", "TemplateApplied")

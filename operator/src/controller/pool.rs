@@ -121,13 +121,6 @@ async fn reconcile_pool(
         .iter()
         .map(|pod| ProverPod::observe(&name, pod, &template_hash))
         .collect();
-    context.metrics.set_outdated_provers(
-        &metrics_key,
-        provers
-            .iter()
-            .filter(|pod| pod.outdated && pod.health.is_alive())
-            .count(),
-    );
     let busy = busy_pods(&jobs);
     let mut outcome = Outcome::Unchanged;
     let pools_api: Api<ProverPool> = context.namespaced(&namespace);
@@ -211,6 +204,12 @@ async fn reconcile_pool(
         autoscaling,
         now: Timestamp::now(),
     });
+    let status = &status_plan.status;
+    context.metrics.set_outdated_provers(
+        &metrics_key,
+        usize::try_from(status.replicas.unwrap_or(0) - status.updated_replicas.unwrap_or(0))
+            .unwrap_or(0),
+    );
     if let Some(note) = status_plan.newly_unschedulable.clone() {
         tracing::warn!(pool = %metrics_key, "{note}");
         context

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher;
@@ -179,6 +180,19 @@ async fn record(api: Api<ProofJob>, log: Arc<Mutex<AssignmentLog>>) {
             Err(err) => eprintln!("assignment recorder: watch error: {err}"),
         }
     }
+}
+
+/// The pods of `pods` not being deleted.
+pub async fn live_pods(pods: &Api<Pod>) -> Result<Vec<Pod>, String> {
+    let list = pods
+        .list(&Default::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+        .collect())
 }
 
 /// A job's phase, if it has one yet.

@@ -10,22 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
 use proofpipe_crds::ProverPool;
-use proofpipe_e2e::stack::{Stack, check_all_succeeded};
-
-/// Pods of the scenario not being deleted.
-async fn alive_pods(pods: &Api<Pod>) -> Result<usize, String> {
-    let list = pods
-        .list(&Default::default())
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(list
-        .items
-        .iter()
-        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
-        .count())
-}
+use proofpipe_e2e::stack::{Stack, check_all_succeeded, live_pods};
 
 #[tokio::test]
 async fn pool_grows_with_its_queue_and_shrinks_when_idle() {
@@ -45,7 +32,7 @@ async fn pool_grows_with_its_queue_and_shrinks_when_idle() {
         .wait_for("every job Succeeded", || {
             let (jobs, pods, most_pods) = (jobs.clone(), pods.clone(), most_pods.clone());
             async move {
-                let alive = alive_pods(&pods).await?;
+                let alive = live_pods(&pods).await?.len();
                 most_pods.fetch_max(alive, Ordering::Relaxed);
                 let list = jobs
                     .list(&Default::default())
@@ -64,7 +51,7 @@ async fn pool_grows_with_its_queue_and_shrinks_when_idle() {
     let reason = stack
         .wait_for("the pool back at minReplicas", || async {
             let pool = pools.get("gpu").await.map_err(|e| e.to_string())?;
-            let alive = alive_pods(&pods).await?;
+            let alive = live_pods(&pods).await?.len();
             let autoscaling = pool.status.as_ref().and_then(|s| s.autoscaling.clone());
             match (pool.spec.replicas, alive, autoscaling) {
                 (1, 1, Some(status)) if status.desired_replicas == 1 => Ok(status.reason),

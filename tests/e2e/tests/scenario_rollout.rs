@@ -14,21 +14,18 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use proofpipe_crds::ProverPool;
-use proofpipe_e2e::stack::{Stack, check_succeeded, phase};
+use proofpipe_e2e::stack::{Stack, check_succeeded, live_pods, phase};
 
 const HASH_LABEL: &str = "proofpipe.dev/template-hash";
 
 /// UID -> (name, template hash) of the pods not being deleted. (Names are reused: a
 /// replacement takes the lowest free ordinal.)
-async fn live_pods(pods: &kube::Api<Pod>) -> Result<BTreeMap<String, (String, String)>, String> {
-    let list = pods
-        .list(&Default::default())
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(list
-        .items
+async fn live_pod_hashes(
+    pods: &kube::Api<Pod>,
+) -> Result<BTreeMap<String, (String, String)>, String> {
+    Ok(live_pods(pods)
+        .await?
         .iter()
-        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
         .map(|pod| {
             let hash = pod.labels().get(HASH_LABEL).cloned().unwrap_or_default();
             (pod.uid().unwrap_or_default(), (pod.name_any(), hash))
@@ -77,7 +74,7 @@ async fn a_template_change_rolls_idle_provers_and_waits_for_busy_ones() {
             }
         })
         .await;
-    let before = live_pods(&pods).await.unwrap();
+    let before = live_pod_hashes(&pods).await.unwrap();
     assert_eq!(before.len(), 2, "{before:?}");
     assert!(
         before.values().all(|(_, hash)| *hash == old_hash),
@@ -121,7 +118,7 @@ async fn a_template_change_rolls_idle_provers_and_waits_for_busy_ones() {
                 }
                 let job = jobs.get("long").await.map_err(|e| e.to_string())?;
                 check_succeeded(&job)?;
-                let live = live_pods(&pods).await?;
+                let live = live_pod_hashes(&pods).await?;
                 let status = pool.status.unwrap_or_default();
                 let hash = status.template_hash.unwrap_or_default();
                 let all_new = live.len() == 2

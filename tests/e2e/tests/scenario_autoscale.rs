@@ -141,10 +141,20 @@ async fn unschedulable_provers_are_reported_on_the_pool() {
         })
         .await;
 
-    let job = stack.jobs().get("waiting").await.unwrap();
+    // The job's first status write races the pool's Event: wait for it, then check it is
+    // queued with no pod (no prover, no assignment).
+    let jobs = stack.jobs();
+    let status = stack
+        .wait_for("the waiting job's status", || async {
+            let job = jobs.get("waiting").await.map_err(|e| e.to_string())?;
+            job.status
+                .filter(|s| s.phase.is_some())
+                .ok_or_else(|| "no phase yet".to_owned())
+        })
+        .await;
     assert_eq!(
-        job.status.and_then(|s| s.phase),
-        Some(proofpipe_crds::ProofJobPhase::Queued),
+        (status.phase, status.pod),
+        (Some(proofpipe_crds::ProofJobPhase::Queued), None),
         "no prover, no assignment"
     );
 }

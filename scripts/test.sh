@@ -12,6 +12,10 @@ if [ -z "${KUBECONFIG:-}" ] && [ -x "$testenv/start.sh" ]; then
 fi
 [ -n "${KUBECONFIG:-}" ] || echo "KUBECONFIG is unset: tests that need an API server will skip" >&2
 
+# Filecoin PoRep test data (parameters from a random setup, a sealed 2 KiB sector), made once.
+PROOFPIPE_FILECOIN_TESTDATA="$(scripts/filecoin-testdata.sh)"
+export PROOFPIPE_FILECOIN_TESTDATA
+
 cargo test --workspace --locked -- --include-ignored
 # The Helm chart: lint, render, Kubernetes schemas, and an apply to the same API server.
 scripts/chart-check.sh

@@ -34,7 +34,7 @@ pub enum ProverError {
          GPU stage, and headroom); raise the limit or use a smaller circuit"
     )]
     MemoryLimitTooSmall {
-        circuit: CircuitKind,
+        circuit: String,
         constraints: usize,
         limit: bytesize::ByteSize,
         minimum: bytesize::ByteSize,
@@ -96,6 +96,35 @@ pub enum ProverError {
     WatchEnded,
     #[error("proving ProofJob {job} failed: {message}")]
     JobFailed { job: String, message: String },
+
+    #[error("{path}: not a usable C1 output ({reason}); {hint}")]
+    BadC1Input {
+        path: PathBuf,
+        reason: String,
+        hint: &'static str,
+    },
+    #[error(
+        "Filecoin parameter file {path} is missing (expected blake2b digest {digest}); \
+         put the parameter files of this proof in {dir} (filecoin's parameters.json names them; \
+         `lotus fetch-params` or `curio fetch-params` download them) or point --params-dir / \
+         FIL_PROOFS_PARAMETER_CACHE at the directory that has them"
+    )]
+    MissingFilecoinParams {
+        path: PathBuf,
+        dir: PathBuf,
+        digest: String,
+    },
+    #[error(
+        "Filecoin parameter file {path} does not match: {reason} (expected blake2b digest \
+         {digest}); delete it and fetch it again"
+    )]
+    FilecoinParamsMismatch {
+        path: PathBuf,
+        reason: String,
+        digest: String,
+    },
+    #[error("{action}: {message}")]
+    Filecoin { action: String, message: String },
 }
 
 impl ProverError {
@@ -121,6 +150,15 @@ impl ProverError {
         }
     }
 
+    /// Wraps an error of filecoin-proofs (anyhow) with what was being done.
+    pub fn filecoin(action: impl Into<String>) -> impl FnOnce(anyhow::Error) -> Self {
+        let action = action.into();
+        move |e| ProverError::Filecoin {
+            action,
+            message: format!("{e:#}"),
+        }
+    }
+
     /// Whether this is the API server saying the object does not exist (any more).
     pub fn is_not_found(&self) -> bool {
         matches!(self, ProverError::Kube { source, .. } if matches!(&**source, kube::Error::Api(status) if status.is_not_found()))
@@ -135,6 +173,9 @@ impl ProverError {
             | ProverError::ZeroPartitions
             | ProverError::InvalidArgument { .. }
             | ProverError::MissingEnv { .. }
+            | ProverError::BadC1Input { .. }
+            | ProverError::MissingFilecoinParams { .. }
+            | ProverError::FilecoinParamsMismatch { .. }
             | ProverError::MemoryLimitTooSmall { .. } => 2,
             _ => 1,
         }

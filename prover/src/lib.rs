@@ -3,6 +3,7 @@
 //!
 //! - [`circuits`]: the benchmark circuits and their deterministic witnesses;
 //! - [`params`]: cached, checked Groth16 parameters;
+//! - [`filecoin`]: Filecoin PoRep C2 from a C1 output, through the pipeline;
 //! - [`groth16`]: the prove split into stages over bellperson's public pieces;
 //! - [`sizing`]: the memory model and the planner (pure), and where the limit comes from;
 //! - [`pipeline`]: the stages, their threads and the buffer tracker;
@@ -12,6 +13,7 @@
 pub mod circuits;
 pub mod daemon;
 pub mod error;
+pub mod filecoin;
 pub mod groth16;
 pub mod metrics;
 pub mod params;

@@ -5,6 +5,7 @@ mod daemon;
 mod output;
 mod params;
 mod plan;
+mod porep;
 mod prove;
 mod setup;
 
@@ -43,6 +44,9 @@ enum Command {
     Bench(BenchArgs),
     /// Run as the prover of a ProverPool's pod: prove the ProofJobs assigned to it.
     Daemon(daemon::DaemonArgs),
+    /// Make Filecoin PoRep test data: parameters from a random setup (NOT Filecoin's; tests
+    /// only) and a sector sealed here, written as lotus-bench's commit-2 input file.
+    PorepTestdata(porep::TestdataArgs),
 }
 
 /// What to prove.
@@ -117,10 +121,12 @@ struct ProveArgs {
     sizing: SizingArgs,
     #[command(flatten)]
     synthesis: SynthesisArgs,
+    #[command(flatten)]
+    porep: porep::PorepArgs,
     /// Witness seed: the same seed gives the same statements.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Directory of cached parameters.
+    /// Directory of cached parameters (with --porep-c1: Filecoin's parameter directory).
     #[arg(long)]
     params_dir: Option<PathBuf>,
     /// End with one JSON object on the last line of stdout.
@@ -213,9 +219,30 @@ fn cpu_cores() -> usize {
 }
 
 pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
+    // filecoin-proofs reads its parameter directory from the environment once, on first use:
+    // set it now, while this process has one thread.
+    let filecoin_dir = match &cli.command {
+        Command::Prove(args) if args.porep.porep_c1.is_some() => Some(args.params_dir.as_deref()),
+        Command::PorepTestdata(args) => Some(args.params_dir()),
+        _ => None,
+    };
+    if let Some(flag) = filecoin_dir {
+        // SAFETY: no thread has been started yet.
+        unsafe { proofpipe_prover::filecoin::use_parameter_dir(&porep::parameter_dir(flag)) };
+    }
     let progress = output::init(&cli.log);
     match cli.command {
-        Command::Prove(args) => prove::run(args, &progress),
+        Command::Prove(args) => match &args.porep.porep_c1 {
+            Some(c1) => porep::prove(
+                &args.porep,
+                c1,
+                &args.sizing,
+                args.params_dir.as_deref(),
+                args.json,
+            ),
+            None => prove::run(args, &progress),
+        },
+        Command::PorepTestdata(args) => porep::testdata(args),
         Command::Plan(args) => plan::run(args),
         Command::Params(args) => params::run(args),
         Command::Bench(args) => bench::run(args),

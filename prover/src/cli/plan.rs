@@ -15,7 +15,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
     let shape = args.job.circuit.shape(args.job.constraints)?;
     let limit = detect_memory_limit(args.sizing.memory_limit)?;
     let input = SizingInput {
-        circuit: args.job.circuit,
+        circuit: args.job.circuit.to_string(),
         shape,
         memory_limit: limit.bytes,
         params_bytes: estimated_params_bytes(shape),

@@ -63,7 +63,7 @@ pub fn prepare(
     };
     // Refuse a hopeless limit before spending minutes on parameters.
     let mut input = SizingInput {
-        circuit: job.circuit,
+        circuit: job.circuit.to_string(),
         shape,
         memory_limit: limit.bytes,
         params_bytes: proofpipe_prover::params::estimated_params_bytes(shape),

@@ -24,7 +24,7 @@ pub fn sizing_input(
     overrides: Overrides,
 ) -> SizingInput {
     SizingInput {
-        circuit: job.circuit,
+        circuit: job.circuit.to_string(),
         shape,
         memory_limit,
         params_bytes,

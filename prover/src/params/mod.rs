@@ -43,14 +43,48 @@ pub struct ParamsHeader {
     pub bellperson: String,
 }
 
-/// Parameters ready to prove and verify with.
-pub struct CircuitParams {
-    pub circuit: CircuitKind,
-    pub constraints: usize,
+/// A proving key ready to prove and verify with, whatever circuit it belongs to: what the
+/// pipeline needs of a job's parameters.
+pub struct ProvingKey {
+    /// The R1CS dimensions of one partition.
     pub shape: CircuitShape,
     pub params: Parameters<Bls12>,
     pub pvk: PreparedVerifyingKey<Bls12>,
     pub kind: ParamsKind,
+}
+
+impl ProvingKey {
+    /// `params` with their prepared verifying key.
+    pub fn new(shape: CircuitShape, params: Parameters<Bls12>, kind: ParamsKind) -> Self {
+        Self {
+            shape,
+            pvk: prepare_verifying_key(&params.vk),
+            params,
+            kind,
+        }
+    }
+
+    /// Heap bytes of the proving key's points.
+    pub fn heap_bytes(&self) -> u64 {
+        let p = &self.params;
+        let g1 = p.h.len() + p.l.len() + p.a.len() + p.b_g1.len();
+        (g1 * size_of::<G1Affine>() + p.b_g2.len() * size_of::<G2Affine>()) as u64
+    }
+}
+
+/// The parameters of one of proofpipe's own circuits at one size.
+pub struct CircuitParams {
+    pub circuit: CircuitKind,
+    pub constraints: usize,
+    pub key: Arc<ProvingKey>,
+}
+
+impl std::ops::Deref for CircuitParams {
+    type Target = ProvingKey;
+
+    fn deref(&self) -> &ProvingKey {
+        &self.key
+    }
 }
 
 /// Where a parameter set's points came from.
@@ -79,13 +113,11 @@ impl CircuitParams {
         params: Parameters<Bls12>,
         kind: ParamsKind,
     ) -> Result<Self, ProverError> {
+        let shape = circuit.shape(constraints)?;
         Ok(Self {
             circuit,
             constraints,
-            shape: circuit.shape(constraints)?,
-            pvk: prepare_verifying_key(&params.vk),
-            params,
-            kind,
+            key: Arc::new(ProvingKey::new(shape, params, kind)),
         })
     }
 
@@ -93,13 +125,6 @@ impl CircuitParams {
     pub fn generate(circuit: CircuitKind, constraints: usize) -> Result<Self, ProverError> {
         let params = generate(circuit, constraints)?;
         Self::new(circuit, constraints, params, ParamsKind::Setup)
-    }
-
-    /// Heap bytes of the proving key's points.
-    pub fn heap_bytes(&self) -> u64 {
-        let p = &self.params;
-        let g1 = p.h.len() + p.l.len() + p.a.len() + p.b_g1.len();
-        (g1 * size_of::<G1Affine>() + p.b_g2.len() * size_of::<G2Affine>()) as u64
     }
 }
 

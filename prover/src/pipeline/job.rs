@@ -7,8 +7,10 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use serde::Serialize;
 
-use crate::circuits::CircuitKind;
-use crate::params::CircuitParams;
+use crate::circuits::{CircuitKind, CircuitShape};
+use crate::error::ProverError;
+use crate::groth16::{self, R1csMatrices, Synthesized};
+use crate::params::ProvingKey;
 
 /// A proof workload: `partitions` independent partitions of one circuit.
 #[derive(Clone, Debug, Serialize)]
@@ -40,6 +42,38 @@ impl JobSpec {
         (0..self.partitions)
             .filter(|p| !self.skip.contains(p))
             .collect()
+    }
+}
+
+/// Where a job's partitions come from: builds partition `k`'s circuit with its witness and
+/// synthesizes it. Called on a synthesis worker's thread, never on an async runtime.
+pub trait PartitionSource: Send + Sync {
+    /// Partition `partition`, synthesized; `shape` is the proving key's (for reserving).
+    fn synthesize(&self, partition: u32, shape: CircuitShape) -> Result<Synthesized, ProverError>;
+}
+
+/// The partitions of one of proofpipe's own circuits, witnesses from `(seed, partition)`.
+pub(crate) struct SyntheticSource {
+    pub circuit: CircuitKind,
+    pub constraints: usize,
+    pub seed: u64,
+    /// Two-pass synthesis when the pipeline has matrices for this circuit and size.
+    pub matrices: Option<Arc<R1csMatrices>>,
+}
+
+impl PartitionSource for SyntheticSource {
+    fn synthesize(&self, partition: u32, shape: CircuitShape) -> Result<Synthesized, ProverError> {
+        let circuit = self
+            .circuit
+            .partition(self.constraints, self.seed, partition)?;
+        match &self.matrices {
+            Some(matrices) => groth16::synthesize_from_matrices(circuit, matrices),
+            None => groth16::synthesize(circuit, shape),
+        }
+        .map_err(|e| ProverError::Synthesis {
+            partition,
+            message: e.to_string(),
+        })
     }
 }
 
@@ -86,8 +120,10 @@ pub(crate) struct Job {
     pub id: u64,
     /// Submission order: older jobs first among equal priorities.
     pub seq: u64,
-    pub spec: JobSpec,
-    pub params: Arc<CircuitParams>,
+    /// Higher goes first.
+    pub priority: i32,
+    pub source: Arc<dyn PartitionSource>,
+    pub params: Arc<ProvingKey>,
     remaining: AtomicUsize,
     finished: AtomicBool,
     events: Sender<JobEvent>,
@@ -96,15 +132,17 @@ pub(crate) struct Job {
 impl Job {
     pub fn new(
         id: u64,
-        spec: JobSpec,
-        params: Arc<CircuitParams>,
+        priority: i32,
+        source: Arc<dyn PartitionSource>,
+        params: Arc<ProvingKey>,
         todo: usize,
         events: Sender<JobEvent>,
     ) -> Self {
         Self {
             id,
             seq: id,
-            spec,
+            priority,
+            source,
             params,
             remaining: AtomicUsize::new(todo),
             finished: AtomicBool::new(false),

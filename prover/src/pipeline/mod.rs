@@ -24,16 +24,19 @@ use prometheus::Registry;
 use proofpipe_kernels::ProvingBackend;
 use serde::Serialize;
 
-pub use job::{JobEvent, JobHandle, JobOutcome, JobReport, JobSpec, PartitionProof, StageTimings};
+pub use job::{
+    JobEvent, JobHandle, JobOutcome, JobReport, JobSpec, PartitionProof, PartitionSource,
+    StageTimings,
+};
 pub use tracker::{BufferSnapshot, BufferTracker, Stage, TimelinePoint};
 
 use crate::circuits::CircuitKind;
 use crate::error::ProverError;
 use crate::groth16::{G2Placement, R1csMatrices};
 use crate::metrics::PipelineMetrics;
-use crate::params::CircuitParams;
+use crate::params::{CircuitParams, ProvingKey};
 use crate::sizing::Plan;
-use job::Job;
+use job::{Job, SyntheticSource};
 use queue::{Task, WorkQueue};
 
 /// How many workers each stage has and how long the channels are.
@@ -200,9 +203,48 @@ impl Pipeline {
             });
         }
         let todo = spec.todo();
+        let source = Arc::new(SyntheticSource {
+            circuit: spec.circuit,
+            constraints: spec.constraints,
+            seed: spec.seed,
+            matrices: self
+                .shared
+                .config
+                .matrices
+                .get(&(spec.circuit, spec.constraints))
+                .cloned(),
+        });
+        self.enqueue(source, params.key.clone(), todo, spec.priority)
+    }
+
+    /// Queues a job whose partitions `0..partitions` come from `source` (a circuit that is not
+    /// one of proofpipe's own, e.g. a Filecoin proof), proved with `key`; `skip` lists
+    /// partitions already proved.
+    pub fn submit_source(
+        &self,
+        source: Arc<dyn PartitionSource>,
+        key: Arc<ProvingKey>,
+        partitions: u32,
+        priority: i32,
+        skip: &[u32],
+    ) -> Result<JobHandle, ProverError> {
+        if partitions == 0 {
+            return Err(ProverError::ZeroPartitions);
+        }
+        let todo = (0..partitions).filter(|p| !skip.contains(p)).collect();
+        self.enqueue(source, key, todo, priority)
+    }
+
+    fn enqueue(
+        &self,
+        source: Arc<dyn PartitionSource>,
+        key: Arc<ProvingKey>,
+        todo: Vec<u32>,
+        priority: i32,
+    ) -> Result<JobHandle, ProverError> {
         let id = self.next_job.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = crossbeam_channel::unbounded();
-        let job = Arc::new(Job::new(id, spec, params, todo.len(), tx));
+        let job = Arc::new(Job::new(id, priority, source, key, todo.len(), tx));
         let shared = self.shared.clone();
         let handle = JobHandle {
             job: job.clone(),

@@ -17,7 +17,7 @@ pub(crate) struct Task {
 impl Task {
     fn key(&self) -> (i32, std::cmp::Reverse<u64>, std::cmp::Reverse<u32>) {
         (
-            self.job.spec.priority,
+            self.job.priority,
             std::cmp::Reverse(self.job.seq),
             std::cmp::Reverse(self.partition),
         )

@@ -136,24 +136,7 @@ fn synthesis_worker(shared: &Shared, worker: usize, to_gpu: &Handoff<ToGpu>) {
         );
         let start = Instant::now();
         let result = guarded(
-            || {
-                let circuit =
-                    job.spec
-                        .circuit
-                        .partition(job.spec.constraints, job.spec.seed, partition)?;
-                let matrices = shared
-                    .config
-                    .matrices
-                    .get(&(job.spec.circuit, job.spec.constraints));
-                match matrices {
-                    Some(matrices) => groth16::synthesize_from_matrices(circuit, matrices),
-                    None => groth16::synthesize(circuit, shape),
-                }
-                .map_err(|e| ProverError::Synthesis {
-                    partition,
-                    message: e.to_string(),
-                })
-            },
+            || job.source.synthesize(partition, shape),
             |message| ProverError::Synthesis { partition, message },
         );
         let end = Instant::now();

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 pub use memory_limit::{LimitSource, MemoryLimit, detect_memory_limit, parse_memory_size};
 
-use crate::circuits::{CircuitKind, CircuitShape};
+use crate::circuits::CircuitShape;
 use crate::error::ProverError;
 use crate::groth16::G2Placement;
 
@@ -50,7 +50,8 @@ impl PartitionBytes {
 /// What the planner needs to know about the work and the machine.
 #[derive(Clone, Debug, Serialize)]
 pub struct SizingInput {
-    pub circuit: CircuitKind,
+    /// What is proved, for messages: a circuit name, or a Filecoin proof.
+    pub circuit: String,
     pub shape: CircuitShape,
     /// Memory the process may use.
     pub memory_limit: u64,
@@ -287,7 +288,7 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
             min_peak
         };
         return Err(ProverError::MemoryLimitTooSmall {
-            circuit: input.circuit,
+            circuit: input.circuit.clone(),
             constraints: input.shape.constraints,
             limit: ByteSize(input.memory_limit),
             minimum: ByteSize((needed as f64 / (1.0 - input.headroom)).ceil() as u64),

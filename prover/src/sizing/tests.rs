@@ -1,3 +1,4 @@
+use crate::circuits::CircuitKind;
 use proptest::prelude::*;
 
 use super::*;
@@ -6,7 +7,7 @@ fn input(limit: u64, constraints: usize, cores: usize) -> SizingInput {
     let circuit = CircuitKind::MulChain;
     let shape = circuit.shape(constraints).unwrap();
     SizingInput {
-        circuit,
+        circuit: circuit.to_string(),
         shape,
         memory_limit: limit,
         params_bytes: crate::params::estimated_params_bytes(shape),

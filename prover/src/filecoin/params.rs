@@ -1,0 +1,221 @@
+//! Filecoin's Groth16 parameter files, as distributed: found by filecoin-proofs' own naming
+//! (`v28-<circuit identifier>.params`, `.vk`, `.meta`) in one directory, read once per process,
+//! optionally checked against the blake2b digest parameters.json records.
+//!
+//! The file is streamed into one in-memory proving key (the hash, when asked for, is computed
+//! over the same read), so a 32 GiB PoRep set (~45 GB) is held once, never twice.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use bellperson::groth16::Parameters;
+use blstrs::Bls12;
+use parking_lot::Mutex;
+use storage_proofs_core::parameter_cache::{
+    get_parameter_data, get_verifying_key_data, metadata_id, parameter_id, verifying_key_id,
+};
+
+use super::RegisteredSealProof;
+use crate::circuits::CircuitShape;
+use crate::error::ProverError;
+use crate::params::{ParamsKind, ProvingKey};
+
+/// The files of one circuit's parameter set, by filecoin-proofs' naming.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamFiles {
+    /// filecoin-proofs' circuit identifier, e.g.
+    /// `stacked-proof-of-replication-merkletree-poseidon_hasher-8-0-0-sha256_hasher-<hash>`.
+    pub identifier: String,
+    pub params: PathBuf,
+    pub verifying_key: PathBuf,
+    pub metadata: PathBuf,
+    /// parameters.json's digest of the `.params` file, where it lists it.
+    pub params_digest: Option<String>,
+    pub verifying_key_digest: Option<String>,
+}
+
+impl ParamFiles {
+    /// The parameter files of `proof`'s circuit in `dir`.
+    pub fn of(proof: RegisteredSealProof, dir: &Path) -> Result<Self, ProverError> {
+        let identifier = proof
+            .circuit_identifier()
+            .map_err(ProverError::filecoin("naming the PoRep parameters"))?;
+        Ok(Self {
+            params: dir.join(parameter_id(&identifier)),
+            verifying_key: dir.join(verifying_key_id(&identifier)),
+            metadata: dir.join(metadata_id(&identifier)),
+            params_digest: get_parameter_data(&identifier).map(|d| d.digest.clone()),
+            verifying_key_digest: get_verifying_key_data(&identifier).map(|d| d.digest.clone()),
+            identifier,
+        })
+    }
+
+    fn expected_digest(&self) -> String {
+        self.params_digest
+            .clone()
+            .unwrap_or_else(|| "(not listed in filecoin-proofs' parameters.json)".into())
+    }
+}
+
+/// Whether the `.params` file is hashed and compared with parameters.json while it is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DigestCheck {
+    /// Refuse a file whose blake2b digest differs from parameters.json's (production files).
+    /// Costs one pass of hashing over the read (~1 GB/s per core).
+    Verify,
+    /// Read without hashing: files generated locally (tests) have the production names but
+    /// not their digests. filecoin-proofs itself skips the check unless
+    /// `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` is set.
+    Skip,
+}
+
+/// Reads the proving key of `proof` from `dir`.
+pub fn load(
+    proof: RegisteredSealProof,
+    dir: &Path,
+    check: DigestCheck,
+) -> Result<ProvingKey, ProverError> {
+    let files = ParamFiles::of(proof, dir)?;
+    let file = File::open(&files.params).map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            ProverError::MissingFilecoinParams {
+                path: files.params.clone(),
+                dir: dir.to_path_buf(),
+                digest: files.expected_digest(),
+            }
+        } else {
+            ProverError::io("opening Filecoin parameters", &files.params)(e)
+        }
+    })?;
+    for (path, what) in [(&files.verifying_key, "verifying key")] {
+        if !path.exists() {
+            return Err(ProverError::MissingFilecoinParams {
+                path: path.clone(),
+                dir: dir.to_path_buf(),
+                digest: files
+                    .verifying_key_digest
+                    .clone()
+                    .unwrap_or_else(|| format!("(the {what} is not listed in parameters.json)")),
+            });
+        }
+    }
+    let mismatch = |reason: String| ProverError::FilecoinParamsMismatch {
+        path: files.params.clone(),
+        reason,
+        digest: files.expected_digest(),
+    };
+    let started = Instant::now();
+    let mut reader = HashingReader {
+        inner: BufReader::with_capacity(1 << 22, file),
+        hasher: (check == DigestCheck::Verify).then(|| blake2b_simd::Params::new().to_state()),
+    };
+    // Unchecked point decoding, as filecoin-proofs reads them: the digest (or the proof's
+    // verification) is what vouches for the file.
+    let params = Parameters::<Bls12>::read(&mut reader, false)
+        .map_err(|e| mismatch(format!("it cannot be read as Groth16 parameters: {e}")))?;
+    if let Some(hasher) = reader.hasher.take() {
+        // The rest of the file, if any, counts toward the digest too.
+        let mut rest = Vec::new();
+        reader
+            .inner
+            .read_to_end(&mut rest)
+            .map_err(ProverError::io(
+                "reading Filecoin parameters",
+                &files.params,
+            ))?;
+        let mut hasher = hasher;
+        hasher.update(&rest);
+        let digest = hasher.finalize().to_hex();
+        let digest = &digest[..32];
+        match &files.params_digest {
+            Some(expected) if expected == digest => {}
+            Some(_) => return Err(mismatch(format!("its blake2b digest is {digest}"))),
+            None => {
+                return Err(mismatch(format!(
+                    "{} is not a production parameter set, so there is no digest to check it \
+                     against; read it without --verify-params-digest",
+                    files.identifier
+                )));
+            }
+        }
+    }
+    let shape = CircuitShape {
+        // The FFT domain: bellperson's H query has one point fewer than the domain.
+        constraints: params.h.len() + 1,
+        aux: params.l.len(),
+        inputs: params.vk.ic.len(),
+    };
+    tracing::info!(
+        path = %files.params.display(),
+        seconds = started.elapsed().as_secs_f64(),
+        ?shape,
+        digest_checked = check == DigestCheck::Verify,
+        "Filecoin parameters loaded"
+    );
+    Ok(ProvingKey::new(shape, params, ParamsKind::Setup))
+}
+
+/// A reader that feeds what it reads into a hash, when there is one.
+struct HashingReader<R> {
+    inner: R,
+    hasher: Option<blake2b_simd::State>,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(h) = &mut self.hasher {
+            h.update(&buf[..n]);
+        }
+        Ok(n)
+    }
+}
+
+/// Proving keys loaded once per process and shared by every job that needs them.
+pub struct FilecoinParamsCache {
+    dir: PathBuf,
+    check: DigestCheck,
+    loaded: Mutex<HashMap<String, Arc<OnceLock<Arc<ProvingKey>>>>>,
+}
+
+impl FilecoinParamsCache {
+    pub fn new(dir: impl Into<PathBuf>, check: DigestCheck) -> Self {
+        Self {
+            dir: dir.into(),
+            check,
+            loaded: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The proving key of `proof`, read on first use; concurrent callers wait for one read.
+    pub fn get(&self, proof: RegisteredSealProof) -> Result<Arc<ProvingKey>, ProverError> {
+        let files = ParamFiles::of(proof, &self.dir)?;
+        let slot = self
+            .loaded
+            .lock()
+            .entry(files.identifier.clone())
+            .or_default()
+            .clone();
+        if let Some(key) = slot.get() {
+            return Ok(key.clone());
+        }
+        // OnceLock has no fallible init on stable: the first failure is returned and the slot
+        // stays empty, so a fixed file is read on the next try.
+        static READING: Mutex<()> = Mutex::new(());
+        let _one_reader = READING.lock();
+        if let Some(key) = slot.get() {
+            return Ok(key.clone());
+        }
+        let key = Arc::new(load(proof, &self.dir, self.check)?);
+        let _ = slot.set(key.clone());
+        Ok(key)
+    }
+}

@@ -45,7 +45,7 @@ fn main() {
     for (circuit, constraints, partitions) in cases() {
         let (params, _) = store.get(circuit, constraints).expect("parameters");
         let input = SizingInput {
-            circuit,
+            circuit: circuit.to_string(),
             shape: params.shape,
             memory_limit: limit.bytes,
             params_bytes: params.heap_bytes(),

@@ -1,11 +1,13 @@
 //! proofpipe's Kubernetes API, group `proofpipe.dev`, version `v1alpha1`:
 //!
-//! - [`ProofJob`] asks for Groth16 proofs of one circuit instance, split into partitions;
+//! - [`ProofJob`] asks for Groth16 proofs, split into partitions: of a Filecoin sector, or of
+//!   a synthetic benchmark circuit;
 //! - [`ProverPool`] runs the GPU prover pods that take those jobs from a shared queue.
 //!
 //! Validation lives in the generated schemas (bounds, defaults and CEL rules enforced by the
 //! API server), so this crate is plain data plus pure helpers: no client, no I/O.
 
+mod filecoin;
 mod pipeline;
 mod proof_job;
 mod prover_pool;
@@ -13,6 +15,10 @@ mod prover_pool;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
+pub use filecoin::{
+    FilecoinProofKind, FilecoinResult, FilecoinWork, InputRef, OutputRef, SEAL_PROOFS,
+    seal_proof_partitions,
+};
 pub use pipeline::{InvalidPipelineOverride, PipelineOverride, parse_pipeline_override};
 pub use proof_job::{
     CIRCUITS, MAX_CONSTRAINTS, MAX_PARTITIONS, MIN_CONSTRAINTS, PartitionProof, ProofJob,

@@ -6,6 +6,8 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::filecoin::{FilecoinResult, FilecoinWork, seal_proof_partitions};
+
 /// The circuits a ProofJob may name in `spec.circuit`.
 ///
 /// The API server's CEL rule is generated from this list, so supporting a new circuit is a
@@ -34,8 +36,9 @@ pub const MAX_PARTITIONS: i32 = 1024;
     category = "proofpipe",
     status = "ProofJobStatus",
     derive = "PartialEq",
-    doc = "A ProofJob asks a ProverPool for Groth16 proofs of one circuit instance, split into \
-           independently proved partitions.",
+    doc = "A ProofJob asks a ProverPool for Groth16 proofs, split into independently proved \
+           partitions: of a Filecoin sector (spec.filecoin) or of a synthetic benchmark circuit \
+           (spec.circuit).",
     printcolumn(
         name = "Phase",
         type_ = "string",
@@ -66,10 +69,22 @@ pub const MAX_PARTITIONS: i32 = 1024;
         json_path = ".metadata.creationTimestamp"
     )
 )]
+#[x_kube(validation = Rule::new("has(self.circuit) != has(self.filecoin)").message(
+    "set either filecoin (a Filecoin proof) or circuit, constraints and partitions (a synthetic \
+     benchmark circuit), not both"
+))]
 #[x_kube(validation = Rule::new(
-    "self.circuit == oldSelf.circuit && self.constraints == oldSelf.constraints \
-     && self.partitions == oldSelf.partitions && self.seed == oldSelf.seed"
-).message("circuit, constraints, partitions and seed cannot change; create a new ProofJob"))]
+    "!has(self.circuit) || (has(self.constraints) && has(self.partitions))"
+).message("a synthetic job needs circuit, constraints and partitions"))]
+#[x_kube(validation = Rule::new("!has(self.filecoin) || (!has(self.constraints) && !has(self.partitions))")
+    .message("a Filecoin job takes its partitions from filecoin.sealProof: leave constraints and partitions unset"))]
+#[x_kube(validation = Rule::new(
+    "has(self.filecoin) == has(oldSelf.filecoin) \
+     && (!has(self.filecoin) || self.filecoin == oldSelf.filecoin) \
+     && (!has(self.circuit) || (has(oldSelf.circuit) && self.circuit == oldSelf.circuit \
+         && self.constraints == oldSelf.constraints && self.partitions == oldSelf.partitions)) \
+     && self.seed == oldSelf.seed"
+).message("the work of a ProofJob (filecoin, circuit, constraints, partitions, seed) cannot change; create a new ProofJob"))]
 #[serde(rename_all = "camelCase")]
 pub struct ProofJobSpec {
     /// Name of the ProverPool, in the ProofJob's namespace, whose provers run this job.
@@ -78,20 +93,31 @@ pub struct ProofJobSpec {
     #[schemars(length(min = 1, max = 253))]
     pub pool: String,
 
-    /// Circuit to prove: `mul-chain` (dense arithmetic: a chain of multiplications) or
-    /// `merkle-sha256` (boolean-heavy: SHA-256 Merkle inclusion proofs). Immutable.
+    /// A Filecoin proof: the kind, the sector's registered seal proof, and its input and
+    /// output by reference. Its partitions are the seal proof's (10 for a 32 GiB PoRep).
+    /// Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filecoin: Option<FilecoinWork>,
+
+    /// A synthetic benchmark circuit instead: `mul-chain` (dense arithmetic: a chain of
+    /// multiplications) or `merkle-sha256` (boolean-heavy: SHA-256 Merkle inclusion proofs).
+    /// Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = circuit_rule())]
     #[schemars(length(min = 1, max = 63))]
-    pub circuit: String,
+    pub circuit: Option<String>,
 
-    /// Constraints in each partition's circuit, from 1024 to 134217728 (2^27). Immutable.
+    /// Constraints in each partition of a synthetic circuit, from 1024 to 134217728 (2^27).
+    /// Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = MIN_CONSTRAINTS, max = MAX_CONSTRAINTS))]
-    pub constraints: i32,
+    pub constraints: Option<i32>,
 
-    /// Number of partitions the job is split into; each is proved separately and yields one
-    /// proof. From 1 to 1024. Immutable.
+    /// Number of partitions a synthetic job is split into; each is proved separately and
+    /// yields one proof. From 1 to 1024. Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = MAX_PARTITIONS))]
-    pub partitions: i32,
+    pub partitions: Option<i32>,
 
     /// Seed of the deterministic witness: partition `i` of a job is built from `(seed, i)`, so
     /// the same spec always proves the same statements. Immutable.
@@ -129,6 +155,26 @@ pub struct ProofJobSpec {
 
 fn default_backoff_limit() -> i32 {
     3
+}
+
+impl ProofJobSpec {
+    /// Partitions the job is split into: the seal proof's for Filecoin work, else
+    /// `spec.partitions` (0 for a spec the API server would not have admitted).
+    pub fn partition_count(&self) -> i32 {
+        match &self.filecoin {
+            Some(work) => seal_proof_partitions(&work.seal_proof).unwrap_or(0),
+            None => self.partitions.unwrap_or(0),
+        }
+    }
+
+    /// What the job proves, for logs and messages: the circuit, or the Filecoin proof.
+    pub fn work_name(&self) -> String {
+        match (&self.filecoin, &self.circuit) {
+            (Some(work), _) => format!("{:?} {}", work.kind, work.seal_proof),
+            (None, Some(circuit)) => format!("{circuit} x {}", self.constraints.unwrap_or(0)),
+            (None, None) => "nothing".into(),
+        }
+    }
 }
 
 /// The CEL rule that keeps `spec.circuit` within [`CIRCUITS`].
@@ -216,6 +262,11 @@ pub struct ProofJobStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 
+    /// The finished Filecoin proof (Filecoin jobs): written once every partition is proved,
+    /// the proof assembled and checked with Filecoin's verifier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filecoin: Option<FilecoinResult>,
+
     /// Standard conditions, keyed by `type`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
@@ -250,7 +301,9 @@ pub struct PartitionProof {
     pub proof: String,
     /// Whether the proof passed verification against the public inputs.
     pub verified: bool,
-    /// The partition's public inputs, as hex-encoded field elements.
+    /// The partition's public inputs, as hex-encoded field elements (empty for Filecoin
+    /// proofs: their verifier derives them, and they would grow the status by kilobytes).
+    #[serde(default)]
     pub public_inputs: Vec<String>,
     /// Name of the prover pod that produced the proof.
     pub proved_by: String,

@@ -203,8 +203,8 @@ async fn valid_objects_are_accepted_with_defaults() {
 
     let job: ProofJob = cluster.create("job", valid_job()).await;
     assert_eq!(job.spec.pool, "gpu");
-    assert_eq!(job.spec.circuit, "mul-chain");
-    assert_eq!((job.spec.constraints, job.spec.partitions), (4096, 4));
+    assert_eq!(job.spec.circuit.as_deref(), Some("mul-chain"));
+    assert_eq!((job.spec.constraints, job.spec.partitions), (Some(4096), Some(4)));
     assert_eq!(job.spec.seed, 0);
     assert_eq!(job.spec.priority, 0);
     assert!(!job.spec.suspend);
@@ -443,6 +443,7 @@ async fn proof_job_status_round_trips() {
         start_time: Some(now()),
         completion_time: None,
         message: Some("proving".into()),
+        filecoin: None,
         conditions: Some(vec![Condition {
             type_: "Assigned".into(),
             status: "True".into(),

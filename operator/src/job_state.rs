@@ -39,6 +39,8 @@ pub enum FailureReason {
     BackoffLimitExceeded,
     /// `spec.activeDeadlineSeconds` passed since the first assignment.
     DeadlineExceeded,
+    /// Filecoin's verifier rejected the assembled proof of a Filecoin job.
+    ProofRejected,
 }
 
 impl FailureReason {
@@ -46,6 +48,7 @@ impl FailureReason {
         match self {
             Self::BackoffLimitExceeded => "BackoffLimitExceeded",
             Self::DeadlineExceeded => "DeadlineExceeded",
+            Self::ProofRejected => "ProofRejected",
         }
     }
 }
@@ -91,6 +94,7 @@ pub fn operator_fields(status: &ProofJobStatus) -> ProofJobStatus {
     ProofJobStatus {
         proofs: None,
         stage_seconds: None,
+        filecoin: None,
         ..status.clone()
     }
 }
@@ -117,25 +121,50 @@ pub fn decide(observation: &JobObservation) -> JobDecision {
     } = *observation;
     let mut next = operator_fields(current);
     next.observed_generation = observation.generation;
-    let done = verified_partitions(current, spec.partitions);
+    let partitions = spec.partition_count();
+    let done = verified_partitions(current, partitions);
     next.partitions_done = Some(done);
-    next.partitions_total = Some(spec.partitions);
-    next.progress = Some(format!("{done}/{}", spec.partitions));
+    next.partitions_total = Some(partitions);
+    next.progress = Some(format!("{done}/{partitions}"));
 
     if let Some(phase) = current.phase.filter(|phase| phase.is_finished()) {
         return finished(observation, next, phase);
     }
-    if done >= spec.partitions {
-        let note = format!("all {} partitions proved and verified", spec.partitions);
-        let mut decision = finish(
-            observation,
-            next,
-            ProofJobPhase::Succeeded,
-            None,
-            note.clone(),
-        );
-        decision.event = Some(JobEvent::Succeeded { note });
-        return decision;
+    // A Filecoin job is done when its assembled proof has passed Filecoin's verifier, which
+    // the prover does after the last partition; until then it keeps its pod.
+    let outcome = match (&spec.filecoin, &current.filecoin) {
+        _ if done < partitions => None,
+        (None, _) => Some(Ok(format!(
+            "all {partitions} partitions proved and verified"
+        ))),
+        (Some(_), None) => None,
+        (Some(_), Some(result)) if result.verified => Some(Ok(format!(
+            "all {partitions} partitions proved; the {}-byte proof passed verify_seal{}",
+            result.proof_bytes,
+            result
+                .output_url
+                .as_ref()
+                .map_or(String::new(), |url| format!(" and was written to {url}"))
+        ))),
+        (Some(_), Some(result)) => Some(Err(format!(
+            "Filecoin's verify_seal rejected the proof {} assembled from the partitions",
+            result.proved_by
+        ))),
+    };
+    match outcome {
+        Some(Ok(note)) => {
+            let mut decision = finish(
+                observation,
+                next,
+                ProofJobPhase::Succeeded,
+                None,
+                note.clone(),
+            );
+            decision.event = Some(JobEvent::Succeeded { note });
+            return decision;
+        }
+        Some(Err(note)) => return fail(observation, next, FailureReason::ProofRejected, note),
+        None => {}
     }
     let deadline = deadline(spec, current);
     if let Some(deadline) = deadline

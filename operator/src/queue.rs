@@ -44,8 +44,8 @@ pub fn remaining_partitions(job: &ProofJob) -> i32 {
     let done = job
         .status
         .as_ref()
-        .map_or(0, |status| verified_partitions(status, job.spec.partitions));
-    job.spec.partitions - done
+        .map_or(0, |status| verified_partitions(status, job.spec.partition_count()));
+    job.spec.partition_count() - done
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ pub fn proved_partitions(status: Option<&ProofJobStatus>, partitions: u32) -> Ve
 
 /// How many partitions of `job` have no verified proof yet.
 pub fn remaining_partitions(job: &ProofJob) -> usize {
-    let partitions = u32::try_from(job.spec.partitions).unwrap_or(0);
+    let partitions = u32::try_from(job.spec.partition_count()).unwrap_or(0);
     partitions as usize - proved_partitions(job.status.as_ref(), partitions).len()
 }
 
@@ -44,21 +44,28 @@ pub fn own_proofs(status: Option<&ProofJobStatus>, pod: &str) -> Vec<PartitionPr
         .collect()
 }
 
-/// The pipeline job for the partitions of `job` still to prove.
+/// The pipeline job for the partitions of a synthetic-circuit `job` still to prove.
 pub fn pipeline_job(job: &ProofJob) -> Result<JobSpec, ProverError> {
     let spec = &job.spec;
-    let invalid = |what: &'static str, value: i64| ProverError::InvalidArgument {
+    let invalid = |what: &'static str, value: Option<i64>| ProverError::InvalidArgument {
         what,
-        reason: format!("{value} in ProofJob {}", job.name_any()),
+        reason: format!(
+            "{} in ProofJob {}",
+            value.map_or("nothing".into(), |v| v.to_string()),
+            job.name_any()
+        ),
     };
-    let circuit = CircuitKind::from_str(&spec.circuit)?;
-    let constraints = usize::try_from(spec.constraints)
-        .map_err(|_| invalid("constraints", spec.constraints.into()))?;
-    let partitions = u32::try_from(spec.partitions)
-        .ok()
+    let circuit = CircuitKind::from_str(spec.circuit.as_deref().unwrap_or_default())?;
+    let constraints = spec
+        .constraints
+        .and_then(|c| usize::try_from(c).ok())
+        .ok_or_else(|| invalid("constraints", spec.constraints.map(i64::from)))?;
+    let partitions = spec
+        .partitions
+        .and_then(|p| u32::try_from(p).ok())
         .filter(|&p| p > 0)
-        .ok_or_else(|| invalid("partitions", spec.partitions.into()))?;
-    let seed = u64::try_from(spec.seed).map_err(|_| invalid("seed", spec.seed))?;
+        .ok_or_else(|| invalid("partitions", spec.partitions.map(i64::from)))?;
+    let seed = u64::try_from(spec.seed).map_err(|_| invalid("seed", Some(spec.seed)))?;
     Ok(JobSpec {
         circuit,
         constraints,
@@ -151,7 +158,7 @@ pub(crate) mod tests {
     #[test]
     fn an_unknown_circuit_or_negative_seed_is_refused() {
         let mut unknown = job("a", 1, vec![]);
-        unknown.spec.circuit = "poseidon".into();
+        unknown.spec.circuit = Some("poseidon".into());
         assert!(
             pipeline_job(&unknown)
                 .unwrap_err()

@@ -232,7 +232,7 @@ pub fn check_all_succeeded(jobs: &[ProofJob], count: usize) -> Result<(), String
 pub fn check_succeeded(job: &ProofJob) -> Result<(), String> {
     let name = job.name_any();
     let status = job.status.as_ref().ok_or(format!("{name}: no status"))?;
-    let total = job.spec.partitions;
+    let total = job.spec.partition_count();
     let mut problems = Vec::new();
     if status.phase != Some(ProofJobPhase::Succeeded) {
         problems.push(format!("phase {:?}", status.phase));

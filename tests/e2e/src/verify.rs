@@ -18,9 +18,15 @@ pub fn verify_job_proofs(job: &ProofJob, params_dir: &Path) -> Result<(), String
     let circuit: CircuitKind = job
         .spec
         .circuit
+        .as_deref()
+        .unwrap_or_default()
         .parse()
         .map_err(|err| format!("circuit {:?}: {err}", job.spec.circuit))?;
-    let constraints = usize::try_from(job.spec.constraints).map_err(|err| err.to_string())?;
+    let constraints = job
+        .spec
+        .constraints
+        .and_then(|c| usize::try_from(c).ok())
+        .ok_or_else(|| format!("constraints {:?}", job.spec.constraints))?;
     let (params, _) = ParamsStore::new(params_dir)
         .get(circuit, constraints)
         .map_err(|err| format!("parameters of {circuit:?} x {constraints}: {err}"))?;

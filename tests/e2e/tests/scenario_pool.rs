@@ -50,7 +50,7 @@ async fn pool_proves_three_jobs() {
         .unwrap()
         .items
         .iter()
-        .map(|job| i64::from(job.spec.partitions))
+        .map(|job| i64::from(job.spec.partition_count()))
         .sum();
     stack
         .wait_for("the pool to report 2 ready provers and every proof", || async {

@@ -177,6 +177,23 @@ fn valid_job() -> Value {
     json!({ "pool": "gpu", "circuit": "mul-chain", "constraints": 4096, "partitions": 4 })
 }
 
+/// A Filecoin PoRep job: no circuit, constraints or partitions.
+fn valid_filecoin_job() -> Value {
+    json!({ "pool": "gpu", "filecoin": {
+        "sealProof": "StackedDrg32GiBV1_1", "minerId": 1000, "sectorNumber": 7,
+        "input": { "url": "s3://sectors/7/c1.json", "sha256": "ab".repeat(32) },
+        "output": { "url": "s3://sectors/7/proof" },
+    }})
+}
+
+/// `valid_filecoin_job()` with `changes` merged into its `filecoin`.
+fn filecoin_with(changes: Value) -> Value {
+    let mut job = valid_filecoin_job();
+    let work = job["filecoin"].clone();
+    job["filecoin"] = with(work, changes);
+    job
+}
+
 fn valid_pool() -> Value {
     json!({ "template": { "image": "registry.example/proofpipe-prover:1" } })
 }
@@ -305,6 +322,57 @@ async fn invalid_proof_jobs_are_rejected() {
             .assert_rejected::<ProofJob>(with(valid_job(), change), expected)
             .await;
     }
+    let either = "set either filecoin (a Filecoin proof) or circuit, constraints and partitions";
+    let filecoin_cases = [
+        (with(valid_filecoin_job(), json!({ "circuit": "mul-chain" })), either),
+        (with(valid_job(), json!({ "circuit": null })), either),
+        (
+            with(valid_job(), json!({ "constraints": null })),
+            "a synthetic job needs circuit, constraints and partitions",
+        ),
+        (
+            with(valid_filecoin_job(), json!({ "partitions": 10 })),
+            "a Filecoin job takes its partitions from filecoin.sealProof",
+        ),
+        (
+            filecoin_with(json!({ "sealProof": "StackedDrg16GiBV1_1" })),
+            "sealProof must be one of StackedDrg2KiBV1_1",
+        ),
+        (
+            filecoin_with(json!({ "proverId": "00".repeat(32) })),
+            "give minerId or proverId, not both",
+        ),
+        (
+            filecoin_with(json!({ "minerId": null, "proverId": "XY" })),
+            "spec.filecoin.proverId in body should match",
+        ),
+        (
+            filecoin_with(json!({ "input": { "url": "ftp://host/c1", "sha256": "ab".repeat(32) } })),
+            "url must start with s3://, http://, https:// or file:///",
+        ),
+        (
+            filecoin_with(json!({ "input": { "url": "s3://b/k", "sha256": "abc" } })),
+            "spec.filecoin.input.sha256 in body should match",
+        ),
+        (
+            filecoin_with(json!({ "input": { "url": "s3://b/k" } })),
+            "spec.filecoin.input.sha256: Required value",
+        ),
+        (
+            filecoin_with(json!({ "kind": "WindowPoSt" })),
+            "spec.filecoin.kind: Unsupported value",
+        ),
+    ];
+    for (spec, expected) in filecoin_cases {
+        cluster.assert_rejected::<ProofJob>(spec, expected).await;
+    }
+    let job: ProofJob = cluster.create("sector-7", valid_filecoin_job()).await;
+    assert_eq!(job.spec.partition_count(), 10);
+    assert_eq!(
+        job.spec.filecoin.as_ref().map(|f| f.kind),
+        Some(proofpipe_crds::FilecoinProofKind::PoRepC2),
+        "kind defaults to PoRepC2"
+    );
     cluster.delete_namespace().await;
 }
 
@@ -377,8 +445,8 @@ async fn proof_job_identity_is_immutable() {
     let _: ProofJob = cluster.create("job", valid_job()).await;
     let jobs = cluster.api::<ProofJob>();
     let params = PatchParams::default();
-    let identity_message =
-        "circuit, constraints, partitions and seed cannot change; create a new ProofJob";
+    let identity_message = "the work of a ProofJob (filecoin, circuit, constraints, partitions, \
+         seed) cannot change; create a new ProofJob";
     for change in [
         json!({ "circuit": "merkle-sha256" }),
         json!({ "constraints": 8192 }),
@@ -398,6 +466,15 @@ async fn proof_job_identity_is_immutable() {
         )
         .await;
     assert_api_error(result, "pool is immutable", "changing the pool");
+    let to_filecoin = json!({ "spec": with(valid_filecoin_job(), json!({
+        "circuit": null, "constraints": null, "partitions": null })) });
+    let result = jobs.patch("job", &params, &Patch::Merge(to_filecoin)).await;
+    assert_api_error(result, identity_message, "turning a synthetic job into a Filecoin one");
+
+    let _: ProofJob = cluster.create("sector", valid_filecoin_job()).await;
+    let moved = json!({ "spec": { "filecoin": { "input": { "url": "s3://other/c1.json" } } } });
+    let result = jobs.patch("sector", &params, &Patch::Merge(moved)).await;
+    assert_api_error(result, identity_message, "changing a Filecoin job's input");
 
     let scheduling = json!({ "spec": { "priority": 10, "suspend": true, "backoffLimit": 1 } });
     let job = jobs

@@ -151,7 +151,10 @@ mod tests {
     #[test]
     fn the_seal_proof_rule_lists_every_proof() {
         let rule = seal_proof_rule();
-        assert!(rule.rule.contains("'StackedDrg64GiBV1_1_Feat_SyntheticPoRep'"));
+        assert!(
+            rule.rule
+                .contains("'StackedDrg64GiBV1_1_Feat_SyntheticPoRep'")
+        );
         assert_eq!(rule.rule.matches("'StackedDrg").count(), SEAL_PROOFS.len());
     }
 }

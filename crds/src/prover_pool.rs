@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements, Toleration};
+use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements, Toleration, Volume, VolumeMount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
@@ -143,9 +143,19 @@ pub struct ProverTemplate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_class_name: Option<String>,
 
-    /// Extra environment variables of the prover container.
+    /// Extra environment variables of the prover container, e.g. object-store credentials
+    /// from a Secret (`valueFrom.secretKeyRef`) and `FIL_PROOFS_PARAMETER_CACHE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<Vec<EnvVar>>,
+
+    /// Volumes of the prover pods, e.g. Filecoin's parameter cache on a PersistentVolumeClaim
+    /// or a hostPath, so a new prover pod neither downloads nor generates parameters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volumes: Option<Vec<Volume>>,
+
+    /// Where the prover container mounts `volumes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_mounts: Option<Vec<VolumeMount>>,
 
     /// Extra arguments appended to the prover command.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -221,7 +221,10 @@ async fn valid_objects_are_accepted_with_defaults() {
     let job: ProofJob = cluster.create("job", valid_job()).await;
     assert_eq!(job.spec.pool, "gpu");
     assert_eq!(job.spec.circuit.as_deref(), Some("mul-chain"));
-    assert_eq!((job.spec.constraints, job.spec.partitions), (Some(4096), Some(4)));
+    assert_eq!(
+        (job.spec.constraints, job.spec.partitions),
+        (Some(4096), Some(4))
+    );
     assert_eq!(job.spec.seed, 0);
     assert_eq!(job.spec.priority, 0);
     assert!(!job.spec.suspend);
@@ -324,7 +327,10 @@ async fn invalid_proof_jobs_are_rejected() {
     }
     let either = "set either filecoin (a Filecoin proof) or circuit, constraints and partitions";
     let filecoin_cases = [
-        (with(valid_filecoin_job(), json!({ "circuit": "mul-chain" })), either),
+        (
+            with(valid_filecoin_job(), json!({ "circuit": "mul-chain" })),
+            either,
+        ),
         (with(valid_job(), json!({ "circuit": null })), either),
         (
             with(valid_job(), json!({ "constraints": null })),
@@ -347,7 +353,9 @@ async fn invalid_proof_jobs_are_rejected() {
             "spec.filecoin.proverId in body should match",
         ),
         (
-            filecoin_with(json!({ "input": { "url": "ftp://host/c1", "sha256": "ab".repeat(32) } })),
+            filecoin_with(
+                json!({ "input": { "url": "ftp://host/c1", "sha256": "ab".repeat(32) } }),
+            ),
             "url must start with s3://, http://, https:// or file:///",
         ),
         (
@@ -469,7 +477,11 @@ async fn proof_job_identity_is_immutable() {
     let to_filecoin = json!({ "spec": with(valid_filecoin_job(), json!({
         "circuit": null, "constraints": null, "partitions": null })) });
     let result = jobs.patch("job", &params, &Patch::Merge(to_filecoin)).await;
-    assert_api_error(result, identity_message, "turning a synthetic job into a Filecoin one");
+    assert_api_error(
+        result,
+        identity_message,
+        "turning a synthetic job into a Filecoin one",
+    );
 
     let _: ProofJob = cluster.create("sector", valid_filecoin_job()).await;
     let moved = json!({ "spec": { "filecoin": { "input": { "url": "s3://other/c1.json" } } } });

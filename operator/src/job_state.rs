@@ -497,6 +497,67 @@ mod tests {
             .map(|c| (c.status.as_str(), c.reason.as_str()))
     }
 
+    fn filecoin_spec() -> ProofJobSpec {
+        serde_json::from_value(serde_json::json!({
+            "pool": "gpu", "filecoin": {
+                "sealProof": "StackedDrg32GiBV1_1",
+                "input": { "url": "s3://b/c1.json", "sha256": "ab".repeat(32) },
+            },
+        }))
+        .unwrap()
+    }
+
+    fn filecoin_result(verified: bool) -> proofpipe_crds::FilecoinResult {
+        proofpipe_crds::FilecoinResult {
+            proof: "AAAA".into(),
+            proof_bytes: 1920,
+            verified,
+            output_url: Some("s3://b/proof".into()),
+            proved_by: "gpu-prover-0".into(),
+        }
+    }
+
+    #[test]
+    fn a_filecoin_job_succeeds_only_once_verify_seal_accepted_its_proof() {
+        let spec = filecoin_spec();
+        let running = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+        assert_eq!(
+            running.progress.as_deref(),
+            Some("0/10"),
+            "10 partitions at 32 GiB"
+        );
+        let mut proved = running.clone();
+        proved.proofs = Some((0..10).map(|p| proof(p, true)).collect());
+        let ready = Some(("gpu-prover-0", Some(PodHealth::Ready)));
+        // Every partition proved, the sector proof not yet assembled: still the prover's.
+        let assembling = decide_at(&spec, &proved, ready, at(5));
+        assert_eq!(assembling.status.phase, Some(ProofJobPhase::Running));
+        assert!(!assembling.unassign);
+
+        proved.filecoin = Some(filecoin_result(true));
+        let done = decide_at(&spec, &proved, ready, at(6));
+        assert_eq!(done.status.phase, Some(ProofJobPhase::Succeeded));
+        let Some(JobEvent::Succeeded { note }) = &done.event else {
+            panic!("{:?}", done.event)
+        };
+        assert!(
+            note.contains("1920-byte proof passed verify_seal and was written to s3://b/proof"),
+            "{note}"
+        );
+        assert!(
+            done.status.filecoin.is_none(),
+            "status.filecoin is the prover's field"
+        );
+
+        proved.filecoin = Some(filecoin_result(false));
+        let rejected = decide_at(&spec, &proved, ready, at(6));
+        assert_eq!(rejected.status.phase, Some(ProofJobPhase::Failed));
+        assert_eq!(
+            condition(&rejected.status, "Failed"),
+            Some(("True", "ProofRejected"))
+        );
+    }
+
     #[test]
     fn a_new_job_is_queued_or_pending_without_its_pool() {
         let spec = spec();

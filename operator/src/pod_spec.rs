@@ -78,6 +78,7 @@ pub fn prover_pod(pool: &ProverPool, name: &str) -> Pod {
                 container_port: METRICS_PORT,
                 ..ContainerPort::default()
             }]),
+            volume_mounts: template.volume_mounts.clone(),
             readiness_probe: Some(http_probe("/readyz")),
             liveness_probe: Some(http_probe("/healthz")),
             ..Container::default()
@@ -85,6 +86,7 @@ pub fn prover_pod(pool: &ProverPool, name: &str) -> Pod {
         service_account_name: Some(PROVER_SERVICE_ACCOUNT.into()),
         node_selector: template.node_selector.clone(),
         tolerations: template.tolerations.clone(),
+        volumes: template.volumes.clone(),
         priority_class_name: template.priority_class_name.clone(),
         // A prover that exits (crash, OOM kill) leaves a Failed pod: the operator requeues
         // its job at once and replaces the pod, instead of waiting for a restart loop on a

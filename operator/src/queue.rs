@@ -41,10 +41,9 @@ pub fn queue<'a>(pool: &str, jobs: impl IntoIterator<Item = &'a ProofJob>) -> Ve
 
 /// Partitions of `job` that still need a proof.
 pub fn remaining_partitions(job: &ProofJob) -> i32 {
-    let done = job
-        .status
-        .as_ref()
-        .map_or(0, |status| verified_partitions(status, job.spec.partition_count()));
+    let done = job.status.as_ref().map_or(0, |status| {
+        verified_partitions(status, job.spec.partition_count())
+    });
     job.spec.partition_count() - done
 }
 

@@ -125,6 +125,13 @@ pub enum ProverError {
     },
     #[error("{action}: {message}")]
     Filecoin { action: String, message: String },
+    #[error("{action} {url}: {message}; {hint}")]
+    Artifact {
+        action: &'static str,
+        url: String,
+        message: String,
+        hint: &'static str,
+    },
 }
 
 impl ProverError {
@@ -174,6 +181,7 @@ impl ProverError {
             | ProverError::InvalidArgument { .. }
             | ProverError::MissingEnv { .. }
             | ProverError::BadC1Input { .. }
+            | ProverError::Artifact { .. }
             | ProverError::MissingFilecoinParams { .. }
             | ProverError::FilecoinParamsMismatch { .. }
             | ProverError::MemoryLimitTooSmall { .. } => 2,

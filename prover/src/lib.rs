@@ -10,6 +10,7 @@
 //! - [`daemon`]: the prover of a Kubernetes pod, proving the ProofJobs assigned to it;
 //! - [`metrics`], [`rss`]: what is measured; [`bench`], [`plot`]: comparing and drawing it.
 
+pub mod artifacts;
 pub mod circuits;
 pub mod daemon;
 pub mod error;

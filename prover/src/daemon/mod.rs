@@ -13,6 +13,7 @@
 
 pub mod config;
 pub mod decision;
+mod filecoin;
 mod http;
 mod kube_api;
 pub mod metrics;
@@ -45,8 +46,9 @@ use proofpipe_kernels::ProvingBackend;
 
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
+use crate::filecoin::params::{DigestCheck, FilecoinParamsCache};
 use crate::params::ParamsStore;
-use crate::pipeline::{JobOutcome, JobSpec};
+use crate::pipeline::JobOutcome;
 use crate::sizing::{Overrides, SizingInput};
 use config::{ChosenLimit, EnvSettings, Identity};
 use decision::{Decision, decide};
@@ -73,6 +75,8 @@ pub struct Daemon {
     memory_limit: u64,
     cpu_cores: usize,
     params: Arc<ParamsStore>,
+    /// Filecoin parameters, from `FIL_PROOFS_PARAMETER_CACHE` (filecoin-proofs' convention).
+    filecoin_params: Arc<FilecoinParamsCache>,
     /// Chosen once per process, so bases a GPU backend keeps resident serve every job.
     backend: Arc<dyn ProvingBackend>,
     kube: KubeWriter,
@@ -82,9 +86,17 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    fn sizing_input(&self, spec: &JobSpec, shape: CircuitShape, params_bytes: u64) -> SizingInput {
+    /// The planner's input for a job proving `work`, `todo` partitions left.
+    fn sizing_input(
+        &self,
+        work: String,
+        todo: usize,
+        shape: CircuitShape,
+        params_bytes: u64,
+    ) -> SizingInput {
         sizing::sizing_input(
-            spec,
+            work,
+            todo,
             shape,
             self.memory_limit,
             params_bytes,
@@ -135,6 +147,7 @@ pub async fn run(
         memory_limit: limit.bytes,
         cpu_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         params: Arc::new(ParamsStore::new(options.params_dir)),
+        filecoin_params: Arc::new(filecoin_params_cache()),
         state: ProverState::default(),
         metrics,
         watch_ready: AtomicBool::new(false),
@@ -150,6 +163,26 @@ pub async fn run(
         tracing::warn!("the HTTP server stopped with an error: {err}");
     }
     result
+}
+
+/// Filecoin's parameter directory as filecoin-proofs finds it (`FIL_PROOFS_PARAMETER_CACHE`,
+/// else its default), digests checked when `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` says so.
+fn filecoin_params_cache() -> FilecoinParamsCache {
+    let dir = std::env::var_os(crate::filecoin::PARAMETER_CACHE_ENV).map_or_else(
+        || PathBuf::from(crate::filecoin::DEFAULT_PARAMETER_CACHE),
+        PathBuf::from,
+    );
+    let verify = std::env::var("FIL_PROOFS_VERIFY_PRODUCTION_PARAMS")
+        .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "yes"));
+    tracing::info!(dir = %dir.display(), digests_checked = verify, "Filecoin parameter directory");
+    FilecoinParamsCache::new(
+        dir,
+        if verify {
+            DigestCheck::Verify
+        } else {
+            DigestCheck::Skip
+        },
+    )
 }
 
 /// The job being proved, and how to stop it.

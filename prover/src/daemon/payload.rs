@@ -12,8 +12,8 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Resource;
 use proofpipe_crds::{
-    PartitionProof, PipelineSizing, ProofJob, ProverPhase, ProverPool, ProverStatus, StageBuffers,
-    StageSeconds,
+    FilecoinResult, PartitionProof, PipelineSizing, ProofJob, ProverPhase, ProverPool,
+    ProverStatus, StageBuffers, StageSeconds,
 };
 use serde_json::{Value, json};
 
@@ -76,6 +76,10 @@ pub struct ProofLedger {
     pod: String,
     proofs: BTreeMap<i32, PartitionProof>,
     stages: StageMeans,
+    /// Whether proofs go into the status with their public inputs (not for Filecoin proofs,
+    /// whose verifier derives them and whose inputs would weigh kilobytes per partition).
+    public_inputs: bool,
+    filecoin: Option<FilecoinResult>,
     /// Bumped on every new proof; the body of a generation is written once `written`
     /// reaches it.
     generation: u64,
@@ -98,16 +102,38 @@ impl ProofLedger {
                 .map(|proof| (proof.partition, proof))
                 .collect(),
             stages: StageMeans::default(),
+            public_inputs: true,
+            filecoin: None,
             generation: 0,
             written: 0,
         }
     }
 
+    /// Proofs recorded from now on go into the status without their public inputs.
+    pub fn without_public_inputs(mut self) -> Self {
+        self.public_inputs = false;
+        self
+    }
+
     pub fn record(&mut self, proof: &pipeline::PartitionProof) {
         self.stages.add(&proof.timings);
-        self.proofs
-            .insert(proof.partition as i32, status_proof(proof, &self.pod));
+        let mut entry = status_proof(proof, &self.pod);
+        if !self.public_inputs {
+            entry.public_inputs.clear();
+        }
+        self.proofs.insert(proof.partition as i32, entry);
         self.generation += 1;
+    }
+
+    /// The finished Filecoin proof, applied with the partition proofs.
+    pub fn set_filecoin(&mut self, result: FilecoinResult) {
+        self.filecoin = Some(result);
+        self.generation += 1;
+    }
+
+    /// Every partition proof this daemon owns in the job's status, by partition.
+    pub fn proofs(&self) -> impl Iterator<Item = &PartitionProof> {
+        self.proofs.values()
     }
 
     /// Whether every recorded proof has been applied.
@@ -129,6 +155,9 @@ impl ProofLedger {
         let mut status = json!({ "proofs": self.proofs.values().collect::<Vec<_>>() });
         if let Some(means) = self.stages.mean() {
             status["stageSeconds"] = json!(means);
+        }
+        if let Some(result) = &self.filecoin {
+            status["filecoin"] = json!(result);
         }
         json!({
             "apiVersion": ProofJob::api_version(&()),

@@ -12,13 +12,14 @@ use proofpipe_crds::ProofJob;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, interval_at};
 
+use super::filecoin::{self, FilecoinRun};
 use super::payload::ProofLedger;
-use super::resume::{own_proofs, pipeline_job};
+use super::resume::{own_proofs, pipeline_job, proved_partitions};
 use super::sizing::reported_sizing;
 use super::{Daemon, raised};
 use crate::error::ProverError;
-use crate::params::{CircuitParams, estimated_params_bytes};
-use crate::pipeline::{JobEvent, JobOutcome, JobSpec, Pipeline, PipelineConfig};
+use crate::params::{CircuitParams, ProvingKey, estimated_params_bytes};
+use crate::pipeline::{JobEvent, JobHandle, JobOutcome, JobSpec, Pipeline, PipelineConfig};
 use crate::sizing::plan;
 
 /// How often unwritten proofs are retried while the job runs.
@@ -82,33 +83,14 @@ pub async fn run_job(
     mut cancel: watch::Receiver<bool>,
 ) -> JobRun {
     let name = job.name_any();
-    let spec = match pipeline_job(&job) {
-        Ok(spec) => spec,
-        Err(err) => return JobRun::without_pipeline(JobOutcome::Failed(err.to_string())),
-    };
-    tracing::info!(job = %name, circuit = %spec.circuit, constraints = spec.constraints, partitions = spec.partitions,
-        already_proved = spec.skip.len(), "proving job");
-    let started = async {
-        let params = load_params(&daemon, &spec).await?;
-        let pipeline = start_pipeline(&daemon, &spec, &params)?;
-        Ok::<_, ProverError>((pipeline, params))
-    };
-    let (pipeline, params) = tokio::select! {
+    tracing::info!(job = %name, work = %job.spec.work_name(), partitions = job.spec.partition_count(), "proving job");
+    let started = start_job(&daemon, &job);
+    let (pipeline, handle, filecoin_run) = tokio::select! {
         started = started => match started {
-            Ok((pipeline, params)) => (PipelineGuard(Some(pipeline)), params),
+            Ok(started) => started,
             Err(err) => return JobRun::without_pipeline(JobOutcome::Failed(err.to_string())),
         },
         () = raised(&mut cancel) => return JobRun::without_pipeline(JobOutcome::Cancelled),
-    };
-    let handle = match pipeline.get().submit(spec, params) {
-        Ok(handle) => handle,
-        Err(err) => {
-            return JobRun {
-                outcome: JobOutcome::Failed(err.to_string()),
-                pipeline: Some(pipeline),
-                proofs_written: true,
-            };
-        }
     };
 
     // The pipeline reports on a blocking channel; forward it on a blocking thread. The
@@ -126,6 +108,9 @@ pub async fn run_job(
 
     let pod = &daemon.identity.pod;
     let mut ledger = ProofLedger::new(&name, pod, own_proofs(job.status.as_ref(), pod));
+    if filecoin_run.is_some() {
+        ledger = ledger.without_public_inputs();
+    }
     let mut retry = interval_at(Instant::now() + RETRY_INTERVAL, RETRY_INTERVAL);
     let mut cancel_sent = false;
     let outcome = loop {
@@ -165,11 +150,52 @@ pub async fn run_job(
             }
         }
     };
+    let mut outcome = outcome;
+    if let (JobOutcome::Succeeded, Some(run)) = (&outcome, filecoin_run) {
+        match filecoin::finish(run, ledger.proofs(), pod).await {
+            Ok(result) => {
+                tracing::info!(job = %name, bytes = result.proof_bytes, verified = result.verified, output = ?result.output_url, "Filecoin proof assembled and checked with verify_seal");
+                ledger.set_filecoin(result);
+            }
+            Err(err) => outcome = JobOutcome::Failed(err.to_string()),
+        }
+    }
     let proofs_written = write_remaining_proofs(&daemon, &mut ledger, &name).await;
     JobRun {
         outcome,
         pipeline: Some(pipeline),
         proofs_written,
+    }
+}
+
+/// Reads what the job needs, starts a pipeline sized for it and submits its partitions.
+async fn start_job(
+    daemon: &Arc<Daemon>,
+    job: &ProofJob,
+) -> Result<(PipelineGuard, JobHandle, Option<FilecoinRun>), ProverError> {
+    let work = job.spec.work_name();
+    match &job.spec.filecoin {
+        None => {
+            let spec = pipeline_job(job)?;
+            let params = load_params(daemon, &spec).await?;
+            let pipeline = start_pipeline(daemon, work, spec.todo().len(), &params)?;
+            let handle = pipeline.get().submit(spec, params)?;
+            Ok((pipeline, handle, None))
+        }
+        Some(filecoin_work) => {
+            let (run, porep, key) = filecoin::prepare(daemon, job, filecoin_work).await?;
+            let skip = proved_partitions(job.status.as_ref(), porep.partitions);
+            let todo = porep.partitions as usize - skip.len();
+            let pipeline = start_pipeline(daemon, work, todo, &key)?;
+            let handle = pipeline.get().submit_source(
+                porep.source,
+                key,
+                porep.partitions,
+                job.spec.priority,
+                &skip,
+            )?;
+            Ok((pipeline, handle, Some(run)))
+        }
     }
 }
 
@@ -179,7 +205,12 @@ async fn load_params(
 ) -> Result<Arc<CircuitParams>, ProverError> {
     // Refuse a hopeless limit before spending minutes on parameters.
     let shape = spec.circuit.shape(spec.constraints)?;
-    plan(&daemon.sizing_input(spec, shape, estimated_params_bytes(shape)))?;
+    plan(&daemon.sizing_input(
+        spec.circuit.to_string(),
+        spec.todo().len(),
+        shape,
+        estimated_params_bytes(shape),
+    ))?;
     let store = daemon.params.clone();
     let (circuit, constraints) = (spec.circuit, spec.constraints);
     let (params, origin) = tokio::task::spawn_blocking(move || store.get(circuit, constraints))
@@ -195,10 +226,11 @@ async fn load_params(
 
 fn start_pipeline(
     daemon: &Daemon,
-    spec: &JobSpec,
-    params: &CircuitParams,
-) -> Result<Pipeline, ProverError> {
-    let plan = plan(&daemon.sizing_input(spec, params.shape, params.heap_bytes()))?;
+    work: String,
+    todo: usize,
+    key: &ProvingKey,
+) -> Result<PipelineGuard, ProverError> {
+    let plan = plan(&daemon.sizing_input(work, todo, key.shape, key.heap_bytes()))?;
     let sizing = reported_sizing(&plan);
     tracing::info!(
         partition_workers = plan.partition_workers,
@@ -209,7 +241,7 @@ fn start_pipeline(
     );
     let pipeline = Pipeline::start(PipelineConfig::from_plan(&plan), daemon.backend.clone())?;
     daemon.state.pipeline_started(&pipeline, sizing);
-    Ok(pipeline)
+    Ok(PipelineGuard(Some(pipeline)))
 }
 
 /// One attempt to apply the unwritten proofs; a failure is retried later.

@@ -5,17 +5,18 @@ use proofpipe_crds::PipelineSizing;
 use proofpipe_kernels::GpuDevice;
 
 use crate::circuits::CircuitShape;
-use crate::pipeline::JobSpec;
 use crate::sizing::{Overrides, Plan, SizingInput};
 
 /// The fraction of the memory limit kept free, as `prove` does by default.
 pub const HEADROOM: f64 = 0.1;
 
-/// The planner's input for `job`: only its remaining partitions can be in flight at once.
-/// `gpus` are the devices of the process's backend (none when the GPU stage runs on the
-/// CPU); the plan fits its GPU workers into the smallest one.
+/// The planner's input for a job proving `work` with `todo` partitions left: only those can
+/// be in flight at once. `gpus` are the devices of the process's backend (none when the GPU
+/// stage runs on the CPU); the plan fits its GPU workers into the smallest one.
+#[allow(clippy::too_many_arguments)]
 pub fn sizing_input(
-    job: &JobSpec,
+    work: String,
+    todo: usize,
     shape: CircuitShape,
     memory_limit: u64,
     params_bytes: u64,
@@ -24,7 +25,7 @@ pub fn sizing_input(
     overrides: Overrides,
 ) -> SizingInput {
     SizingInput {
-        circuit: job.circuit.to_string(),
+        circuit: work,
         shape,
         memory_limit,
         params_bytes,
@@ -34,7 +35,7 @@ pub fn sizing_input(
         cpu_cores,
         gpu_devices: gpus.len(),
         gpu_memory_bytes: gpus.iter().map(|gpu| gpu.total_bytes).min(),
-        max_parallel_partitions: Some(job.todo().len()),
+        max_parallel_partitions: Some(todo),
         overrides,
     }
 }
@@ -71,6 +72,7 @@ fn gib(bytes: u64) -> String {
 mod tests {
     use super::*;
     use crate::circuits::CircuitKind;
+    use crate::pipeline::JobSpec;
     use crate::sizing::plan;
 
     #[test]
@@ -85,7 +87,8 @@ mod tests {
         job.skip = vec![0, 1, 2, 3, 4, 5];
         let shape = job.circuit.shape(job.constraints).unwrap();
         let input = sizing_input(
-            &job,
+            job.circuit.to_string(),
+            job.todo().len(),
             shape,
             16 << 30,
             1 << 20,

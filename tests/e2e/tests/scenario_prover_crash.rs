@@ -33,7 +33,9 @@ async fn killed_prover_loses_no_finished_partition() {
                 .map(|p| (p.partition, (p.proof, p.proved_by)))
                 .collect();
             match status.pod {
-                Some(pod) if !proofs.is_empty() && proofs.len() < job.spec.partition_count() as usize => {
+                Some(pod)
+                    if !proofs.is_empty() && proofs.len() < job.spec.partition_count() as usize =>
+                {
                     Ok((pod, proofs))
                 }
                 pod => Err(format!("pod {pod:?}, {} proofs", proofs.len())),

@@ -65,7 +65,9 @@ async fn a_template_change_rolls_idle_provers_and_waits_for_busy_ones() {
             let job_status = job.status.clone().unwrap_or_default();
             let done = job_status.partitions_done.unwrap_or(0);
             match (status.ready_replicas, status.template_hash, job_status.pod) {
-                (Some(2), Some(hash), Some(pod)) if done > 0 && done < job.spec.partition_count() => {
+                (Some(2), Some(hash), Some(pod))
+                    if done > 0 && done < job.spec.partition_count() =>
+                {
                     Ok((pod, hash))
                 }
                 (ready, hash, pod) => Err(format!(

@@ -14,7 +14,9 @@ fi
 
 # Filecoin PoRep test data (parameters from a random setup, a sealed 2 KiB sector), made once.
 PROOFPIPE_FILECOIN_TESTDATA="$(scripts/filecoin-testdata.sh)"
-export PROOFPIPE_FILECOIN_TESTDATA
+# An S3-compatible server (moto, from PyPI) for the cluster scenario's inputs and outputs.
+PROOFPIPE_S3_SERVER="$(scripts/s3-test-server.sh)"
+export PROOFPIPE_FILECOIN_TESTDATA PROOFPIPE_S3_SERVER
 
 cargo test --workspace --locked -- --include-ignored
 # The Helm chart: lint, render, Kubernetes schemas, and an apply to the same API server.

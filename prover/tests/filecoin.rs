@@ -100,6 +100,37 @@ fn a_sealed_sector_proves_through_the_pipeline_and_verify_seal_accepts_it() {
         192 * partitions,
         "seal_commit_phase2's layout"
     );
+    // Filecoin's verifier on the file alone, and on a copy with one byte changed.
+    let verify = |path: &Path| {
+        prover()
+            .arg("porep-verify")
+            .arg("--porep-c1")
+            .arg(&data.c1)
+            .arg("--proof")
+            .arg(path)
+            .arg("--params-dir")
+            .arg(&data.params)
+            .output()
+            .unwrap()
+    };
+    let out = verify(&proof_path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("VALID"));
+    let mut flipped = proof.clone();
+    flipped[100] ^= 1;
+    let flipped_path = dir.path().join("flipped.bin");
+    std::fs::write(&flipped_path, flipped).unwrap();
+    let out = verify(&flipped_path);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let bound = v["partition_workers"].as_u64().unwrap() + v["channel_capacity"].as_u64().unwrap();
     assert!(
         v["max_synthesized_in_flight"].as_u64().unwrap() <= bound,

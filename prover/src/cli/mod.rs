@@ -47,6 +47,9 @@ enum Command {
     /// Make Filecoin PoRep test data: parameters from a random setup (NOT Filecoin's; tests
     /// only) and a sector sealed here, written as lotus-bench's commit-2 input file.
     PorepTestdata(porep::TestdataArgs),
+    /// Check a PoRep proof file with Filecoin's own verifier (filecoin-proofs-api's
+    /// verify_seal): exit 0 if it is valid for the C1 output's sector, 1 if not.
+    PorepVerify(porep::VerifyArgs),
 }
 
 /// What to prove.
@@ -224,6 +227,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
     let filecoin_dir = match &cli.command {
         Command::Prove(args) if args.porep.porep_c1.is_some() => Some(args.params_dir.as_deref()),
         Command::PorepTestdata(args) => Some(args.params_dir()),
+        Command::PorepVerify(args) => Some(args.params_dir()),
         _ => None,
     };
     if let Some(flag) = filecoin_dir {
@@ -243,6 +247,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
             None => prove::run(args, &progress),
         },
         Command::PorepTestdata(args) => porep::testdata(args),
+        Command::PorepVerify(args) => porep::verify(args),
         Command::Plan(args) => plan::run(args),
         Command::Params(args) => params::run(args),
         Command::Bench(args) => bench::run(args),

@@ -248,6 +248,60 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ProverError> {
 }
 
 #[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// The C1 output the proof was made from (either form).
+    #[arg(long, value_name = "FILE")]
+    porep_c1: PathBuf,
+    /// The proof: seal_commit_phase2's bytes.
+    #[arg(long, value_name = "PROOF")]
+    proof: PathBuf,
+    /// Filecoin's parameter directory (the verifying key is read from it).
+    #[arg(long)]
+    params_dir: Option<PathBuf>,
+    #[arg(long, conflicts_with = "prover_id")]
+    miner_id: Option<u64>,
+    #[arg(long)]
+    prover_id: Option<String>,
+    #[arg(long)]
+    sector_number: Option<u64>,
+}
+
+impl VerifyArgs {
+    pub fn params_dir(&self) -> Option<&Path> {
+        self.params_dir.as_deref()
+    }
+}
+
+/// `porep-verify`: filecoin-proofs-api's verify_seal on a proof file. Exit 0 valid, 1 not.
+pub fn verify(args: VerifyArgs) -> Result<ExitCode, ProverError> {
+    let identity = SectorIdentity {
+        prover_id: args
+            .prover_id
+            .as_deref()
+            .map(c1::parse_prover_id)
+            .transpose()?,
+        miner_id: args.miner_id,
+        sector_number: args.sector_number,
+    };
+    let input = c1::read(&args.porep_c1, identity)?;
+    let proof =
+        std::fs::read(&args.proof).map_err(ProverError::io("reading the proof", &args.proof))?;
+    let valid = porep::verify(&input, &proof)?;
+    println!(
+        "{}: {} sector {}, {} bytes",
+        if valid { "VALID" } else { "INVALID" },
+        seal_proof_name(input.seal_proof()),
+        u64::from(input.sector_id),
+        proof.len()
+    );
+    Ok(if valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+#[derive(Args, Debug)]
 pub struct TestdataArgs {
     /// The seal proof: a sector size (2KiB, 8MiB, 512MiB, 32GiB, 64GiB: their V1_1 proof) or a
     /// registered proof's name.

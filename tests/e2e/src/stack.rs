@@ -107,7 +107,16 @@ impl Stack {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, String>>,
     {
-        match eventually(what, TIMEOUT, check).await {
+        self.wait_within(what, TIMEOUT, check).await
+    }
+
+    /// [`Stack::wait_for`] with a timeout of its own, for work slower than [`TIMEOUT`].
+    pub async fn wait_within<T, F, Fut>(&mut self, what: &str, timeout: Duration, check: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, String>>,
+    {
+        match eventually(what, timeout, check).await {
             Ok(value) => value,
             Err(err) => panic!("{err}\n{}", self.diagnostics()),
         }

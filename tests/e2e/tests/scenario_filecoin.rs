@@ -1,0 +1,291 @@
+//! A real Filecoin PoRep through the cluster: a 2 KiB sector's C1 output (lotus-bench's
+//! commit-2 file, sealed by `scripts/filecoin-testdata.sh`) is put in an S3-compatible store
+//! (moto's server, started here on loopback), a ProofJob names it by URL and SHA-256, a prover
+//! pod (pod runner, memory cgroup) proves it, and the proof lands at the job's output URL and in
+//! its status; Filecoin's own verifier (`proofpipe-prover porep-verify`, i.e. verify_seal)
+//! accepts it. A job whose input does not have its SHA-256 fails, and says why.
+//!
+//! Needs `KUBECONFIG` (skips without it), `PROOFPIPE_FILECOIN_TESTDATA` and
+//! `PROOFPIPE_S3_SERVER` (the path of `moto_server`), which `scripts/test.sh` exports; under
+//! CI their absence fails the test.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::Engine;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{DynamicObject, ListParams};
+use object_store::ObjectStore;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::path::Path as ObjectPath;
+use proofpipe_crds::ProofJobPhase;
+use proofpipe_e2e::binaries::binary;
+use proofpipe_e2e::stack::{Stack, phase};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+
+const BUCKET: &str = "sectors";
+/// Proving a 2 KiB PoRep partition (~2^22 constraints) on 2 cores of a test build.
+const PROVING_TIMEOUT: Duration = Duration::from_secs(900);
+
+fn required_env(name: &str, how: &str) -> Option<PathBuf> {
+    match std::env::var_os(name) {
+        Some(value) => Some(PathBuf::from(value)),
+        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("CI must run the Filecoin cluster scenario: {name} is unset ({how})")
+        }
+        None => {
+            eprintln!("SKIPPED: {name} is unset ({how})");
+            None
+        }
+    }
+}
+
+/// moto's S3 server on a free loopback port, stopped when dropped.
+struct S3Server {
+    _child: Child,
+    port: u16,
+}
+
+impl S3Server {
+    async fn start(moto: &Path) -> Self {
+        let port = {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            probe.local_addr().unwrap().port()
+        };
+        let child = Command::new(moto)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", moto.display()));
+        for _ in 0..200 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                return Self {
+                    _child: child,
+                    port,
+                };
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("moto_server did not listen on 127.0.0.1:{port} within 20 s");
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Creates the bucket (a plain `PUT /bucket`; object_store does not create buckets).
+    async fn create_bucket(&self, bucket: &str) {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+            .await
+            .unwrap();
+        let request = format!(
+            "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            self.port
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        assert!(
+            response.starts_with("HTTP/1.1 200"),
+            "create bucket: {response}"
+        );
+    }
+
+    fn client(&self) -> AmazonS3 {
+        AmazonS3Builder::new()
+            .with_bucket_name(BUCKET)
+            .with_endpoint(self.endpoint())
+            .with_allow_http(true)
+            .with_region("us-east-1")
+            .with_access_key_id("proofpipe-test")
+            .with_secret_access_key("proofpipe-test")
+            .build()
+            .unwrap()
+    }
+}
+
+fn object(value: serde_json::Value) -> DynamicObject {
+    serde_json::from_value(value).expect("a well-formed object")
+}
+
+#[tokio::test]
+async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
+    let how = "scripts/test.sh exports it";
+    let Some(testdata) = required_env("PROOFPIPE_FILECOIN_TESTDATA", how) else {
+        return;
+    };
+    let Some(moto) = required_env("PROOFPIPE_S3_SERVER", how) else {
+        return;
+    };
+    let Some(mut stack) = Stack::start("filecoin").await else {
+        return;
+    };
+    let s3 = S3Server::start(&moto).await;
+    s3.create_bucket(BUCKET).await;
+    let c1_path = testdata.join("c1-2KiB.json");
+    let c1 = std::fs::read(&c1_path).unwrap();
+    let sha256 = hex(&Sha256::digest(&c1));
+    let store = s3.client();
+    store
+        .put(&ObjectPath::from("sector-1/c1.json"), c1.clone().into())
+        .await
+        .unwrap();
+
+    let params = testdata.join("params");
+    stack
+        .namespace
+        .apply(&[object(serde_json::json!({
+            "apiVersion": "proofpipe.dev/v1alpha1",
+            "kind": "ProverPool",
+            "metadata": { "name": "fil" },
+            "spec": {
+                "replicas": 1,
+                "template": {
+                    "image": "proofpipe-prover:e2e",
+                    "resources": { "limits": { "memory": "4Gi" } },
+                    "env": [
+                        { "name": "PROOFPIPE_LOG", "value": "info" },
+                        { "name": "PROOFPIPE_LISTEN", "value": "127.0.0.1:0" },
+                        { "name": "FIL_PROOFS_PARAMETER_CACHE", "value": params.display().to_string() },
+                        { "name": "AWS_ENDPOINT", "value": s3.endpoint() },
+                        { "name": "AWS_ALLOW_HTTP", "value": "true" },
+                        { "name": "AWS_DEFAULT_REGION", "value": "us-east-1" },
+                        { "name": "AWS_ACCESS_KEY_ID", "value": "proofpipe-test" },
+                        { "name": "AWS_SECRET_ACCESS_KEY", "value": "proofpipe-test" },
+                    ],
+                },
+            },
+        }))])
+        .await;
+    let job = |name: &str, digest: &str, priority: i32| {
+        object(serde_json::json!({
+            "apiVersion": "proofpipe.dev/v1alpha1",
+            "kind": "ProofJob",
+            "metadata": { "name": name },
+            "spec": {
+                "pool": "fil",
+                "priority": priority,
+                "backoffLimit": 0,
+                "filecoin": {
+                    "sealProof": "StackedDrg2KiBV1_1",
+                    "minerId": 1000,
+                    "input": { "url": format!("s3://{BUCKET}/sector-1/c1.json"), "sha256": digest },
+                    "output": { "url": format!("s3://{BUCKET}/sector-1/{name}.proof") },
+                },
+            },
+        }))
+    };
+    // The job with the wrong digest goes first (higher priority) and must fail without a proof.
+    stack
+        .namespace
+        .apply(&[
+            job("wrong-digest", &"0".repeat(64), 10),
+            job("sector-1", &sha256, 0),
+        ])
+        .await;
+
+    let jobs = stack.jobs();
+    let failed = stack
+        .wait_for("the job with the wrong digest to fail", || async {
+            let job = jobs.get("wrong-digest").await.map_err(|e| e.to_string())?;
+            match phase(&job) {
+                Some(ProofJobPhase::Failed) => Ok(job),
+                other => Err(format!("phase {other:?}")),
+            }
+        })
+        .await;
+    assert!(
+        failed
+            .status
+            .as_ref()
+            .and_then(|s| s.filecoin.as_ref())
+            .is_none()
+    );
+    let events = stack.namespace.api::<Event>();
+    stack
+        .wait_for("an Event saying the input's SHA-256 is wrong", || async {
+            let list = events
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let notes: Vec<String> = list.items.iter().filter_map(|e| e.note.clone()).collect();
+            if notes
+                .iter()
+                .any(|n| n.contains("its SHA-256 is") && n.contains("sector-1/c1.json"))
+            {
+                Ok(())
+            } else {
+                Err(format!("events: {notes:?}"))
+            }
+        })
+        .await;
+
+    let done = stack
+        .wait_within("the sector's job to succeed", PROVING_TIMEOUT, || async {
+            let job = jobs.get("sector-1").await.map_err(|e| e.to_string())?;
+            match phase(&job) {
+                Some(ProofJobPhase::Succeeded) => Ok(job),
+                Some(ProofJobPhase::Failed) => panic!("the sector's job failed: {:?}", job.status),
+                other => Err(format!(
+                    "phase {other:?}, message {:?}",
+                    job.status.as_ref().and_then(|s| s.message.clone())
+                )),
+            }
+        })
+        .await;
+    let status = done.status.unwrap();
+    let result = status
+        .filecoin
+        .expect("status.filecoin of a succeeded Filecoin job");
+    assert!(result.verified);
+    assert_eq!(result.proof_bytes, 192, "one partition at 2 KiB");
+    let expected_url = format!("s3://{BUCKET}/sector-1/sector-1.proof");
+    assert_eq!(result.output_url.as_deref(), Some(expected_url.as_str()));
+    let partition_proofs = status.proofs.unwrap_or_default();
+    assert!(
+        partition_proofs.iter().all(|p| p.public_inputs.is_empty()),
+        "Filecoin partition proofs go into the status without their public inputs"
+    );
+
+    // The proof at the output URL is the one in the status, and Filecoin's verifier takes it.
+    let stored = store
+        .get(&ObjectPath::from("sector-1/sector-1.proof"))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let in_status = base64::engine::general_purpose::STANDARD
+        .decode(&result.proof)
+        .unwrap();
+    assert_eq!(stored.as_ref(), in_status.as_slice());
+    let work = tempfile::tempdir().unwrap();
+    let proof_path = work.path().join("sector-1.proof");
+    std::fs::write(&proof_path, &stored).unwrap();
+    let verdict = std::process::Command::new(binary("proofpipe-prover"))
+        .args(["--log", "warn", "porep-verify", "--porep-c1"])
+        .arg(&c1_path)
+        .arg("--proof")
+        .arg(&proof_path)
+        .arg("--params-dir")
+        .arg(&params)
+        .output()
+        .unwrap();
+    assert!(
+        verdict.status.success() && String::from_utf8_lossy(&verdict.stdout).starts_with("VALID"),
+        "verify_seal: {}\n{}",
+        String::from_utf8_lossy(&verdict.stdout),
+        String::from_utf8_lossy(&verdict.stderr)
+    );
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -77,6 +77,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_api_table_of_seal_proofs_matches_filecoin_proofs() {
+        for &(name, partitions) in proofpipe_crds::SEAL_PROOFS {
+            let proof = parse_seal_proof(name).unwrap();
+            assert_eq!(seal_proof_name(proof), name);
+            assert_eq!(i32::from(proof.partitions()), partitions, "{name}");
+        }
+    }
+
+    #[test]
     fn seal_proofs_parse_by_size_and_by_name() {
         assert_eq!(
             parse_seal_proof("32GiB").unwrap(),

@@ -91,17 +91,17 @@ pub fn load(
             ProverError::io("opening Filecoin parameters", &files.params)(e)
         }
     })?;
-    for (path, what) in [(&files.verifying_key, "verifying key")] {
-        if !path.exists() {
-            return Err(ProverError::MissingFilecoinParams {
-                path: path.clone(),
-                dir: dir.to_path_buf(),
-                digest: files
-                    .verifying_key_digest
-                    .clone()
-                    .unwrap_or_else(|| format!("(the {what} is not listed in parameters.json)")),
-            });
-        }
+    // verify_seal reads the verifying key from the same directory: refuse now, not after
+    // proving every partition.
+    if !files.verifying_key.exists() {
+        return Err(ProverError::MissingFilecoinParams {
+            path: files.verifying_key.clone(),
+            dir: dir.to_path_buf(),
+            digest: files
+                .verifying_key_digest
+                .clone()
+                .unwrap_or_else(|| "(the verifying key is not listed in parameters.json)".into()),
+        });
     }
     let mismatch = |reason: String| ProverError::FilecoinParamsMismatch {
         path: files.params.clone(),

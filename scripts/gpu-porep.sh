@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# On the GPU machine: a 2 KiB PoRep sector sealed there (parameters from a random setup), then
+# proved 3 times on the CUDA backend and 3 times on the CPU backend, each proof checked with
+# verify_seal. Summaries (one JSON object per run) go to OUT_DIR.
+#   usage: scripts/gpu-porep.sh OUT_DIR    (device-bin/proofpipe-prover from scripts/cuda-build.sh)
+set -euo pipefail
+out=${1:?usage: scripts/gpu-porep.sh OUT_DIR}
+bin=${PROOFPIPE_PROVER:-device-bin/proofpipe-prover}
+work=$(mktemp -d)
+export FIL_PROOFS_PARENT_CACHE="$work/parents"
+mkdir -p "$out"
+start=$(date +%s)
+"$bin" --log warn porep-testdata --seal-proof 2KiB --params-dir "$work/params" \
+  --work-dir "$work/seal" --out "$work/c1.json" > "$out/testdata.txt"
+echo "test data made in $(( $(date +%s) - start )) s" >> "$out/testdata.txt"
+for backend in cuda cpu; do
+  for run in 1 2 3; do
+    if [ "$backend" = cpu ]; then export PROOFPIPE_BACKEND=cpu; else unset PROOFPIPE_BACKEND; fi
+    "$bin" --log warn prove --porep-c1 "$work/c1.json" --params-dir "$work/params" \
+      --out "$work/proof-$backend-$run" --verify --json | tail -1 > "$out/prove-$backend-$run.json"
+  done
+done
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.csv" || true
+nproc > "$out/cores.txt"

@@ -17,7 +17,7 @@ for backend in cuda cpu; do
   for run in 1 2 3; do
     if [ "$backend" = cpu ]; then export PROOFPIPE_BACKEND=cpu; else unset PROOFPIPE_BACKEND; fi
     "$bin" --log warn prove --porep-c1 "$work/c1.json" --params-dir "$work/params" \
-      --out "$work/proof-$backend-$run" --verify --json | tail -1 > "$out/prove-$backend-$run.json"
+      --out "$work/proof-$backend-$run" --verify --compare-stock --json | tail -1 > "$out/prove-$backend-$run.json"
   done
 done
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.csv" || true

@@ -46,6 +46,11 @@ pub struct PorepArgs {
     /// filecoin-proofs' parameters.json records (production parameters only).
     #[arg(long, requires = "porep_c1")]
     pub verify_params_digest: bool,
+    /// After our pipeline, prove the same C1 output with stock filecoin-proofs-api
+    /// `seal_commit_phase2` (bellperson's prover: on the GPU in a `stock-gpu` build) and report
+    /// both times and their ratio, from the same process and parameters.
+    #[arg(long, requires = "porep_c1")]
+    pub compare_stock: bool,
 }
 
 /// Filecoin's parameter directory: the flag, else filecoin-proofs' own convention.
@@ -80,6 +85,10 @@ struct Summary {
     max_synthesized_in_flight: u64,
     backend: &'static str,
     params_bytes: u64,
+    /// `--compare-stock`: seal_commit_phase2's wall seconds for the same C1 output, and ours
+    /// (pipeline plus assembly) as a speedup over it.
+    stock_seconds: Option<f64>,
+    speedup_vs_stock: Option<f64>,
 }
 
 pub fn prove(
@@ -169,6 +178,20 @@ pub fn prove(
             verified_by_filecoin = Some(ok);
         }
     }
+    let (stock_seconds, speedup_vs_stock) = if args.compare_stock {
+        let started = Instant::now();
+        filecoin_proofs_api::seal::seal_commit_phase2(
+            input.output.clone(),
+            input.prover_id,
+            input.sector_id,
+        )
+        .map_err(ProverError::filecoin("stock seal_commit_phase2"))?;
+        let stock = started.elapsed().as_secs_f64();
+        tracing::info!(stock_seconds = stock, ours = seconds, "stock seal_commit_phase2 (its own verify_seal included)");
+        (Some(stock), Some(stock / seconds))
+    } else {
+        (None, None)
+    };
     let summary = Summary {
         outcome: outcome.clone(),
         seal_proof,
@@ -191,6 +214,8 @@ pub fn prove(
         max_synthesized_in_flight: buffers.max_synthesized_in_flight,
         backend: pipeline.backend_name(),
         params_bytes: key.heap_bytes(),
+        stock_seconds,
+        speedup_vs_stock,
     };
     let status = match (&outcome, verified_by_filecoin) {
         (JobOutcome::Succeeded, Some(false)) => "REJECTED by verify_seal".to_string(),

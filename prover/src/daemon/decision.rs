@@ -10,7 +10,7 @@ use std::sync::Arc;
 use kube::ResourceExt;
 use proofpipe_crds::ProofJob;
 
-use super::resume::remaining_partitions;
+use super::resume::has_work_left;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Decision {
@@ -30,7 +30,8 @@ pub enum Decision {
 ///
 /// One job at a time: a second assigned job waits until the first ends. Among several
 /// (which the operator does not do) the oldest goes first. A job whose partitions all have
-/// verified proofs is not started: only the operator's Succeeded is still missing.
+/// verified proofs (and, for Filecoin work, an assembled proof) is not started: only the
+/// operator's Succeeded is still missing.
 pub fn decide(
     running: Option<&str>,
     assigned: &[Arc<ProofJob>],
@@ -49,7 +50,7 @@ pub fn decide(
     assigned
         .iter()
         .filter(|job| job.uid().is_some_and(|uid| !completed.contains(&uid)))
-        .filter(|job| is_open(job) && remaining_partitions(job) > 0)
+        .filter(|job| is_open(job) && has_work_left(job))
         .min_by(|a, b| {
             (a.creation_timestamp(), a.name_any()).cmp(&(b.creation_timestamp(), b.name_any()))
         })
@@ -124,6 +125,29 @@ mod tests {
         let all = [finished, Arc::new(deleting), proved, open.clone()];
         assert_eq!(decide(None, &all), Decision::Start(open));
         assert_eq!(decide(None, &all[..3]), Decision::Idle);
+    }
+
+    #[test]
+    fn a_filecoin_job_with_every_partition_proved_is_started_until_its_proof_is_assembled() {
+        let mut job = job("sector", 1, vec![proof(0, true, "p")]);
+        job.spec = serde_json::from_value(serde_json::json!({
+            "pool": "gpu", "filecoin": {
+                "sealProof": "StackedDrg2KiBV1_1",
+                "input": { "url": "s3://b/c1.json", "sha256": "ab".repeat(32) },
+            },
+        }))
+        .unwrap();
+        let job = Arc::new(job);
+        assert_eq!(decide(None, &[job.clone()]), Decision::Start(job.clone()));
+        let mut assembled = (*job).clone();
+        assembled.status.as_mut().unwrap().filecoin = Some(proofpipe_crds::FilecoinResult {
+            proof: "AAAA".into(),
+            proof_bytes: 192,
+            verified: true,
+            output_url: None,
+            proved_by: "p".into(),
+        });
+        assert_eq!(decide(None, &[Arc::new(assembled)]), Decision::Idle);
     }
 
     #[test]

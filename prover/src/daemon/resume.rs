@@ -31,6 +31,19 @@ pub fn remaining_partitions(job: &ProofJob) -> usize {
     partitions as usize - proved_partitions(job.status.as_ref(), partitions).len()
 }
 
+/// Whether `job` still needs a prover: partitions without a verified proof, or, for Filecoin
+/// work, the sector's proof not yet assembled and checked (a prover that stopped between the
+/// last partition and `status.filecoin` leaves exactly that for the next one).
+pub fn has_work_left(job: &ProofJob) -> bool {
+    let unassembled = job.spec.filecoin.is_some()
+        && job
+            .status
+            .as_ref()
+            .and_then(|s| s.filecoin.as_ref())
+            .is_none();
+    remaining_partitions(job) > 0 || unassembled
+}
+
 /// Verified proofs in `status` made by `pod`, perhaps by an earlier process of a pod with
 /// the same name. Server-side apply drops list entries a manager stops applying, so the
 /// daemon applies these again along with its new proofs.

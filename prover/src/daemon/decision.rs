@@ -138,7 +138,10 @@ mod tests {
         }))
         .unwrap();
         let job = Arc::new(job);
-        assert_eq!(decide(None, &[job.clone()]), Decision::Start(job.clone()));
+        assert_eq!(
+            decide(None, std::slice::from_ref(&job)),
+            Decision::Start(job.clone())
+        );
         let mut assembled = (*job).clone();
         assembled.status.as_mut().unwrap().filecoin = Some(proofpipe_crds::FilecoinResult {
             proof: "AAAA".into(),

@@ -9,7 +9,7 @@ use std::time::Instant;
 use clap::Args;
 use proofpipe_prover::ProverError;
 use proofpipe_prover::filecoin::c1::{self, SectorIdentity};
-use proofpipe_prover::filecoin::params::{DigestCheck, FilecoinParamsCache};
+use proofpipe_prover::filecoin::params::{self, DigestCheck};
 use proofpipe_prover::filecoin::{self, RegisteredSealProof, porep, seal_proof_name, testdata};
 use proofpipe_prover::pipeline::{JobEvent, JobOutcome, Pipeline, PipelineConfig};
 use proofpipe_prover::rss;
@@ -98,15 +98,8 @@ pub fn prove(
     params_dir: Option<&Path>,
     json: bool,
 ) -> Result<ExitCode, ProverError> {
-    let identity = SectorIdentity {
-        prover_id: args
-            .prover_id
-            .as_deref()
-            .map(c1::parse_prover_id)
-            .transpose()?,
-        miner_id: args.miner_id,
-        sector_number: args.sector_number,
-    };
+    let identity =
+        SectorIdentity::parse(args.prover_id.as_deref(), args.miner_id, args.sector_number)?;
     let input = c1::read(c1_path, identity)?;
     let job = porep::prepare(&input)?;
     let seal_proof = seal_proof_name(job.seal_proof);
@@ -120,7 +113,7 @@ pub fn prove(
     };
     let limit = detect_memory_limit(sizing.memory_limit)?;
     let params_started = Instant::now();
-    let key = FilecoinParamsCache::new(&dir, check).get(job.seal_proof)?;
+    let key = Arc::new(params::load(job.seal_proof, &dir, check)?);
     let params_seconds = params_started.elapsed().as_secs_f64();
     rss::reset_peak_rss();
 
@@ -305,15 +298,8 @@ impl VerifyArgs {
 
 /// `porep-verify`: filecoin-proofs-api's verify_seal on a proof file. Exit 0 valid, 1 not.
 pub fn verify(args: VerifyArgs) -> Result<ExitCode, ProverError> {
-    let identity = SectorIdentity {
-        prover_id: args
-            .prover_id
-            .as_deref()
-            .map(c1::parse_prover_id)
-            .transpose()?,
-        miner_id: args.miner_id,
-        sector_number: args.sector_number,
-    };
+    let identity =
+        SectorIdentity::parse(args.prover_id.as_deref(), args.miner_id, args.sector_number)?;
     let input = c1::read(&args.porep_c1, identity)?;
     let proof =
         std::fs::read(&args.proof).map_err(ProverError::io("reading the proof", &args.proof))?;

@@ -39,15 +39,12 @@ pub async fn prepare(
 ) -> Result<(FilecoinRun, PorepJob, Arc<ProvingKey>), ProverError> {
     let url = work.input.url.clone();
     let bytes = artifacts::fetch(&url).await?;
-    let identity = SectorIdentity {
-        prover_id: work
-            .prover_id
-            .as_deref()
-            .map(c1::parse_prover_id)
-            .transpose()?,
-        miner_id: work.miner_id.and_then(|m| u64::try_from(m).ok()),
-        sector_number: work.sector_number.and_then(|n| u64::try_from(n).ok()),
-    };
+    // The API server admits no negative ids.
+    let identity = SectorIdentity::parse(
+        work.prover_id.as_deref(),
+        work.miner_id.and_then(|m| u64::try_from(m).ok()),
+        work.sector_number.and_then(|n| u64::try_from(n).ok()),
+    )?;
     let expected = work.input.sha256.clone();
     let expected_proof = work.seal_proof.clone();
     let blocking = tokio::task::spawn_blocking(move || {

@@ -43,6 +43,22 @@ pub struct SectorIdentity {
     pub sector_number: Option<u64>,
 }
 
+impl SectorIdentity {
+    /// From the forms users give: the prover id as 64 hex digits, the miner's actor id, the
+    /// sector number.
+    pub fn parse(
+        prover_id: Option<&str>,
+        miner_id: Option<u64>,
+        sector_number: Option<u64>,
+    ) -> Result<Self, ProverError> {
+        Ok(Self {
+            prover_id: prover_id.map(parse_prover_id).transpose()?,
+            miner_id,
+            sector_number,
+        })
+    }
+}
+
 /// A C1 output ready to prove.
 pub struct C1Input {
     pub output: SealCommitPhase1Output,

@@ -5,16 +5,14 @@
 //! The file is streamed into one in-memory proving key (the hash, when asked for, is computed
 //! over the same read), so a 32 GiB PoRep set (~45 GB) is held once, never twice.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
-use parking_lot::Mutex;
 use storage_proofs_core::parameter_cache::{
     get_parameter_data, get_verifying_key_data, metadata_id, parameter_id, verifying_key_id,
 };
@@ -22,7 +20,7 @@ use storage_proofs_core::parameter_cache::{
 use super::RegisteredSealProof;
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
-use crate::params::{ParamsKind, ProvingKey};
+use crate::params::{LoadOnce, ParamsKind, ProvingKey};
 
 /// The files of one circuit's parameter set, by filecoin-proofs' naming.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,7 +77,15 @@ pub fn load(
     dir: &Path,
     check: DigestCheck,
 ) -> Result<ProvingKey, ProverError> {
-    let files = ParamFiles::of(proof, dir)?;
+    load_files(&ParamFiles::of(proof, dir)?, dir, check)
+}
+
+/// Reads the proving key from `files` (in `dir`).
+fn load_files(
+    files: &ParamFiles,
+    dir: &Path,
+    check: DigestCheck,
+) -> Result<ProvingKey, ProverError> {
     let file = File::open(&files.params).map_err(|e| {
         if e.kind() == io::ErrorKind::NotFound {
             ProverError::MissingFilecoinParams {
@@ -179,7 +185,8 @@ impl<R: Read> Read for HashingReader<R> {
 pub struct FilecoinParamsCache {
     dir: PathBuf,
     check: DigestCheck,
-    loaded: Mutex<HashMap<String, Arc<OnceLock<Arc<ProvingKey>>>>>,
+    /// By circuit identifier.
+    loaded: LoadOnce<String, Arc<ProvingKey>>,
 }
 
 impl FilecoinParamsCache {
@@ -187,7 +194,7 @@ impl FilecoinParamsCache {
         Self {
             dir: dir.into(),
             check,
-            loaded: Mutex::new(HashMap::new()),
+            loaded: LoadOnce::new(),
         }
     }
 
@@ -198,24 +205,9 @@ impl FilecoinParamsCache {
     /// The proving key of `proof`, read on first use; concurrent callers wait for one read.
     pub fn get(&self, proof: RegisteredSealProof) -> Result<Arc<ProvingKey>, ProverError> {
         let files = ParamFiles::of(proof, &self.dir)?;
-        let slot = self
-            .loaded
-            .lock()
-            .entry(files.identifier.clone())
-            .or_default()
-            .clone();
-        if let Some(key) = slot.get() {
-            return Ok(key.clone());
-        }
-        // OnceLock has no fallible init on stable: the first failure is returned and the slot
-        // stays empty, so a fixed file is read on the next try.
-        static READING: Mutex<()> = Mutex::new(());
-        let _one_reader = READING.lock();
-        if let Some(key) = slot.get() {
-            return Ok(key.clone());
-        }
-        let key = Arc::new(load(proof, &self.dir, self.check)?);
-        let _ = slot.set(key.clone());
+        let (key, _) = self.loaded.get_or_load(files.identifier.clone(), || {
+            load_files(&files, &self.dir, self.check).map(Arc::new)
+        })?;
         Ok(key)
     }
 }

@@ -156,13 +156,52 @@ fn header_for(circuit: CircuitKind, constraints: usize) -> ParamsHeader {
     }
 }
 
-/// Filled once by whichever caller loads the parameters first.
-type LoadOnce = Arc<OnceLock<Arc<CircuitParams>>>;
+/// Values loaded at most once per key in this process, shared by every caller; concurrent
+/// callers of one key wait for one load. A failed load leaves its key empty, so a fixed file
+/// is read on the next try.
+pub(crate) struct LoadOnce<K, V> {
+    slots: Mutex<HashMap<K, Arc<OnceLock<V>>>>,
+}
+
+impl<K: Eq + std::hash::Hash, V: Clone> LoadOnce<K, V> {
+    pub fn new() -> Self {
+        Self {
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The value of `key`, and whether this call loaded it with `load`.
+    pub fn get_or_load<E>(
+        &self,
+        key: K,
+        load: impl FnOnce() -> Result<V, E>,
+    ) -> Result<(V, bool), E> {
+        let slot = self.slots.lock().entry(key).or_default().clone();
+        if let Some(value) = slot.get() {
+            return Ok((value.clone(), false));
+        }
+        // One load at a time in this process (one static for every instantiation):
+        // generating and reading parameters use every core and much memory.
+        static LOADING: Mutex<()> = Mutex::new(());
+        let _guard = LOADING.lock();
+        if let Some(value) = slot.get() {
+            return Ok((value.clone(), false));
+        }
+        let value = load()?;
+        let _ = slot.set(value.clone());
+        Ok((value, true))
+    }
+
+    /// Forgets `key`'s value: the next caller loads it again.
+    pub fn forget(&self, key: &K) {
+        self.slots.lock().remove(key);
+    }
+}
 
 /// The on-disk cache of parameters, with an in-process memo so each set loads once.
 pub struct ParamsStore {
     dir: PathBuf,
-    loaded: Mutex<HashMap<(CircuitKind, usize), LoadOnce>>,
+    loaded: LoadOnce<(CircuitKind, usize), Arc<CircuitParams>>,
 }
 
 /// A file in the cache directory, with its header or why it could not be read.
@@ -185,7 +224,7 @@ impl ParamsStore {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
-            loaded: Mutex::new(HashMap::new()),
+            loaded: LoadOnce::new(),
         }
     }
 
@@ -213,39 +252,21 @@ impl ParamsStore {
         circuit: CircuitKind,
         constraints: usize,
     ) -> Result<(Arc<CircuitParams>, ParamsOrigin), ProverError> {
-        let cell = self
-            .loaded
-            .lock()
-            .entry((circuit, constraints))
-            .or_default()
-            .clone();
-        if let Some(p) = cell.get() {
-            return Ok((p.clone(), ParamsOrigin::Memory));
-        }
-        // One load at a time in this process: generation and reading use every core.
-        static LOADING: Mutex<()> = Mutex::new(());
-        let _guard = LOADING.lock();
-        if let Some(p) = cell.get() {
-            return Ok((p.clone(), ParamsOrigin::Memory));
-        }
-        let path = self.path_for(circuit, constraints);
-        let (params, origin) = if path.exists() {
-            (
-                read_params(&path, circuit, constraints)?,
-                ParamsOrigin::Disk,
-            )
-        } else {
-            let params = generate(circuit, constraints)?;
-            write_params(&path, &header_for(circuit, constraints), &params)?;
-            (params, ParamsOrigin::Generated)
-        };
-        let ready = Arc::new(CircuitParams::new(
-            circuit,
-            constraints,
-            params,
-            ParamsKind::Setup,
-        )?);
-        let _ = cell.set(ready.clone());
+        let mut origin = ParamsOrigin::Memory;
+        let (ready, _) = self.loaded.get_or_load((circuit, constraints), || {
+            let path = self.path_for(circuit, constraints);
+            let params = if path.exists() {
+                origin = ParamsOrigin::Disk;
+                read_params(&path, circuit, constraints)?
+            } else {
+                origin = ParamsOrigin::Generated;
+                let params = generate(circuit, constraints)?;
+                write_params(&path, &header_for(circuit, constraints), &params)?;
+                params
+            };
+            let ready = CircuitParams::new(circuit, constraints, params, ParamsKind::Setup)?;
+            Ok::<_, ProverError>(Arc::new(ready))
+        })?;
         Ok((ready, origin))
     }
 
@@ -258,7 +279,7 @@ impl ParamsStore {
         let params = generate(circuit, constraints)?;
         let path = self.path_for(circuit, constraints);
         write_params(&path, &header_for(circuit, constraints), &params)?;
-        self.loaded.lock().remove(&(circuit, constraints));
+        self.loaded.forget(&(circuit, constraints));
         Ok(path)
     }
 

@@ -21,8 +21,8 @@ pub use filecoin::{
 };
 pub use pipeline::{InvalidPipelineOverride, PipelineOverride, parse_pipeline_override};
 pub use proof_job::{
-    CIRCUITS, MAX_CONSTRAINTS, MAX_PARTITIONS, MIN_CONSTRAINTS, PartitionProof, ProofJob,
-    ProofJobPhase, ProofJobSpec, ProofJobStatus, StageSeconds,
+    AttemptFailure, CIRCUITS, MAX_CONSTRAINTS, MAX_PARTITIONS, MIN_CONSTRAINTS, PartitionProof,
+    ProofJob, ProofJobPhase, ProofJobSpec, ProofJobStatus, StageSeconds,
 };
 pub use prover_pool::{
     AutoscalingSpec, AutoscalingStatus, PipelineSizing, PipelineSpec, ProverPhase, ProverPool,

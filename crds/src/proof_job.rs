@@ -207,6 +207,17 @@ impl ProofJobPhase {
     pub fn is_finished(self) -> bool {
         matches!(self, Self::Succeeded | Self::Failed)
     }
+
+    /// The phase's name, as it is serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Queued => "Queued",
+            Self::Running => "Running",
+            Self::Succeeded => "Succeeded",
+            Self::Failed => "Failed",
+        }
+    }
 }
 
 /// What the operator and provers have observed about a ProofJob.
@@ -237,9 +248,25 @@ pub struct ProofJobStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<String>,
 
-    /// Attempts started so far, including the current one.
+    /// Attempts started so far, including the current one. A job taken off its prover by
+    /// `spec.suspend` starts a new attempt when resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<i32>,
+
+    /// Attempts that failed (the prover pod failed, was lost or deleted); `spec.backoffLimit`
+    /// bounds these, as batch/v1 Job's does. A suspension is not a failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<i32>,
+
+    /// After a failed attempt the job is not assigned again before this time: 10 s after
+    /// the first failure, doubling with each further one, at most 6 minutes (batch/v1 Job's
+    /// pod failure backoff).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_attempt_after: Option<Time>,
+
+    /// How the last failed attempt ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<AttemptFailure>,
 
     /// Mean seconds per partition spent in each pipeline stage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -289,6 +316,24 @@ pub struct StageSeconds {
     pub gpu: f64,
     /// Assembling the proof and verifying it on the CPU.
     pub finalize: f64,
+}
+
+/// How one attempt of a job failed.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptFailure {
+    /// The attempt's number (`status.attempts` when it failed).
+    pub attempt: i32,
+    /// The prover pod it ran on.
+    pub pod: String,
+    /// A CamelCase reason: `PodDeleted`, `PodTerminating`, or the prover container's
+    /// termination reason (`Error`, `OOMKilled`, ...).
+    pub reason: String,
+    /// What happened, with the prover's own last words when it left any (its termination
+    /// message: the error that ended it, or the last lines of its log).
+    pub message: String,
+    /// When the operator saw it fail.
+    pub time: Time,
 }
 
 /// The proof of one partition.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use proofpipe_crds::{ProofJobPhase, ProofJobSpec, ProofJobStatus};
+use proofpipe_crds::{AttemptFailure, ProofJobPhase, ProofJobSpec, ProofJobStatus};
 
 use crate::conditions::{DesiredCondition, settle};
 use crate::prover_pods::PodHealth;
@@ -29,6 +29,8 @@ pub struct JobObservation<'a> {
     pub assignment: Option<(&'a str, Option<PodHealth>)>,
     /// How the assigned pod's prover ended, when it terminated (e.g. `OOMKilled (exit 137)`).
     pub termination: Option<&'a str>,
+    /// The delay before the first retry ([`RETRY_DELAY`] unless configured).
+    pub retry_delay: Duration,
     pub now: Timestamp,
 }
 
@@ -56,6 +58,11 @@ impl FailureReason {
 /// Something worth an Event on the job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum JobEvent {
+    /// Put on a prover pod (the pool wrote the label; the job records it).
+    Assigned {
+        pod: String,
+        attempt: i32,
+    },
     /// Taken off a pod that was lost, back into the queue.
     Requeued {
         pod: String,
@@ -190,18 +197,34 @@ pub fn decide(observation: &JobObservation) -> JobDecision {
         Some((pod, health)) => lost(observation, next, pod, health),
         None => waiting(observation, next),
     };
-    decision.requeue_after = deadline.map(|deadline| until(now, deadline));
+    // Look again when the deadline passes, or the retry delay ends (its message changes).
+    let retry = decision
+        .status
+        .next_attempt_after
+        .as_ref()
+        .filter(|after| after.0 > now)
+        .map(|after| until(now, after.0));
+    decision.requeue_after = [
+        decision.requeue_after,
+        deadline.map(|deadline| until(now, deadline)),
+        retry,
+    ]
+    .into_iter()
+    .flatten()
+    .min();
     decision
 }
 
 /// The job is on a live pod: record the assignment if it is new.
 fn running(observation: &JobObservation, mut next: ProofJobStatus, pod: &str) -> JobDecision {
     let now = observation.now;
-    if next.pod.as_deref() != Some(pod) {
+    let newly_assigned = next.pod.as_deref() != Some(pod);
+    if newly_assigned {
         next.pod = Some(pod.to_owned());
         next.assigned_at = Some(Time(now));
         next.attempts = Some(next.attempts.unwrap_or(0) + 1);
         next.start_time.get_or_insert(Time(now));
+        next.next_attempt_after = None;
     }
     let attempt = next.attempts.unwrap_or(1);
     let message = format!("proving on {pod} (attempt {attempt})");
@@ -212,43 +235,89 @@ fn running(observation: &JobObservation, mut next: ProofJobStatus, pod: &str) ->
         None,
         message,
     );
-    unchanged(next)
+    let mut decision = unchanged(next);
+    if newly_assigned {
+        decision.event = Some(JobEvent::Assigned {
+            pod: pod.to_owned(),
+            attempt,
+        });
+    }
+    decision
 }
 
-/// The assigned pod is gone, failed or being deleted: requeue, or fail once retries are
-/// spent.
+/// The first delay before retrying a failed attempt; it doubles with each further failure.
+pub const RETRY_DELAY: Duration = Duration::from_secs(10);
+/// The longest delay before a retry (batch/v1 Job's cap).
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(360);
+
+/// The delay before the attempt that follows failure number `failures` (1-based): `first`,
+/// doubling with each failure (10 s, 20 s, 40 s, ... by default), at most 6 minutes.
+pub fn retry_delay(failures: i32, first: Duration) -> Duration {
+    let doublings = u32::try_from(failures.saturating_sub(1))
+        .unwrap_or(0)
+        .min(16);
+    first.saturating_mul(1 << doublings).min(MAX_RETRY_DELAY)
+}
+
+/// The assigned pod is gone, failed or being deleted: the attempt failed. Requeue after the
+/// retry delay, or fail once `spec.backoffLimit` failures have been retried.
 fn lost(
     observation: &JobObservation,
-    next: ProofJobStatus,
+    mut next: ProofJobStatus,
     pod: &str,
     health: Option<PodHealth>,
 ) -> JobDecision {
-    let what = match health {
-        None => "was deleted",
-        Some(PodHealth::Terminated) => "terminated",
-        Some(_) => "is being deleted",
+    let (reason, what) = match health {
+        None => ("PodDeleted".to_owned(), "was deleted"),
+        Some(PodHealth::Terminated) => (
+            observation
+                .termination
+                .and_then(|how| how.split([' ', ':']).next())
+                .filter(|reason| !reason.is_empty())
+                .unwrap_or("Terminated")
+                .to_owned(),
+            "terminated",
+        ),
+        Some(_) => ("PodTerminating".to_owned(), "is being deleted"),
     };
     let how = match (health, observation.termination) {
         (Some(_), Some(how)) => format!(". The prover ended with {how}"),
         _ => String::new(),
     };
     let attempts = next.attempts.unwrap_or(0);
+    let failed = next.failed.unwrap_or(0) + 1;
+    next.failed = Some(failed);
+    next.last_failure = Some(AttemptFailure {
+        attempt: attempts,
+        pod: pod.to_owned(),
+        reason,
+        message: format!("prover pod {pod} {what} during attempt {attempts}{how}"),
+        time: Time(observation.now),
+    });
     let limit = observation.spec.backoff_limit;
-    if attempts > limit {
+    if failed > limit {
         let note = format!(
-            "prover pod {pod} {what} during attempt {attempts}, and backoffLimit ({limit}) allows no more retries{how}"
+            "prover pod {pod} {what} during attempt {attempts}; that is failure {failed}, and \
+             backoffLimit ({limit}) allows no more retries{how}"
         );
         return fail(observation, next, FailureReason::BackoffLimitExceeded, note);
     }
+    let delay = retry_delay(failed, observation.retry_delay);
+    next.next_attempt_after = observation
+        .now
+        .checked_add(SignedDuration::try_from(delay).unwrap_or_default())
+        .ok()
+        .map(Time);
     let mut decision = waiting(observation, next);
     decision.unassign = true;
+    decision.requeue_after = Some(delay);
     decision.event = Some(JobEvent::Requeued {
         pod: pod.to_owned(),
         note: format!(
-            "prover pod {pod} {what} during attempt {attempts}; requeued for attempt {} of at most {}, \
-             finished partitions are kept{how}",
-            attempts + 1,
-            limit + 1
+            "prover pod {pod} {what} during attempt {attempts}; failure {failed} of at most {}, \
+             retrying in {} s; finished partitions are kept{how}",
+            limit + 1,
+            delay.as_secs()
         ),
     });
     decision
@@ -268,6 +337,20 @@ fn waiting(observation: &JobObservation, mut next: ProofJobStatus) -> JobDecisio
         (
             ProofJobPhase::Queued,
             "suspended: kept out of the queue".to_owned(),
+        )
+    } else if let Some(after) = next
+        .next_attempt_after
+        .as_ref()
+        .filter(|after| after.0 > observation.now)
+    {
+        (
+            ProofJobPhase::Queued,
+            format!(
+                "retrying after {} (failure {} of at most {}): waiting for a prover of pool {pool}",
+                after.0,
+                next.failed.unwrap_or(0),
+                observation.spec.backoff_limit + 1
+            ),
         )
     } else {
         (
@@ -474,6 +557,7 @@ mod tests {
             pool_exists: true,
             assignment,
             termination: None,
+            retry_delay: RETRY_DELAY,
             now,
         })
     }
@@ -577,6 +661,7 @@ mod tests {
             pool_exists: false,
             assignment: None,
             termination: None,
+            retry_delay: RETRY_DELAY,
             now: at(0),
         });
         assert_eq!(pending.status.phase, Some(ProofJobPhase::Pending));
@@ -632,6 +717,7 @@ mod tests {
             pool_exists: true,
             assignment: Some(("gpu-prover-0", Some(PodHealth::Terminated))),
             termination: Some("OOMKilled (exit 137)"),
+            retry_delay: RETRY_DELAY,
             now: at(10),
         });
         assert!(
@@ -810,6 +896,83 @@ mod tests {
             Some(1),
             "suspension costs no attempt"
         );
+    }
+
+    #[test]
+    fn a_suspension_is_not_a_failed_attempt() {
+        let mut spec = spec();
+        spec.backoff_limit = 0;
+        let running = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+        spec.suspend = true;
+        let suspended = decide_at(
+            &spec,
+            &running,
+            Some(("gpu-prover-0", Some(PodHealth::Ready))),
+            at(5),
+        );
+        spec.suspend = false;
+        let resumed = decide_at(&spec, &suspended.status, None, at(6)).status;
+        let second = assigned(&spec, &resumed, "gpu-prover-1", at(7));
+        assert_eq!(second.attempts, Some(2));
+        assert_eq!(second.failed, None, "no attempt failed");
+        // With backoffLimit 0 the first real failure is the last.
+        let lost = decide_at(&spec, &second, Some(("gpu-prover-1", None)), at(8));
+        assert_eq!(lost.status.phase, Some(ProofJobPhase::Failed));
+        assert_eq!(lost.status.failed, Some(1));
+
+        // With backoffLimit 1 the same history is retried once.
+        spec.backoff_limit = 1;
+        let lost = decide_at(&spec, &second, Some(("gpu-prover-1", None)), at(8));
+        assert_eq!(lost.status.phase, Some(ProofJobPhase::Queued));
+    }
+
+    #[test]
+    fn a_failed_attempt_is_retried_after_a_growing_delay_and_its_reason_is_kept() {
+        assert_eq!(
+            [1, 2, 3, 6, 7, 40].map(|n| retry_delay(n, RETRY_DELAY).as_secs()),
+            [10, 20, 40, 320, 360, 360]
+        );
+        let mut spec = spec();
+        spec.backoff_limit = 3;
+        let running = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+        let lost = decide(&JobObservation {
+            spec: &spec,
+            generation: Some(1),
+            status: &running,
+            pool_exists: true,
+            assignment: Some(("gpu-prover-0", Some(PodHealth::Terminated))),
+            termination: Some("Error (exit 1): memory limit 64 MiB is too small"),
+            retry_delay: RETRY_DELAY,
+            now: at(30),
+        });
+        assert!(lost.unassign);
+        assert_eq!(lost.status.phase, Some(ProofJobPhase::Queued));
+        assert_eq!(lost.status.next_attempt_after, Some(Time(at(40))));
+        assert_eq!(lost.requeue_after, Some(Duration::from_secs(10)));
+        let failure = lost.status.last_failure.clone().unwrap();
+        assert_eq!((failure.attempt, failure.reason.as_str()), (1, "Error"));
+        assert!(
+            failure.message.contains("memory limit 64 MiB is too small"),
+            "{failure:?}"
+        );
+        assert!(
+            lost.status
+                .message
+                .as_deref()
+                .unwrap()
+                .contains("retrying after"),
+            "{:?}",
+            lost.status.message
+        );
+        // Once the delay is over the job waits plainly, and its next assignment clears it.
+        let waiting = decide_at(&spec, &lost.status, None, at(41));
+        assert_eq!(
+            waiting.status.message.as_deref(),
+            Some("waiting for a prover of pool gpu")
+        );
+        let again = assigned(&spec, &waiting.status, "gpu-prover-1", at(42));
+        assert_eq!(again.next_attempt_after, None);
+        assert_eq!(again.last_failure, Some(failure), "kept for the record");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! [`pool_status`], [`prover_rbac`], [`lease`]. The `controller` module and
 //! [`leader_election`] are the thin I/O edges around them; [`run`] ties everything together.
 
+pub mod api_metrics;
 pub mod assignment;
 pub mod autoscale;
 pub mod conditions;
@@ -19,6 +20,7 @@ pub mod lease;
 pub mod metrics;
 pub mod names;
 pub mod pod_spec;
+pub mod pool_decision;
 pub mod pool_status;
 pub mod prover_pods;
 pub mod prover_rbac;
@@ -26,6 +28,7 @@ pub mod queue;
 mod retry;
 pub mod scaling;
 pub mod simulate;
+pub mod triggers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -50,6 +53,8 @@ pub struct Config {
     pub lease_namespace: String,
     /// This replica's name in the Lease and in Events.
     pub identity: String,
+    /// The delay before retrying a failed attempt, doubled with each further failure.
+    pub retry_delay: std::time::Duration,
 }
 
 impl Config {
@@ -74,6 +79,7 @@ impl Config {
             namespace,
             lease_namespace,
             identity,
+            retry_delay: job_state::RETRY_DELAY,
         }
     }
 }
@@ -83,6 +89,7 @@ impl Config {
 /// with [`Error::LeaseLost`]. Dropping the future stops everything.
 pub async fn run(client: Client, config: Config) -> Result<(), Error> {
     let metrics = Metrics::new()?;
+    let client = api_metrics::counted(client, metrics.api_requests.clone());
     let ready = Arc::new(AtomicBool::new(false));
     let server = match config.listen {
         Some(addr) => Some(
@@ -110,7 +117,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
         elector.acquire().await?;
         let error = tokio::select! {
             error = elector.keep_renewing() => error,
-            error = controller::run(client, config.namespace.clone(), &config.identity, metrics) => error,
+            error = controller::run(client, &config, metrics) => error,
         };
         Err(error)
     };

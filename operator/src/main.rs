@@ -25,6 +25,10 @@ enum Command {
         /// Watch only this namespace (default: all namespaces).
         #[arg(long)]
         namespace: Option<String>,
+        /// Seconds before retrying a job whose attempt failed; doubled with each further
+        /// failure, at most 360 (batch/v1 Job's pod failure backoff).
+        #[arg(long, env = "PROOFPIPE_RETRY_DELAY", default_value_t = 10)]
+        retry_delay: u64,
     },
     /// Replay a proof-arrival trace (a file, or a generated day with bursts) against static
     /// and autoscaled pools: GPU-hours, time to proof, jobs past their deadline.
@@ -73,7 +77,11 @@ fn run(command: Command) -> Result<(), Error> {
             stdout.write_all(yaml.as_bytes())?;
             stdout.flush()?;
         }
-        Command::Run { listen, namespace } => {
+        Command::Run {
+            listen,
+            namespace,
+            retry_delay,
+        } => {
             tracing_subscriber::fmt()
                 .with_env_filter(
                     tracing_subscriber::EnvFilter::try_from_default_env()
@@ -81,7 +89,11 @@ fn run(command: Command) -> Result<(), Error> {
                 )
                 .init();
             let runtime = tokio::runtime::Runtime::new().map_err(Error::Runtime)?;
-            runtime.block_on(operate(Config::from_env(Some(listen), namespace)))?;
+            let config = Config {
+                retry_delay: std::time::Duration::from_secs(retry_delay),
+                ..Config::from_env(Some(listen), namespace)
+            };
+            runtime.block_on(operate(config))?;
         }
         Command::Simulate(args) => {
             let report = proofpipe_operator::simulate::command::run(&args)?;

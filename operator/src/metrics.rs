@@ -19,6 +19,15 @@ pub struct Metrics {
     outdated_provers: IntGaugeVec,
     pub jobs_assigned: IntCounter,
     pub jobs_requeued: IntCounter,
+    /// Requests the operator sent to the API server, by verb and resource: its load on a
+    /// shared control plane (counted by [`crate::api_metrics`]).
+    pub api_requests: IntCounterVec,
+    /// Seconds from a job's creation to its first assignment.
+    pub queue_wait: HistogramVec,
+    /// Seconds from a job's creation to its completion, by outcome (Succeeded, Failed).
+    pub time_to_proof: HistogramVec,
+    /// ProofJobs by namespace and phase, from the operator's cache (set at each scrape).
+    jobs: IntGaugeVec,
 }
 
 /// How a reconcile ended, as the `outcome` label of `reconciles_total`.
@@ -67,25 +76,25 @@ impl Metrics {
             &["kind"],
         )?;
         let queue_depth = IntGaugeVec::new(
-            Opts::new("queue_depth", "ProofJobs queued on a pool (namespace/name)"),
-            &["pool"],
+            Opts::new("queue_depth", "ProofJobs queued on a pool"),
+            &["namespace", "pool"],
         )?;
         let queued_partitions = IntGaugeVec::new(
             Opts::new(
                 "queued_partitions",
-                "Partitions of the ProofJobs queued on a pool (namespace/name): what HPA or KEDA \
-                 scale a pool on when spec.autoscaling is unset",
+                "Partitions of the ProofJobs queued on a pool: what HPA or KEDA scale a pool on \
+                 when spec.autoscaling is unset",
             ),
-            &["pool"],
+            &["namespace", "pool"],
         )?;
         let outdated_provers = IntGaugeVec::new(
             Opts::new(
                 "outdated_provers",
-                "Prover pods of a pool (namespace/name) still on an earlier template: nonzero \
-                 while a template change rolls out; stuck above zero means a roll waits (see the \
-                 pool's ProversUpToDate condition)",
+                "Prover pods of a pool still on an earlier template: nonzero while a template \
+                 change rolls out; stuck above zero means a roll waits (see the pool's \
+                 ProversUpToDate condition)",
             ),
-            &["pool"],
+            &["namespace", "pool"],
         )?;
         let jobs_assigned =
             IntCounter::new("jobs_assigned_total", "ProofJobs assigned to a prover pod")?;
@@ -93,6 +102,41 @@ impl Metrics {
             "jobs_requeued_total",
             "ProofJobs requeued after losing their prover pod",
         )?;
+        let api_requests = IntCounterVec::new(
+            Opts::new(
+                "api_requests_total",
+                "Requests sent to the Kubernetes API server, by verb and resource",
+            ),
+            &["verb", "resource"],
+        )?;
+        // Proofs take seconds to hours; queues, milliseconds to hours.
+        let long_buckets = vec![
+            0.1, 0.5, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 14400.0,
+        ];
+        let queue_wait = HistogramVec::new(
+            HistogramOpts::new(
+                "job_queue_wait_seconds",
+                "Seconds from a ProofJob's creation to its first assignment",
+            )
+            .buckets(long_buckets.clone()),
+            &["namespace", "pool"],
+        )?;
+        let time_to_proof = HistogramVec::new(
+            HistogramOpts::new(
+                "job_duration_seconds",
+                "Seconds from a ProofJob's creation to its completion, by phase reached",
+            )
+            .buckets(long_buckets),
+            &["namespace", "pool", "phase"],
+        )?;
+        let jobs = IntGaugeVec::new(
+            Opts::new("jobs", "ProofJobs by namespace and phase"),
+            &["namespace", "phase"],
+        )?;
+        registry.register(Box::new(api_requests.clone()))?;
+        registry.register(Box::new(queue_wait.clone()))?;
+        registry.register(Box::new(time_to_proof.clone()))?;
+        registry.register(Box::new(jobs.clone()))?;
         registry.register(Box::new(reconciles.clone()))?;
         registry.register(Box::new(reconcile_failures.clone()))?;
         registry.register(Box::new(reconcile_duration.clone()))?;
@@ -111,6 +155,10 @@ impl Metrics {
             outdated_provers,
             jobs_assigned,
             jobs_requeued,
+            api_requests,
+            queue_wait,
+            time_to_proof,
+            jobs,
         })
     }
 
@@ -125,28 +173,46 @@ impl Metrics {
     }
 
     /// The jobs and partitions still queued on `pool` after a reconcile's assignments.
-    pub fn set_queue_depth(&self, pool: &str, jobs: usize, partitions: u64) {
+    pub fn set_queue_depth(&self, namespace: &str, pool: &str, jobs: usize, partitions: u64) {
         self.queue_depth
-            .with_label_values(&[pool])
+            .with_label_values(&[namespace, pool])
             .set(i64::try_from(jobs).unwrap_or(i64::MAX));
         self.queued_partitions
-            .with_label_values(&[pool])
+            .with_label_values(&[namespace, pool])
             .set(i64::try_from(partitions).unwrap_or(i64::MAX));
     }
 
     /// The prover pods of `pool` not (yet) on its current template.
-    pub fn set_outdated_provers(&self, pool: &str, pods: usize) {
+    pub fn set_outdated_provers(&self, namespace: &str, pool: &str, pods: usize) {
         self.outdated_provers
-            .with_label_values(&[pool])
+            .with_label_values(&[namespace, pool])
             .set(i64::try_from(pods).unwrap_or(i64::MAX));
     }
 
     /// Forgets a deleted pool's gauges.
-    pub fn forget_pool(&self, pool: &str) {
+    pub fn forget_pool(&self, namespace: &str, pool: &str) {
         // An error only means the pool had no gauge yet.
-        let _ = self.queue_depth.remove_label_values(&[pool]);
-        let _ = self.queued_partitions.remove_label_values(&[pool]);
-        let _ = self.outdated_provers.remove_label_values(&[pool]);
+        let _ = self.queue_depth.remove_label_values(&[namespace, pool]);
+        let _ = self
+            .queued_partitions
+            .remove_label_values(&[namespace, pool]);
+        let _ = self
+            .outdated_provers
+            .remove_label_values(&[namespace, pool]);
+    }
+
+    /// Moves one job between phases in the jobs-by-phase gauge (`None`: it did not / no
+    /// longer exists; phase "New" until the operator first sets one).
+    pub fn job_phase_changed(&self, old: Option<(&str, &str)>, new: Option<(&str, &str)>) {
+        if old == new {
+            return;
+        }
+        if let Some((namespace, phase)) = old {
+            self.jobs.with_label_values(&[namespace, phase]).dec();
+        }
+        if let Some((namespace, phase)) = new {
+            self.jobs.with_label_values(&[namespace, phase]).inc();
+        }
     }
 
     /// The metrics in the Prometheus text format.
@@ -203,9 +269,12 @@ mod tests {
         let metrics = Metrics::new().unwrap();
         metrics.reconcile("ProofJob").finish(Outcome::Applied);
         drop(metrics.reconcile("ProofJob"));
-        metrics.set_queue_depth("ns/gpu", 3, 30);
-        metrics.set_outdated_provers("ns/gpu", 2);
+        metrics.set_queue_depth("ns", "gpu", 3, 30);
+        metrics.set_outdated_provers("ns", "gpu", 2);
         metrics.jobs_assigned.inc();
+        metrics.job_phase_changed(None, Some(("ns", "New")));
+        metrics.job_phase_changed(Some(("ns", "New")), Some(("ns", "Queued")));
+        metrics.job_phase_changed(None, Some(("ns", "Queued")));
 
         let text = metrics.render();
         for line in [
@@ -213,16 +282,18 @@ mod tests {
             r#"proofpipe_operator_reconciles_total{kind="ProofJob",outcome="failed"} 1"#,
             r#"proofpipe_operator_reconcile_failures_total{kind="ProofJob"} 1"#,
             r#"proofpipe_operator_reconcile_duration_seconds_count{kind="ProofJob"} 2"#,
-            r#"proofpipe_operator_queue_depth{pool="ns/gpu"} 3"#,
-            r#"proofpipe_operator_queued_partitions{pool="ns/gpu"} 30"#,
-            r#"proofpipe_operator_outdated_provers{pool="ns/gpu"} 2"#,
+            r#"proofpipe_operator_queue_depth{namespace="ns",pool="gpu"} 3"#,
+            r#"proofpipe_operator_queued_partitions{namespace="ns",pool="gpu"} 30"#,
+            r#"proofpipe_operator_outdated_provers{namespace="ns",pool="gpu"} 2"#,
             "proofpipe_operator_jobs_assigned_total 1",
             "proofpipe_operator_jobs_requeued_total 0",
+            r#"proofpipe_operator_jobs{namespace="ns",phase="Queued"} 2"#,
+            r#"proofpipe_operator_jobs{namespace="ns",phase="New"} 0"#,
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }
 
-        metrics.forget_pool("ns/gpu");
-        assert!(!metrics.render().contains("ns/gpu"));
+        metrics.forget_pool("ns", "gpu");
+        assert!(!metrics.render().contains(r#"pool="gpu""#));
     }
 }

@@ -81,6 +81,10 @@ pub fn prover_pod(pool: &ProverPool, name: &str) -> Pod {
             volume_mounts: template.volume_mounts.clone(),
             readiness_probe: Some(http_probe("/readyz")),
             liveness_probe: Some(http_probe("/healthz")),
+            // The prover writes why it failed to /dev/termination-log; if it could not (a
+            // panic, a kill), the end of its log stands in. The operator copies it into the
+            // job's status.lastFailure, since the pod is replaced.
+            termination_message_policy: Some("FallbackToLogsOnError".into()),
             ..Container::default()
         }],
         service_account_name: Some(PROVER_SERVICE_ACCOUNT.into()),

@@ -91,7 +91,18 @@ pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
 
     let desired = observation.desired_replicas;
     let message = format!("{ready}/{desired} provers ready");
-    let ready_condition = if ready == desired && replicas == desired {
+    let waiting = observation.queue.len();
+    let ready_condition = if desired == 0 && replicas == 0 && waiting > 0 {
+        // "0/0 ready" would read as fine while work waits for provers that will never come.
+        DesiredCondition::new(
+            "Ready",
+            false,
+            "NoProvers",
+            format!(
+                "0 provers and {waiting} jobs waiting: raise spec.replicas or set spec.autoscaling"
+            ),
+        )
+    } else if ready == desired && replicas == desired {
         DesiredCondition::new("Ready", true, "AllProversReady", message)
     } else if replicas != desired {
         DesiredCondition::new(
@@ -334,6 +345,44 @@ mod tests {
         );
         assert_eq!(ready.message, "2/2 provers ready");
         assert_eq!(observe(3).reason, "Scaling");
+    }
+
+    #[test]
+    fn a_pool_of_no_provers_with_waiting_jobs_is_not_ready() {
+        let job = crate::queue::tests::job("waiting", 0, 0);
+        let observe = |queue: &[&ProofJob]| {
+            compute(&PoolObservation {
+                name: "gpu",
+                generation: Some(1),
+                desired_replicas: 0,
+                template_hash: "h1",
+                busy: &BTreeSet::new(),
+                pods: &[],
+                queue,
+                current: &ProverPoolStatus::default(),
+                autoscaling: None,
+                now: Timestamp::UNIX_EPOCH,
+            })
+            .status
+            .conditions
+            .unwrap()
+            .remove(0)
+        };
+        let idle = observe(&[]);
+        assert_eq!(
+            (idle.status.as_str(), idle.reason.as_str()),
+            ("True", "AllProversReady")
+        );
+        let waiting = observe(&[&job]);
+        assert_eq!(
+            (waiting.status.as_str(), waiting.reason.as_str()),
+            ("False", "NoProvers")
+        );
+        assert!(
+            waiting.message.contains("1 jobs waiting"),
+            "{}",
+            waiting.message
+        );
     }
 
     #[test]

@@ -83,6 +83,14 @@ pub fn termination(pod: &Pod) -> Option<String> {
         .find_map(|status| status.state.as_ref()?.terminated.as_ref())?;
     let reason = terminated.reason.as_deref().unwrap_or("terminated");
     let mut text = format!("{reason} (exit {})", terminated.exit_code);
+    // The prover's last words: its termination message, or the end of its log
+    // (terminationMessagePolicy FallbackToLogsOnError).
+    if let Some(words) = terminated.message.as_deref().map(last_lines)
+        && !words.is_empty()
+    {
+        text.push_str(": ");
+        text.push_str(&words);
+    }
     if reason == "OOMKilled" {
         text.push_str(
             ": the pipeline outgrew the memory limit; raise limits.memory or lower \
@@ -90,6 +98,26 @@ pub fn termination(pod: &Pod) -> Option<String> {
         );
     }
     Some(text)
+}
+
+/// The last few non-empty lines of `message`, joined with " | ", at most ~800 bytes: enough
+/// for the error that ended a prover, short enough for an Event and a status field.
+fn last_lines(message: &str) -> String {
+    const LINES: usize = 4;
+    const BYTES: usize = 800;
+    let mut lines: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .rev()
+        .take(LINES)
+        .collect();
+    lines.reverse();
+    let joined = lines.join(" | ");
+    match joined.char_indices().rev().nth(BYTES) {
+        Some((start, _)) => format!("...{}", &joined[start..]),
+        None => joined,
+    }
 }
 
 /// The scheduler's message for a pod it cannot place, e.g. `0/4 nodes are available: 4
@@ -214,6 +242,34 @@ pub(crate) mod tests {
             Some(PodHealth::Ready)
         );
         assert_eq!(assigned_pod_health(None, Some("old")), None);
+    }
+
+    #[test]
+    fn a_failed_provers_last_words_are_kept() {
+        let log = "INFO starting\n\nINFO planning\nERROR proving failed: memory limit 64 MiB is too \
+                   small for this job: it needs 186.8 MiB\n";
+        let failed: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "gpu-prover-0"},
+            "status": {
+                "phase": "Failed",
+                "containerStatuses": [{
+                    "name": "prover", "image": "p", "imageID": "", "ready": false, "restartCount": 0,
+                    "state": {"terminated": {"exitCode": 1, "reason": "Error", "message": log}},
+                }],
+            },
+        }))
+        .unwrap();
+        assert_eq!(
+            termination(&failed).unwrap(),
+            "Error (exit 1): INFO starting | INFO planning | ERROR proving failed: memory limit \
+             64 MiB is too small for this job: it needs 186.8 MiB"
+        );
+        let long = last_lines(&"x".repeat(5000));
+        assert!(
+            long.len() <= 804 && long.starts_with("..."),
+            "{}",
+            long.len()
+        );
     }
 
     #[test]

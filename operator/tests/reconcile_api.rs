@@ -54,6 +54,8 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
             namespace: Some(namespace.clone()),
             lease_namespace: namespace.clone(),
             identity: "reconcile-api-test".into(),
+            // Short, so that the requeued job is retried within the test's waits.
+            retry_delay: Duration::from_secs(1),
         },
     ));
 
@@ -144,15 +146,35 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
     pods.delete("gpu-prover-0", &DeleteParams::default())
         .await
         .unwrap();
-    eventually("high requeued", || async {
+    let requeued = eventually("high requeued", || async {
         let job = jobs.get("high").await.ok()?;
         let status = job.status.as_ref()?;
         let requeued = status.phase == Some(ProofJobPhase::Queued)
             && status.pod.is_none()
             && !job.labels().contains_key(ASSIGNED_POD_LABEL);
-        requeued.then_some(())
+        requeued.then_some(job)
     })
     .await;
+    // The failed attempt is on record, and the job waits out its retry delay (1 s here).
+    let status = requeued.status.unwrap();
+    assert_eq!(status.failed, Some(1));
+    let failure = status.last_failure.expect("status.lastFailure");
+    assert_eq!(
+        (
+            failure.attempt,
+            failure.pod.as_str(),
+            failure.reason.as_str()
+        ),
+        (1, "gpu-prover-0", "PodDeleted")
+    );
+    let retry_at = status
+        .next_attempt_after
+        .expect("status.nextAttemptAfter")
+        .0;
+    let wait = retry_at - k8s_openapi::jiff::Timestamp::now();
+    if let Ok(wait) = Duration::try_from(wait) {
+        tokio::time::sleep(wait + Duration::from_millis(200)).await;
+    }
     eventually("a replacement pod", || async {
         let replacement = pods.get_opt("gpu-prover-0").await.ok()??;
         (replacement.uid() != lost_uid).then_some(())
@@ -261,7 +283,7 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
     );
     assert!(
         metrics.contains(&format!(
-            "proofpipe_operator_queue_depth{{pool=\"{namespace}/gpu\"}} 1"
+            "proofpipe_operator_queue_depth{{namespace=\"{namespace}\",pool=\"gpu\"}} 1"
         )),
         "{metrics}"
     );

@@ -67,15 +67,16 @@ pub(super) fn pod_reference(namespace: Option<&str>, name: &str) -> ObjectRefere
     }
 }
 
-/// A job was put on a prover pod.
-pub(super) fn assigned(pod: &str, pool: &str, attempt: i32, pod_ref: ObjectReference) -> Event {
-    let note = format!("assigned to prover pod {pod} of pool {pool} (attempt {attempt})");
-    event(EventType::Normal, "Assigned", "Assign", note, Some(pod_ref))
-}
-
 /// What the job state machine decided, as an Event; `namespace` is the job's.
 pub(super) fn job_event(decided: &JobEvent, namespace: &str) -> Event {
     match decided {
+        JobEvent::Assigned { pod, attempt } => event(
+            EventType::Normal,
+            "Assigned",
+            "Assign",
+            format!("assigned to prover pod {pod} (attempt {attempt})"),
+            Some(pod_reference(Some(namespace), pod)),
+        ),
         JobEvent::Requeued { pod, note } => event(
             EventType::Normal,
             "Requeued",

@@ -5,68 +5,36 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use futures::channel::mpsc::UnboundedReceiver;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::{self, Action};
 use kube::runtime::finalizer::{Event as Finalizing, finalizer};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
-use proofpipe_crds::{ProofJob, ProverPool};
+use proofpipe_crds::ProofJob;
 
 use super::writes::{delete_job, set_assigned_pod, set_job_status};
 use super::{CONCURRENCY, Context, error_policy, events, log_outcome, namespace_of, succeeded};
-use crate::error::{Error, KubeResultExt};
+use crate::error::Error;
 use crate::job_state::{JobEvent, JobObservation, decide, operator_fields};
 use crate::metrics::Outcome;
-use crate::names::{
-    ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FINALIZER, all_provers_selector,
-};
+use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FINALIZER};
 use crate::prover_pods::{assigned_pod_health, termination as termination_of};
 
-pub(super) async fn run(context: Arc<Context>) {
-    // No generation predicate here: the daemons' proofs arrive as status writes, and each
-    // one may complete the job.
-    let controller = Controller::new(context.watched::<ProofJob>(), watcher::Config::default());
-    let jobs = controller.store();
-    let jobs_of_pool = jobs.clone();
-    controller
-        // A prover pod that changes (Ready, Failed, deleted) concerns the jobs assigned to it.
-        .watches(
-            context.watched::<Pod>(),
-            watcher::Config::default().labels(&all_provers_selector()),
-            move |pod| {
-                let namespace = pod.namespace();
-                let name = pod.name_any();
-                jobs.state()
-                    .into_iter()
-                    .filter(|job| {
-                        job.namespace() == namespace
-                            && job.labels().get(ASSIGNED_POD_LABEL) == Some(&name)
-                    })
-                    .map(|job| ObjectRef::from_obj(&*job))
-                    .collect::<Vec<_>>()
-            },
-        )
-        // A pool that appears or goes moves its jobs between Pending and Queued.
-        .watches(
-            context.watched::<ProverPool>(),
-            watcher::Config::default(),
-            move |pool| {
-                let namespace = pool.namespace();
-                let name = pool.name_any();
-                jobs_of_pool
-                    .state()
-                    .into_iter()
-                    .filter(|job| job.namespace() == namespace && job.spec.pool == name)
-                    .map(|job| ObjectRef::from_obj(&*job))
-                    .collect::<Vec<_>>()
-            },
-        )
-        .with_config(controller::Config::default().concurrency(CONCURRENCY))
-        .run(reconcile, error_policy, context)
-        .for_each(log_outcome::<ProofJob, _>)
-        .await;
+pub(super) async fn run(context: Arc<Context>, triggers: UnboundedReceiver<ObjectRef<ProofJob>>) {
+    // Every job change triggers its reconcile (the daemons' proofs arrive as status writes,
+    // and each one may complete the job), as do changes of its pod and the appearance or
+    // removal of its pool: the informers decide (crate::triggers).
+    Controller::for_stream(
+        futures::stream::pending::<Result<ProofJob, watcher::Error>>(),
+        context.caches.jobs.clone(),
+    )
+    .reconcile_on(triggers)
+    .with_config(controller::Config::default().concurrency(CONCURRENCY))
+    .run(reconcile, error_policy, context)
+    .for_each(log_outcome::<ProofJob, _>)
+    .await;
 }
 
 async fn reconcile(job: Arc<ProofJob>, context: Arc<Context>) -> Result<Action, Error> {
@@ -107,32 +75,22 @@ async fn apply(
     wrote: &AtomicBool,
 ) -> Result<Action, Error> {
     let name = job.name_any();
-    let pool_exists = context
-        .namespaced::<ProverPool>(namespace)
-        .get_opt(&job.spec.pool)
-        .await
-        .context(|| {
-            format!(
-                "reading ProverPool {namespace}/{} of ProofJob {name}",
-                job.spec.pool
-            )
-        })?
+    let caches = &context.caches;
+    let pool_exists = caches
+        .pools
+        .get(&ObjectRef::new(&job.spec.pool).within(namespace))
         .is_some();
     let assigned_pod = job.labels().get(ASSIGNED_POD_LABEL).cloned();
     let mut termination = None;
     let pod_health = match &assigned_pod {
         Some(pod) => {
-            let found = context
-                .namespaced::<Pod>(namespace)
-                .get_opt(pod)
-                .await
-                .context(|| format!("reading Pod {namespace}/{pod} assigned to ProofJob {name}"))?;
+            let found = caches.pods.get(&ObjectRef::new(pod).within(namespace));
             let assigned_uid = job.annotations().get(ASSIGNED_POD_UID_ANNOTATION);
-            let health = assigned_pod_health(found.as_ref(), assigned_uid.map(String::as_str));
+            let health = assigned_pod_health(found.as_deref(), assigned_uid.map(String::as_str));
             if health.is_some() {
                 // Read before the pool replaces the pod: it keeps a terminated pod until
                 // its job has been requeued.
-                termination = found.as_ref().and_then(termination_of);
+                termination = found.as_deref().and_then(termination_of);
             }
             health
         }
@@ -146,6 +104,7 @@ async fn apply(
         pool_exists,
         assignment: assigned_pod.as_deref().map(|pod| (pod, pod_health)),
         termination: termination.as_deref(),
+        retry_delay: context.retry_delay,
         now: Timestamp::now(),
     });
 
@@ -172,9 +131,7 @@ async fn apply(
         wrote.store(true, Ordering::Relaxed);
     }
     if let Some(event) = &decision.event {
-        if matches!(event, JobEvent::Requeued { .. }) {
-            context.metrics.jobs_requeued.inc();
-        }
+        observe(context, job, event, &latest);
         tracing::info!(job = %format!("{namespace}/{name}"), ?event, "job changed");
         context
             .publish(&latest.object_ref(&()), events::job_event(event, namespace))
@@ -198,4 +155,46 @@ async fn cleanup(job: &ProofJob, api: &Api<ProofJob>, wrote: &AtomicBool) -> Res
         wrote.store(true, Ordering::Relaxed);
     }
     Ok(Action::await_change())
+}
+
+/// The metrics a job's transition feeds.
+fn observe(context: &Context, job: &ProofJob, event: &JobEvent, latest: &ProofJob) {
+    let metrics = &context.metrics;
+    let namespace = job.namespace().unwrap_or_default();
+    let pool = job.spec.pool.as_str();
+    let age = || {
+        let created = job.metadata.creation_timestamp.as_ref()?.0;
+        let seconds = (Timestamp::now() - created)
+            .total(k8s_openapi::jiff::Unit::Second)
+            .ok()?;
+        Some(seconds.max(0.0))
+    };
+    match event {
+        JobEvent::Assigned { attempt, .. } => {
+            metrics.jobs_assigned.inc();
+            if *attempt == 1
+                && let Some(waited) = age()
+            {
+                metrics
+                    .queue_wait
+                    .with_label_values(&[&namespace, pool])
+                    .observe(waited);
+            }
+        }
+        JobEvent::Requeued { .. } => metrics.jobs_requeued.inc(),
+        JobEvent::Succeeded { .. } | JobEvent::Failed { .. } => {
+            let phase = latest
+                .status
+                .as_ref()
+                .and_then(|status| status.phase)
+                .map_or("Unknown", |phase| phase.as_str());
+            if let Some(took) = age() {
+                metrics
+                    .time_to_proof
+                    .with_label_values(&[&namespace, pool, phase])
+                    .observe(took);
+            }
+        }
+        JobEvent::Suspended { .. } => {}
+    }
 }

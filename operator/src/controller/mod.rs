@@ -7,12 +7,14 @@
 //!   finalizer).
 
 mod events;
+mod informers;
 mod job;
 mod pool;
 mod writes;
 
+use std::collections::BTreeSet;
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::NamespaceResourceScope;
@@ -22,6 +24,7 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
+use self::informers::Caches;
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::names::FIELD_MANAGER;
@@ -35,25 +38,18 @@ const CONFLICT_RETRY: Duration = Duration::from_millis(500);
 /// What every reconcile needs.
 pub(crate) struct Context {
     client: Client,
-    /// The one namespace watched, or `None` for all.
-    namespace: Option<String>,
     recorder: Recorder,
     metrics: Metrics,
     failures: FailureCounts,
+    /// What the watches have seen: every read of a reconcile comes from here.
+    caches: Caches,
+    /// The delay before retrying a failed attempt (doubled per failure).
+    retry_delay: Duration,
+    /// Namespaces whose prover RBAC was applied by this process (once each).
+    rbac_applied: Mutex<BTreeSet<String>>,
 }
 
 impl Context {
-    /// An API for `K` over the watched namespace(s).
-    fn watched<K>(&self) -> Api<K>
-    where
-        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
-    {
-        match &self.namespace {
-            Some(namespace) => Api::namespaced(self.client.clone(), namespace),
-            None => Api::all(self.client.clone()),
-        }
-    }
-
     fn namespaced<K>(&self, namespace: &str) -> Api<K>
     where
         K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
@@ -62,27 +58,51 @@ impl Context {
     }
 }
 
-/// Runs both controllers until one stops (which only an ended watch can cause).
-pub(crate) async fn run(
-    client: Client,
-    namespace: Option<String>,
-    identity: &str,
-    metrics: Metrics,
-) -> Error {
+/// An API for `K` over the watched namespace, or all of them.
+fn watched<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Runs the watches and both controllers until one stops (which only an ended watch can
+/// cause).
+pub(crate) async fn run(client: Client, config: &crate::Config, metrics: Metrics) -> Error {
+    let namespace = config.namespace.clone();
+    let identity = config.identity.as_str();
     let reporter = Reporter {
         controller: FIELD_MANAGER.into(),
         instance: Some(identity.to_owned()),
     };
+    let (pools, jobs, pods) = (
+        watched(&client, namespace.as_deref()),
+        watched(&client, namespace.as_deref()),
+        watched(&client, namespace.as_deref()),
+    );
+    let (caches, triggers, watches) = informers::start(pools, jobs, pods, metrics.clone());
     let context = Arc::new(Context {
         recorder: Recorder::new(client.clone(), reporter),
         client,
-        namespace,
         metrics,
         failures: FailureCounts::default(),
+        caches,
+        rbac_applied: Mutex::default(),
+        retry_delay: config.retry_delay,
     });
     tokio::select! {
-        () = pool::run(context.clone()) => Error::ControllerStopped("ProverPool"),
-        () = job::run(context) => Error::ControllerStopped("ProofJob"),
+        () = watches => Error::ControllerStopped("watches"),
+        () = async {
+            context.caches.ready().await;
+            tracing::info!("caches filled; reconciling");
+            tokio::join!(
+                pool::run(context.clone(), triggers.pools),
+                job::run(context.clone(), triggers.jobs),
+            );
+        } => Error::ControllerStopped("ProverPool and ProofJob"),
     }
 }
 

@@ -219,7 +219,27 @@ pub(super) async fn delete_pod(api: &Api<Pod>, namespace: &str, name: &str) -> R
 impl Context {
     /// Applies the prover ServiceAccount, Role and RoleBinding in `namespace` (k8s-openapi
     /// types serialize their own `apiVersion` and `kind`, as an apply body needs).
-    pub(super) async fn apply_prover_rbac(&self, namespace: &str) -> Result<(), Error> {
+    /// Applies the prover RBAC of `namespace` once per process: it is the operator's alone
+    /// (server-side apply with force), so re-applying on every reconcile would only add load.
+    /// A user who deletes it gets it back at the operator's next start.
+    pub(super) async fn apply_prover_rbac_once(&self, namespace: &str) -> Result<(), Error> {
+        if self
+            .rbac_applied
+            .lock()
+            .expect("never poisoned")
+            .contains(namespace)
+        {
+            return Ok(());
+        }
+        self.apply_prover_rbac(namespace).await?;
+        self.rbac_applied
+            .lock()
+            .expect("never poisoned")
+            .insert(namespace.to_owned());
+        Ok(())
+    }
+
+    async fn apply_prover_rbac(&self, namespace: &str) -> Result<(), Error> {
         let name = crate::names::PROVER_SERVICE_ACCOUNT;
         let service_account = prover_rbac::service_account(namespace);
         self.namespaced::<ServiceAccount>(namespace)

@@ -20,6 +20,11 @@ pub struct DaemonArgs {
     /// Address of the /metrics, /healthz and /readyz endpoints.
     #[arg(long, env = "PROOFPIPE_LISTEN", default_value = "0.0.0.0:9100")]
     listen: SocketAddr,
+    /// Where to write why the daemon failed, for the kubelet to put in the pod's status and
+    /// the operator to copy into the job's `status.lastFailure` (the container's
+    /// terminationMessagePath). Skipped when the file cannot be written (outside a pod).
+    #[arg(long, default_value = "/dev/termination-log")]
+    termination_log: PathBuf,
 }
 
 /// I/O and control threads only: proving has the pipeline's own threads.
@@ -30,7 +35,10 @@ pub fn run(args: DaemonArgs) -> Result<ExitCode, ProverError> {
     let limit = choose_memory_limit(detect_memory_limit(None)?, settings.memory_limit.as_deref())?;
     tracing::info!(bytes = limit.bytes, limit = %bytesize::ByteSize(limit.bytes), source = %limit.origin, "memory limit");
     let options = DaemonOptions {
-        params_dir: args.params_dir.unwrap_or_else(ParamsStore::default_dir),
+        params_dir: args
+            .params_dir
+            .clone()
+            .unwrap_or_else(ParamsStore::default_dir),
         listen: args.listen,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -43,5 +51,34 @@ pub fn run(args: DaemonArgs) -> Result<ExitCode, ProverError> {
     // Don't wait for a cancelled job's pipeline to drain: its proofs are written, and the
     // process is about to exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
+    if let Err(error) = &result {
+        write_termination_message(&args.termination_log, error);
+    }
     result.map(|()| ExitCode::SUCCESS)
+}
+
+/// Writes `error` with its causes to the termination-message file, if there is one to write
+/// (the kubelet creates it; it caps the message at 4 KiB).
+fn write_termination_message(path: &std::path::Path, error: &ProverError) {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    let truncated: String = message.chars().take(4000).collect();
+    // Only an existing file: outside a pod there is none, and the daemon must not create
+    // one in /dev.
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+    {
+        Ok(mut file) => {
+            if let Err(err) = std::io::Write::write_all(&mut file, truncated.as_bytes()) {
+                tracing::debug!(path = %path.display(), %err, "termination message not written");
+            }
+        }
+        Err(err) => tracing::debug!(path = %path.display(), %err, "no termination-message file"),
+    }
 }

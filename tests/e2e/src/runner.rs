@@ -427,10 +427,16 @@ async fn run_pod(shared: Arc<Shared>, pod: Pod, uid: String, dir: PathBuf, stop:
     };
     eprintln!("pod runner: pod {name} exited: {exit:?}");
     let finished = now();
+    // As the kubelet does for terminationMessagePolicy FallbackToLogsOnError (this runner
+    // has no /dev/termination-log to offer): a failed container's message is the end of its
+    // log.
+    let message = (code != 0
+        && container.termination_message_policy.as_deref() == Some("FallbackToLogsOnError"))
+    .then(|| log_tail_for_termination(&dir.join("log")));
     write_status(
         &shared.pods_api,
         &name,
-        &status::terminated(&container_ref, &started, &finished, exit),
+        &status::terminated(&container_ref, &started, &finished, exit, message),
     )
     .await;
     if deleted {
@@ -444,6 +450,19 @@ async fn run_pod(shared: Arc<Shared>, pod: Pod, uid: String, dir: PathBuf, stop:
 }
 
 /// Sets `spec.nodeName` when no scheduler did, as a scheduler's binding would.
+/// The kubelet's fallback termination message: the last 80 lines of the log, at most 2048
+/// bytes.
+fn log_tail_for_termination(log: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(80)..].join("\n");
+    let mut start = tail.len().saturating_sub(2048);
+    while !tail.is_char_boundary(start) {
+        start += 1;
+    }
+    tail[start..].to_owned()
+}
+
 async fn bind(api: &Api<Pod>, pod: &Pod) -> kube::Result<()> {
     if pod
         .spec

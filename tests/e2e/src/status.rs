@@ -67,6 +67,7 @@ pub fn terminated(
     started: &Time,
     finished: &Time,
     exit: Exit,
+    message: Option<String>,
 ) -> PodStatus {
     let reason = exit.reason();
     PodStatus {
@@ -95,6 +96,7 @@ pub fn terminated(
                     reason: Some(reason.into()),
                     started_at: Some(started.clone()),
                     finished_at: Some(finished.clone()),
+                    message,
                     ..ContainerStateTerminated::default()
                 }),
                 ..ContainerState::default()
@@ -241,7 +243,7 @@ mod tests {
             signal: None,
             oom_killed: false,
         };
-        let status = terminated(&PROVER, &at(100), &at(160), exit);
+        let status = terminated(&PROVER, &at(100), &at(160), exit, None);
         assert_eq!(status.phase.as_deref(), Some("Succeeded"));
         assert_eq!(status.message, None);
         assert_eq!(condition(&status, "Ready"), "False");
@@ -267,7 +269,7 @@ mod tests {
             signal: None,
             oom_killed: false,
         };
-        let status = terminated(&PROVER, &at(100), &at(101), exit);
+        let status = terminated(&PROVER, &at(100), &at(101), exit, None);
         assert_eq!(status.phase.as_deref(), Some("Failed"));
         assert_eq!(
             status.message.as_deref(),
@@ -283,7 +285,7 @@ mod tests {
             signal: Some(9),
             oom_killed: true,
         };
-        let status = terminated(&PROVER, &at(100), &at(101), exit);
+        let status = terminated(&PROVER, &at(100), &at(101), exit, None);
         let container = &status.container_statuses.unwrap()[0];
         let terminated = container
             .state

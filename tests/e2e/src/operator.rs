@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 pub struct OperatorProcess {
     child: Child,
     log: PathBuf,
+    listen: String,
 }
 
 impl OperatorProcess {
@@ -33,7 +34,18 @@ impl OperatorProcess {
         Self {
             child,
             log: log.to_path_buf(),
+            listen,
         }
+    }
+
+    /// The operator's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The address of its /metrics, /healthz and /readyz endpoints.
+    pub fn listen(&self) -> &str {
+        &self.listen
     }
 
     /// SIGKILLs the operator, as a crash or a node loss would, and reaps it.

@@ -210,6 +210,17 @@ async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
             .and_then(|s| s.filecoin.as_ref())
             .is_none()
     );
+    // Why it failed is in the job's own status, from the prover's last words (the pod that
+    // said them is replaced).
+    let last_failure = failed
+        .status
+        .as_ref()
+        .and_then(|s| s.last_failure.clone())
+        .expect("status.lastFailure");
+    assert!(
+        last_failure.message.contains("SHA-256"),
+        "lastFailure: {last_failure:?}"
+    );
     let events = stack.namespace.api::<Event>();
     stack
         .wait_for("an Event saying the input's SHA-256 is wrong", || async {

@@ -54,6 +54,8 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
             namespace: Some(namespace.clone()),
             lease_namespace: namespace.clone(),
             identity: "reconcile-api-test".into(),
+            leader_election: proofpipe_operator::lease::Timing::default(),
+            drain_timeout: proofpipe_operator::DEFAULT_DRAIN_TIMEOUT,
         },
     ));
 

@@ -12,6 +12,7 @@ mod pool;
 mod writes;
 
 use std::fmt::Debug;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,6 +41,8 @@ pub(crate) struct Context {
     recorder: Recorder,
     metrics: Metrics,
     failures: FailureCounts,
+    /// Set once the process is asked to stop: the controllers take no new work.
+    stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Context {
@@ -54,6 +57,16 @@ impl Context {
         }
     }
 
+    /// Resolves once the process is asked to stop; for `Controller::graceful_shutdown_on`,
+    /// which then lets the reconciles in flight finish and starts no new one.
+    fn stopping(&self) -> impl Future<Output = ()> + Send + Sync + 'static {
+        let mut stopping = self.stopping.clone();
+        async move {
+            // A dropped sender means the process is going away: stop too.
+            let _ = stopping.wait_for(|stopping| *stopping).await;
+        }
+    }
+
     fn namespaced<K>(&self, namespace: &str) -> Api<K>
     where
         K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
@@ -62,13 +75,15 @@ impl Context {
     }
 }
 
-/// Runs both controllers until one stops (which only an ended watch can cause).
+/// Runs both controllers until `stopping` turns true, then lets their reconciles in flight
+/// finish and returns `Ok`; a controller that stops unasked (an ended watch) is an error.
 pub(crate) async fn run(
     client: Client,
     namespace: Option<String>,
     identity: &str,
     metrics: Metrics,
-) -> Error {
+    stopping: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), Error> {
     let reporter = Reporter {
         controller: FIELD_MANAGER.into(),
         instance: Some(identity.to_owned()),
@@ -79,11 +94,24 @@ pub(crate) async fn run(
         namespace,
         metrics,
         failures: FailureCounts::default(),
+        stopping,
     });
-    tokio::select! {
-        () = pool::run(context.clone()) => Error::ControllerStopped("ProverPool"),
-        () = job::run(context) => Error::ControllerStopped("ProofJob"),
+    let pools = Box::pin(async { pool::run(context.clone()).await });
+    let jobs = Box::pin(async { job::run(context.clone()).await });
+    let (first, other) = match futures::future::select(pools, jobs).await {
+        futures::future::Either::Left(((), jobs)) => {
+            ("ProverPool", futures::future::Either::Left(jobs))
+        }
+        futures::future::Either::Right(((), pools)) => {
+            ("ProofJob", futures::future::Either::Right(pools))
+        }
+    };
+    if !*context.stopping.borrow() {
+        return Err(Error::ControllerStopped(first));
     }
+    // Asked to stop: the other one is finishing its reconciles in flight.
+    other.await;
+    Ok(())
 }
 
 /// Logs what a controller stream yields besides successful reconciles: a failing watch (a

@@ -61,6 +61,7 @@ pub(super) async fn run(context: Arc<Context>) {
             },
         )
         .with_config(controller::Config::default().concurrency(CONCURRENCY))
+        .graceful_shutdown_on(context.stopping())
         .run(reconcile, error_policy, context)
         .for_each(log_outcome::<ProverPool, _>)
         .await;

@@ -147,7 +147,8 @@ pub async fn run_until(
             result = standing_by => result?,
             () = &mut stop => {
                 tracing::info!("stopping; not the leader, nothing to hand over");
-                return Ok(());
+                // A no-op unless a claim went through just as the stop came.
+                return elector.release().await;
             }
         }
         let (stopping, stopping_receiver) = tokio::sync::watch::channel(false);

@@ -30,14 +30,23 @@ pub enum Error {
     #[error("running the ProofJob finalizer")]
     Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
 
-    /// Another replica holds the leader Lease now, or renewing it kept failing past its
-    /// duration; this replica must stop reconciling.
+    /// Another replica holds the leader Lease now, or no renewal succeeded within the renew
+    /// deadline; this replica must stop reconciling.
     #[error("lost the leader Lease {namespace}/{name}: {reason}")]
     LeaseLost {
         namespace: String,
         name: String,
         reason: String,
     },
+
+    /// A call of a leader-election round did not answer in time.
+    #[error("the Lease API call did not answer within {0:?}")]
+    LeaseTimeout(std::time::Duration),
+
+    /// A controller write refused because this replica may not act as the leader now: it
+    /// lost the Lease, or its renew deadline passed (a pause), or it released the Lease.
+    #[error("refused {method} {path}: this replica is not the leader")]
+    NotLeader { method: String, path: String },
 
     /// The HTTP endpoint (metrics, health) could not be served.
     #[error("serving /metrics and health checks on {addr}")]

@@ -30,17 +30,24 @@ pub mod scaling;
 pub mod simulate;
 pub mod triggers;
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use kube::Client;
 
 pub use error::Error;
 
 use crate::http::Health;
-use crate::leader_election::LeaderElector;
+use crate::leader_election::{LeaderElector, fenced_client};
+use crate::lease::Timing;
 use crate::metrics::Metrics;
+
+/// How long a stopping leader waits for its reconciles in flight before releasing the Lease
+/// (the chart's terminationGracePeriodSeconds, 30 s, leaves room for it).
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How `proofpipe-operator run` runs.
 #[derive(Clone, Debug)]
@@ -55,6 +62,11 @@ pub struct Config {
     pub identity: String,
     /// The delay before retrying a failed attempt, doubled with each further failure.
     pub retry_delay: std::time::Duration,
+    /// Lease duration, renew deadline and retry period (client-go's defaults: 15, 10, 2 s).
+    pub leader_election: Timing,
+    /// On a stop request, how long the reconciles in flight may take before the Lease is
+    /// released anyway.
+    pub drain_timeout: Duration,
 }
 
 impl Config {
@@ -80,14 +92,29 @@ impl Config {
             lease_namespace,
             identity,
             retry_delay: job_state::RETRY_DELAY,
+            leader_election: Timing::default(),
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
         }
     }
 }
 
 /// Runs the operator until it fails: checks the CRDs, serves the HTTP endpoints, waits for
 /// the leader Lease, then runs both controllers while renewing it. Losing the Lease ends it
-/// with [`Error::LeaseLost`]. Dropping the future stops everything.
+/// with [`Error::LeaseLost`]. Dropping the future stops everything at once (no Lease
+/// release); [`run_until`] stops gracefully.
 pub async fn run(client: Client, config: Config) -> Result<(), Error> {
+    run_until(client, config, std::future::pending()).await
+}
+
+/// [`run`], and when `stop` resolves: a standby returns at once; the leader stops taking new
+/// work, lets the reconciles in flight finish (at most `drain_timeout`, renewing the Lease
+/// meanwhile), releases the Lease so that a standby takes over at its next try, and returns
+/// `Ok`.
+pub async fn run_until(
+    client: Client,
+    config: Config,
+    stop: impl Future<Output = ()>,
+) -> Result<(), Error> {
     let metrics = Metrics::new()?;
     let client = api_metrics::counted(client, metrics.api_requests.clone());
     let ready = Arc::new(AtomicBool::new(false));
@@ -110,16 +137,60 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
             None => std::future::pending().await,
         }
     };
+    let mut stop = std::pin::pin!(stop);
     let operating = async {
-        crd_check::ensure_installed(&client).await?;
-        ready.store(true, Ordering::Relaxed);
-        let elector = LeaderElector::new(client.clone(), &config.lease_namespace, &config.identity);
-        elector.acquire().await?;
-        let error = tokio::select! {
-            error = elector.keep_renewing() => error,
-            error = controller::run(client, &config, metrics) => error,
+        let mut elector = LeaderElector::new(
+            client.clone(),
+            &config.lease_namespace,
+            &config.identity,
+            config.leader_election,
+        );
+        let standing_by = async {
+            crd_check::ensure_installed(&client).await?;
+            ready.store(true, Ordering::Relaxed);
+            elector.acquire().await
         };
-        Err(error)
+        tokio::select! {
+            result = standing_by => result?,
+            () = &mut stop => {
+                tracing::info!("stopping; not the leader, nothing to hand over");
+                // A no-op unless a claim went through just as the stop came.
+                return elector.release().await;
+            }
+        }
+        let (stopping, stopping_receiver) = tokio::sync::watch::channel(false);
+        // The controllers write through the fence: nothing once the renew deadline passed.
+        let mut controllers = Box::pin(controller::run(
+            fenced_client(client.clone(), elector.fence()),
+            &config,
+            metrics,
+            stopping_receiver,
+        ));
+        tokio::select! {
+            // Lost: the controllers are dropped here, cancelling every reconcile.
+            error = elector.keep_renewing() => return Err(error),
+            result = &mut controllers => return result,
+            () = &mut stop => {}
+        }
+        tracing::info!(
+            drain_timeout = ?config.drain_timeout,
+            "stopping: no new reconciles; waiting for those in flight, then releasing the Lease"
+        );
+        stopping.send_replace(true);
+        tokio::select! {
+            error = elector.keep_renewing() => return Err(error),
+            drained = tokio::time::timeout(config.drain_timeout, &mut controllers) => {
+                match drained {
+                    Ok(result) => result?,
+                    Err(_) => tracing::warn!(
+                        "reconciles still in flight after {:?}; cancelling them",
+                        config.drain_timeout
+                    ),
+                }
+            }
+        }
+        drop(controllers);
+        elector.release().await
     };
     tokio::select! {
         result = serving => result,

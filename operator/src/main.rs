@@ -1,9 +1,11 @@
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use proofpipe_operator::Config;
+use proofpipe_operator::lease::Timing;
 
 /// The proofpipe Kubernetes operator.
 #[derive(Parser)]
@@ -29,10 +31,69 @@ enum Command {
         /// failure, at most 360 (batch/v1 Job's pod failure backoff).
         #[arg(long, env = "PROOFPIPE_RETRY_DELAY", default_value_t = 10)]
         retry_delay: u64,
+        #[command(flatten)]
+        leader_election: LeaderElectionArgs,
     },
     /// Replay a proof-arrival trace (a file, or a generated day with bursts) against static
     /// and autoscaled pools: GPU-hours, time to proof, jobs past their deadline.
     Simulate(proofpipe_operator::simulate::command::SimulateArgs),
+}
+
+/// Leader election, with client-go's names and defaults (docs/operator.md). Durations are
+/// `15s`, `500ms` or plain seconds.
+#[derive(clap::Args)]
+struct LeaderElectionArgs {
+    /// How long standbys wait after the Lease last changed before taking it over.
+    #[arg(long, env = "LEADER_ELECT_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
+    leader_elect_lease_duration: Duration,
+    /// How long the leader keeps reconciling without a successful renewal; below the lease
+    /// duration.
+    #[arg(long, env = "LEADER_ELECT_RENEW_DEADLINE", default_value = "10s", value_parser = parse_duration)]
+    leader_elect_renew_deadline: Duration,
+    /// How often standbys try to take the Lease and the leader renews it; below the renew
+    /// deadline.
+    #[arg(long, env = "LEADER_ELECT_RETRY_PERIOD", default_value = "2s", value_parser = parse_duration)]
+    leader_elect_retry_period: Duration,
+    /// On SIGTERM, how long the leader lets reconciles in flight finish before releasing
+    /// the Lease.
+    #[arg(long, env = "GRACEFUL_SHUTDOWN_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    graceful_shutdown_timeout: Duration,
+}
+
+impl LeaderElectionArgs {
+    /// The timing, or clap's usage error (exit 2) saying which rule it breaks.
+    fn timing(&self) -> Timing {
+        Timing::new(
+            self.leader_elect_lease_duration,
+            self.leader_elect_renew_deadline,
+            self.leader_elect_retry_period,
+        )
+        .unwrap_or_else(|reason| {
+            Cli::command()
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!("invalid leader-election timing: {reason}"),
+                )
+                .exit()
+        })
+    }
+}
+
+/// `500ms`, `2s`, `1.5s` or `15` (seconds).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (number, scale) = if let Some(millis) = text.strip_suffix("ms") {
+        (millis, 1e-3)
+    } else if let Some(seconds) = text.strip_suffix('s') {
+        (seconds, 1.0)
+    } else {
+        (text, 1.0)
+    };
+    number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(|value| Duration::try_from_secs_f64(value * scale).ok())
+        .ok_or_else(|| format!("{text:?} is not a duration such as 15s or 500ms"))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -81,7 +142,14 @@ fn run(command: Command) -> Result<(), Error> {
             listen,
             namespace,
             retry_delay,
+            leader_election,
         } => {
+            let config = Config {
+                retry_delay: std::time::Duration::from_secs(retry_delay),
+                leader_election: leader_election.timing(),
+                drain_timeout: leader_election.graceful_shutdown_timeout,
+                ..Config::from_env(Some(listen), namespace)
+            };
             tracing_subscriber::fmt()
                 .with_env_filter(
                     tracing_subscriber::EnvFilter::try_from_default_env()
@@ -89,10 +157,6 @@ fn run(command: Command) -> Result<(), Error> {
                 )
                 .init();
             let runtime = tokio::runtime::Runtime::new().map_err(Error::Runtime)?;
-            let config = Config {
-                retry_delay: std::time::Duration::from_secs(retry_delay),
-                ..Config::from_env(Some(listen), namespace)
-            };
             runtime.block_on(operate(config))?;
         }
         Command::Simulate(args) => {
@@ -110,13 +174,9 @@ fn run(command: Command) -> Result<(), Error> {
 async fn operate(config: Config) -> Result<(), Error> {
     let client = kube::Client::try_default().await?;
     tracing::info!(identity = %config.identity, lease_namespace = %config.lease_namespace, "starting");
-    tokio::select! {
-        result = proofpipe_operator::run(client, config) => Ok(result?),
-        () = shutdown_signal() => {
-            tracing::info!("shutting down");
-            Ok(())
-        }
-    }
+    proofpipe_operator::run_until(client, config, shutdown_signal()).await?;
+    tracing::info!("stopped");
+    Ok(())
 }
 
 async fn shutdown_signal() {

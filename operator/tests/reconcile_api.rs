@@ -56,6 +56,8 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
             identity: "reconcile-api-test".into(),
             // Short, so that the requeued job is retried within the test's waits.
             retry_delay: Duration::from_secs(1),
+            leader_election: proofpipe_operator::lease::Timing::default(),
+            drain_timeout: proofpipe_operator::DEFAULT_DRAIN_TIMEOUT,
         },
     ));
 
@@ -114,9 +116,9 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
     );
 
     // One Ready prover, two jobs: the higher priority one gets it.
-    mark_ready(&pods, "gpu-prover-0").await;
     create_job(&jobs, "low", 0).await;
     create_job(&jobs, "high", 10).await;
+    mark_ready(&pods, "gpu-prover-0").await;
     let high = eventually("high assigned to gpu-prover-0", || async {
         let job = jobs.get("high").await.ok()?;
         let status = job.status.as_ref()?;

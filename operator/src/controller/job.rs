@@ -32,6 +32,7 @@ pub(super) async fn run(context: Arc<Context>, triggers: UnboundedReceiver<Objec
     )
     .reconcile_on(triggers)
     .with_config(controller::Config::default().concurrency(CONCURRENCY))
+    .graceful_shutdown_on(context.stopping())
     .run(reconcile, error_policy, context)
     .for_each(log_outcome::<ProofJob, _>)
     .await;

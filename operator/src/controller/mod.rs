@@ -14,6 +14,7 @@ mod writes;
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -47,9 +48,21 @@ pub(crate) struct Context {
     retry_delay: Duration,
     /// Namespaces whose prover RBAC was applied by this process (once each).
     rbac_applied: Mutex<BTreeSet<String>>,
+    /// Set once the process is asked to stop: the controllers take no new work.
+    stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Context {
+    /// Resolves once the process is asked to stop; for `Controller::graceful_shutdown_on`,
+    /// which then lets the reconciles in flight finish and starts no new one.
+    fn stopping(&self) -> impl Future<Output = ()> + Send + Sync + 'static {
+        let mut stopping = self.stopping.clone();
+        async move {
+            // A dropped sender means the process is going away: stop too.
+            let _ = stopping.wait_for(|stopping| *stopping).await;
+        }
+    }
+
     fn namespaced<K>(&self, namespace: &str) -> Api<K>
     where
         K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
@@ -69,9 +82,15 @@ where
     }
 }
 
-/// Runs the watches and both controllers until one stops (which only an ended watch can
-/// cause).
-pub(crate) async fn run(client: Client, config: &crate::Config, metrics: Metrics) -> Error {
+/// Runs the watches and both controllers until `stopping` turns true, then lets their
+/// reconciles in flight finish and returns `Ok`; a controller or watch that stops unasked is
+/// an error.
+pub(crate) async fn run(
+    client: Client,
+    config: &crate::Config,
+    metrics: Metrics,
+    stopping: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), Error> {
     let namespace = config.namespace.clone();
     let identity = config.identity.as_str();
     let reporter = Reporter {
@@ -92,17 +111,34 @@ pub(crate) async fn run(client: Client, config: &crate::Config, metrics: Metrics
         caches,
         rbac_applied: Mutex::default(),
         retry_delay: config.retry_delay,
+        stopping,
     });
+    let controllers = async {
+        tokio::select! {
+            () = context.caches.ready() => {}
+            () = context.stopping() => return Ok(()),
+        }
+        tracing::info!("caches filled; reconciling");
+        let pools = Box::pin(pool::run(context.clone(), triggers.pools));
+        let jobs = Box::pin(job::run(context.clone(), triggers.jobs));
+        let (first, other) = match futures::future::select(pools, jobs).await {
+            futures::future::Either::Left(((), jobs)) => {
+                ("ProverPool", futures::future::Either::Left(jobs))
+            }
+            futures::future::Either::Right(((), pools)) => {
+                ("ProofJob", futures::future::Either::Right(pools))
+            }
+        };
+        if !*context.stopping.borrow() {
+            return Err(Error::ControllerStopped(first));
+        }
+        // Asked to stop: the other one is finishing its reconciles in flight.
+        other.await;
+        Ok(())
+    };
     tokio::select! {
-        () = watches => Error::ControllerStopped("watches"),
-        () = async {
-            context.caches.ready().await;
-            tracing::info!("caches filled; reconciling");
-            tokio::join!(
-                pool::run(context.clone(), triggers.pools),
-                job::run(context.clone(), triggers.jobs),
-            );
-        } => Error::ControllerStopped("ProverPool and ProofJob"),
+        () = watches => Err(Error::ControllerStopped("watches")),
+        result = controllers => result,
     }
 }
 

@@ -38,6 +38,7 @@ pub(super) async fn run(context: Arc<Context>, triggers: UnboundedReceiver<Objec
     )
     .reconcile_on(triggers)
     .with_config(controller::Config::default().concurrency(CONCURRENCY))
+    .graceful_shutdown_on(context.stopping())
     .run(reconcile, error_policy, context)
     .for_each(log_outcome::<ProverPool, _>)
     .await;
@@ -93,6 +94,14 @@ async fn reconcile_pool(
         &provers,
     );
 
+    tracing::debug!(
+        pool = %format!("{namespace}/{name}"),
+        pods = pods.len(),
+        jobs = jobs.len(),
+        queued = decision.still_queued.len() + decision.assignments.len(),
+        assignments = decision.assignments.len(),
+        "decided"
+    );
     let mut outcome = Outcome::Unchanged;
     let pools_api: Api<ProverPool> = context.namespaced(&namespace);
     let pool_key = format!("{namespace}/{name}");

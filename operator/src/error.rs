@@ -80,9 +80,13 @@ impl Error {
                 Finalizer::ApplyFailed(inner) | Finalizer::CleanupFailed(inner) => {
                     inner.is_conflict()
                 }
-                Finalizer::AddFinalizer(kube::Error::Api(status))
-                | Finalizer::RemoveFinalizer(kube::Error::Api(status)) => {
+                Finalizer::AddFinalizer(kube::Error::Api(status)) => {
                     status.is_conflict() || status.is_invalid()
+                }
+                // Not found: a reconcile from a cached version of a job whose finalizer was
+                // already removed, and which is gone: the race was lost to ourselves.
+                Finalizer::RemoveFinalizer(kube::Error::Api(status)) => {
+                    status.is_conflict() || status.is_invalid() || status.is_not_found()
                 }
                 _ => false,
             },

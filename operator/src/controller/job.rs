@@ -14,6 +14,7 @@ use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
 use proofpipe_crds::ProofJob;
 
+use super::informers::Caches;
 use super::writes::{delete_job, set_assigned_pod, set_job_status};
 use super::{CONCURRENCY, Context, error_policy, events, log_outcome, namespace_of, succeeded};
 use crate::error::Error;
@@ -54,6 +55,16 @@ async fn reconcile(job: Arc<ProofJob>, context: Arc<Context>) -> Result<Action, 
     })
     .await
     .map_err(|error| Error::Finalizer(Box::new(error)));
+    if result.is_ok() && wrote.load(Ordering::Relaxed) {
+        // The next reconcile of this job must not decide from the version before the write.
+        let key = ObjectRef::from_obj(&*job);
+        Caches::settle(&context.caches.jobs, |store| {
+            store
+                .get(&key)
+                .is_none_or(|cached| cached.resource_version() != job.resource_version())
+        })
+        .await;
+    }
     match &result {
         Ok(_) => {
             guard.finish(if wrote.load(Ordering::Relaxed) {

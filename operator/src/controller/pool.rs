@@ -50,6 +50,12 @@ async fn reconcile(pool: Arc<ProverPool>, context: Arc<Context>) -> Result<Actio
         Ok((outcome, requeue_after)) => {
             guard.finish(outcome);
             succeeded(&context, &*pool);
+            // An assignment that lost a race (the job changed meanwhile, often by its own
+            // reconcile) is decided again soon, not at the next resync: the job's change may
+            // be one that does not concern the pool, and so triggers nothing.
+            if outcome == Outcome::Conflict {
+                return Ok(Action::requeue(requeue_after.min(super::CONFLICT_RETRY)));
+            }
             Ok(Action::requeue(requeue_after))
         }
         Err(error) => {
@@ -130,12 +136,13 @@ async fn reconcile_pool(
         outcome = Outcome::Applied;
     }
     let jobs_api: Api<ProofJob> = context.namespaced(&namespace);
+    let mut lost_race = false;
     for assignment in &decision.assignments {
         match assign_job(&jobs_api, assignment, caches).await {
             Ok(()) => outcome = Outcome::Applied,
             // The job changed since it was cached (another writer, a user's edit): it is
             // looked at again with its new version.
-            Err(error) if error.is_conflict() => outcome = Outcome::Conflict,
+            Err(error) if error.is_conflict() => lost_race = true,
             Err(error) => return Err(error),
         }
     }
@@ -169,8 +176,12 @@ async fn reconcile_pool(
         remove_prover_entries(&pools_api, pool, &decision.status.stale_provers).await?;
         wrote_pool = true;
     }
-    if wrote_pool {
+    if lost_race {
+        outcome = Outcome::Conflict;
+    } else if wrote_pool {
         outcome = Outcome::Applied;
+    }
+    if wrote_pool {
         // The next reconcile must compare with what was just written, not rewrite it.
         Caches::settle(&caches.pools, |store| {
             store

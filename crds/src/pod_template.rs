@@ -150,9 +150,11 @@ fn prover_pod_spec_schema(schema: &mut Schema) {
     for list in ["containers", "initContainers"] {
         let containers = &mut properties[list];
         containers["maxItems"] = MAX_CONTAINERS.into();
-        constrain_container(&mut containers["items"], list == "containers");
+        constrain_container(&mut containers["items"]);
     }
     properties["containers"]["minItems"] = 1.into();
+    // Pod-level resources (Kubernetes 1.32+) are quantities too.
+    constrain_resources(&mut properties["resources"]);
     properties["volumes"]["items"]["properties"]["name"]["x-kubernetes-validations"] = json!([{
         "rule": format!("!self.startsWith('{RESERVED_VOLUME_PREFIX}')"),
         "message": format!(
@@ -190,15 +192,13 @@ fn prover_pod_spec_schema(schema: &mut Schema) {
     *schema = Schema::try_from(spec).expect("the PodSpec schema is an object");
 }
 
-/// The rules on one container (of `containers` when `main`, else of `initContainers`).
-fn constrain_container(container: &mut Value, main: bool) {
-    if main {
-        container["x-kubernetes-validations"] = json!([{
-            "rule": "has(self.image) && self.image != ''",
-            "fieldPath": ".image",
-            "message": "image is required",
-        }]);
-    }
+/// The rules on one container, of `containers` or `initContainers`.
+fn constrain_container(container: &mut Value) {
+    container["x-kubernetes-validations"] = json!([{
+        "rule": "has(self.image) && self.image != ''",
+        "fieldPath": ".image",
+        "message": "image is required",
+    }]);
     let properties = &mut container["properties"];
     properties["imagePullPolicy"]["enum"] = json!(["Always", "IfNotPresent", "Never"]);
     let env = &mut properties["env"];
@@ -207,8 +207,11 @@ fn constrain_container(container: &mut Value, main: bool) {
     name["maxLength"] = MAX_ENV_NAME.into();
     name["pattern"] = ENV_NAME_PATTERN.into();
     name["x-kubernetes-validations"] = json!([reserved_env_rule()]);
+    constrain_resources(&mut properties["resources"]);
+}
 
-    let resources = &mut properties["resources"];
+/// The rules on a ResourceRequirements: quantities, requests within limits, whole GPUs.
+fn constrain_resources(resources: &mut Value) {
     for map in ["requests", "limits"] {
         let quantities = &mut resources["properties"][map];
         quantities["maxProperties"] = MAX_RESOURCES.into();

@@ -592,6 +592,24 @@ async fn pools_that_can_never_work_are_refused_by_field() {
             pool_with_prover(json!({ "image": "p:2" })),
         ),
         Case::new(
+            "init-no-image",
+            pool_with_pod_spec(json!({ "initContainers": [{ "name": "fetch" }] })),
+            &[
+                "spec.template.spec.initContainers[0].image",
+                "image is required",
+            ],
+            pool_with_pod_spec(json!({ "initContainers": [{ "name": "fetch", "image": "f:1" }] })),
+        ),
+        Case::new(
+            "pod-resources",
+            pool_with_pod_spec(json!({ "resources": { "limits": { "memory": "lots" } } })),
+            &[
+                "spec.template.spec.resources.limits",
+                "every value must be a non-negative quantity",
+            ],
+            pool_with_pod_spec(json!({ "resources": { "limits": { "memory": "120Gi" } } })),
+        ),
+        Case::new(
             "pull-policy",
             pool_with_prover(json!({ "imagePullPolicy": "Sometimes" })),
             &["spec.template.spec.containers[0].imagePullPolicy: Unsupported value"],

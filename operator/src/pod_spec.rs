@@ -330,7 +330,7 @@ mod tests {
     }
 
     #[test]
-    fn the_template_hash_follows_the_pod_spec_and_nothing_else() {
+    fn the_template_hash_follows_the_template_and_nothing_else() {
         let pool: ProverPool = yaml(include_str!("../fixtures/pool-gpu.yaml"));
         let hash = template_hash(&pool);
         assert_eq!(hash.len(), 10);

@@ -48,6 +48,12 @@ def rules_of(schema, required):
         out.append(f"length >= {schema['minLength']}")
     if "maxLength" in schema:
         out.append(f"length <= {schema['maxLength']}")
+    if "minItems" in schema:
+        out.append(f"items >= {schema['minItems']}")
+    if "maxItems" in schema:
+        out.append(f"items <= {schema['maxItems']}")
+    if "maxProperties" in schema:
+        out.append(f"entries <= {schema['maxProperties']}")
     if "pattern" in schema:
         out.append(f"pattern `{schema['pattern']}`")
     if "enum" in schema:
@@ -60,6 +66,8 @@ def rules_of(schema, required):
         out.append(f"list-type {kind}" + (f" keyed by {', '.join(keys)}" if keys else ""))
     for rule in schema.get("x-kubernetes-validations", []):
         out.append(f"CEL `{rule['rule']}`: \"{rule.get('message', '')}\"")
+    for rule in schema.get("items", {}).get("x-kubernetes-validations", []):
+        out.append(f"each item: CEL `{rule['rule']}`: \"{rule.get('message', '')}\"")
     return "; ".join(out)
 
 
@@ -75,11 +83,17 @@ def default_of(schema):
 
 
 def rows(schema, path, required, out):
-    """One row per field under `schema`, depth first, in the schema's key order sorted."""
-    out.append(
-        f"| `{path}` | {cell(type_of(schema))} | {default_of(schema)} | "
-        f"{cell(rules_of(schema, required))} | {cell(schema.get('description', ''))} |"
-    )
+    """One row per field under `schema`, depth first, in the schema's key order sorted.
+
+    Fields without a description are those of the PodSpec a ProverPool embeds (ADR 0013;
+    `kubectl explain pod.spec` documents them): only the ones proofpipe constrains get a row.
+    """
+    own_rules = [r for r in rules_of(schema, False).split("; ") if r and r != "nullable"]
+    if schema.get("description") or own_rules:
+        out.append(
+            f"| `{path}` | {cell(type_of(schema))} | {default_of(schema)} | "
+            f"{cell(rules_of(schema, required))} | {cell(schema.get('description', ''))} |"
+        )
     needed = set(schema.get("required", []))
     for name in sorted(schema.get("properties", {})):
         rows(schema["properties"][name], f"{path}.{name}", name in needed, out)
@@ -141,6 +155,14 @@ def render(crds):
                     )
                 lines.append("")
             root = version["schema"]["openAPIV3Schema"]
+            object_rules = root.get("x-kubernetes-validations", [])
+            if object_rules:
+                lines += ["Rules on the whole object:", ""]
+                lines += [
+                    f"- CEL `{cell(rule['rule'])}`: \"{cell(rule.get('message', ''))}\""
+                    for rule in object_rules
+                ]
+                lines.append("")
             for part in ("spec", "status"):
                 schema = root.get("properties", {}).get(part)
                 if not schema:

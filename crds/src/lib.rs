@@ -7,26 +7,36 @@
 //! Validation lives in the generated schemas (bounds, defaults and CEL rules enforced by the
 //! API server), so this crate is plain data plus pure helpers: no client, no I/O.
 
+mod conditions;
 mod filecoin;
 mod pipeline;
+mod pod_template;
 mod proof_job;
 mod prover_pool;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
+pub use conditions::{CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN};
 pub use filecoin::{
     FilecoinProofKind, FilecoinResult, FilecoinWork, InputRef, OutputRef, SEAL_PROOFS,
     seal_proof_partitions,
 };
 pub use pipeline::{InvalidPipelineOverride, PipelineOverride, parse_pipeline_override};
+pub use pod_template::{
+    ENV_NAME_PATTERN, GPU_RESOURCE, PROVER_CONTAINER, PodTemplateMetadata, ProverPodTemplate,
+    RESERVED_ENV_PREFIX, RESERVED_LABEL_PREFIX, RESERVED_LABELS, RESERVED_VOLUME_PREFIX,
+    USER_PROVER_ENV,
+};
 pub use proof_job::{
-    AttemptFailure, CIRCUITS, MAX_CONSTRAINTS, MAX_PARTITIONS, MIN_CONSTRAINTS, PartitionProof,
-    ProofJob, ProofJobPhase, ProofJobSpec, ProofJobStatus, StageSeconds,
+    AttemptFailure, CIRCUIT_MIN_CONSTRAINTS, CIRCUITS, MAX_CONSTRAINTS, MAX_PARTITIONS,
+    MIN_CONSTRAINTS, PartitionProof, ProofJob, ProofJobPhase, ProofJobSpec, ProofJobStatus,
+    StageSeconds, circuit_min_constraints,
 };
 pub use prover_pool::{
-    AutoscalingSpec, AutoscalingStatus, PipelineSizing, PipelineSpec, ProverPhase, ProverPool,
-    ProverPoolSpec, ProverPoolStatus, ProverStatus, ProverTemplate, StageBuffers,
+    AutoscalingSpec, AutoscalingStatus, MAX_POOL_NAME, POOL_NAME_PATTERN, PipelineSizing,
+    PipelineSpec, ProverPhase, ProverPool, ProverPoolSpec, ProverPoolStatus, ProverStatus,
+    StageBuffers,
 };
 
 /// Label on prover pods naming the ProverPool they belong to; the pool's scale selector

@@ -6,7 +6,9 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::conditions::condition_constraints;
 use crate::filecoin::{FilecoinResult, FilecoinWork, seal_proof_partitions};
+use crate::prover_pool::{MAX_POOL_NAME, POOL_NAME_PATTERN};
 
 /// The circuits a ProofJob may name in `spec.circuit`.
 ///
@@ -14,8 +16,23 @@ use crate::filecoin::{FilecoinResult, FilecoinWork, seal_proof_partitions};
 /// one-line change here (plus regenerating the CRD YAML).
 pub const CIRCUITS: &[&str] = &["mul-chain", "merkle-sha256"];
 
-/// The fewest constraints per partition a ProofJob may ask for.
+/// The fewest constraints per partition a ProofJob may ask for, whatever the circuit.
 pub const MIN_CONSTRAINTS: i32 = 1024;
+
+/// The fewest constraints per partition each circuit of [`CIRCUITS`] can be built with, as
+/// the prover computes them from the circuits' shapes (its tests hold the two equal). A
+/// circuit whose minimum is above [`MIN_CONSTRAINTS`] gets a CEL rule of its own: a job below
+/// it would fail on every attempt.
+pub const CIRCUIT_MIN_CONSTRAINTS: &[(&str, i32)] = &[("mul-chain", 16), ("merkle-sha256", 26_870)];
+
+/// The fewest constraints per partition a ProofJob of `circuit` may ask for; `None` for a
+/// circuit the API does not know.
+pub fn circuit_min_constraints(circuit: &str) -> Option<i32> {
+    CIRCUIT_MIN_CONSTRAINTS
+        .iter()
+        .find(|(name, _)| *name == circuit)
+        .map(|&(_, min)| min.max(MIN_CONSTRAINTS))
+}
 
 /// The most constraints per partition a ProofJob may ask for (2^27).
 pub const MAX_CONSTRAINTS: i32 = 1 << 27;
@@ -79,24 +96,24 @@ pub const MAX_PARTITIONS: i32 = 1024;
 #[x_kube(validation = Rule::new("!has(self.filecoin) || (!has(self.constraints) && !has(self.partitions))")
     .message("a Filecoin job takes its partitions from filecoin.sealProof: leave constraints and partitions unset"))]
 #[x_kube(validation = Rule::new(
-    "has(self.filecoin) == has(oldSelf.filecoin) \
-     && (!has(self.filecoin) || self.filecoin == oldSelf.filecoin) \
-     && (!has(self.circuit) || (has(oldSelf.circuit) && self.circuit == oldSelf.circuit \
-         && self.constraints == oldSelf.constraints && self.partitions == oldSelf.partitions)) \
-     && self.seed == oldSelf.seed"
-).message("the work of a ProofJob (filecoin, circuit, constraints, partitions, seed) cannot change; create a new ProofJob"))]
+    "has(self.filecoin) == has(oldSelf.filecoin) && has(self.circuit) == has(oldSelf.circuit) \
+     && has(self.constraints) == has(oldSelf.constraints) \
+     && has(self.partitions) == has(oldSelf.partitions)"
+).message("filecoin, circuit, constraints and partitions cannot be added or removed: the work of a ProofJob is fixed; create a new ProofJob"))]
+#[x_kube(validation = circuit_minimum_rule())]
 #[serde(rename_all = "camelCase")]
 pub struct ProofJobSpec {
     /// Name of the ProverPool, in the ProofJob's namespace, whose provers run this job.
     /// Immutable.
     #[x_kube(validation = Rule::new("self == oldSelf").message("pool is immutable"))]
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = MAX_POOL_NAME), regex(pattern = POOL_NAME_PATTERN))]
     pub pool: String,
 
     /// A Filecoin proof: the kind, the sector's registered seal proof, and its input and
     /// output by reference. Its partitions are the seal proof's (10 for a 32 GiB PoRep).
     /// Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = immutable("filecoin"))]
     pub filecoin: Option<FilecoinWork>,
 
     /// A synthetic benchmark circuit instead: `mul-chain` (dense arithmetic: a chain of
@@ -104,24 +121,28 @@ pub struct ProofJobSpec {
     /// Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = circuit_rule())]
+    #[x_kube(validation = immutable("circuit"))]
     #[schemars(length(min = 1, max = 63))]
     pub circuit: Option<String>,
 
-    /// Constraints in each partition of a synthetic circuit, from 1024 to 134217728 (2^27).
-    /// Immutable.
+    /// Constraints in each partition of a synthetic circuit, from 1024 (26870 for
+    /// merkle-sha256, the smallest it can be built with) to 134217728 (2^27). Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = immutable("constraints"))]
     #[schemars(range(min = MIN_CONSTRAINTS, max = MAX_CONSTRAINTS))]
     pub constraints: Option<i32>,
 
     /// Number of partitions a synthetic job is split into; each is proved separately and
     /// yields one proof. From 1 to 1024. Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = immutable("partitions"))]
     #[schemars(range(min = 1, max = MAX_PARTITIONS))]
     pub partitions: Option<i32>,
 
     /// Seed of the deterministic witness: partition `i` of a job is built from `(seed, i)`, so
     /// the same spec always proves the same statements. Immutable.
     #[serde(default)]
+    #[x_kube(validation = immutable("seed"))]
     #[schemars(range(min = 0))]
     pub seed: i64,
 
@@ -182,6 +203,44 @@ fn circuit_rule() -> Rule {
     let quoted: Vec<String> = CIRCUITS.iter().map(|c| format!("'{c}'")).collect();
     Rule::new(format!("self in [{}]", quoted.join(", ")))
         .message(format!("circuit must be one of {}", CIRCUITS.join(", ")).as_str())
+}
+
+/// The transition rule that keeps `field` as it was created.
+fn immutable(field: &str) -> Rule {
+    Rule::new("self == oldSelf").message(
+        format!("{field} is immutable: the work of a ProofJob is fixed; create a new ProofJob")
+            .as_str(),
+    )
+}
+
+/// The CEL rule that keeps `spec.constraints` at or above each circuit's own minimum, where it
+/// is above [`MIN_CONSTRAINTS`] (the schema's bound covers the others).
+fn circuit_minimum_rule() -> Rule {
+    let above: Vec<(&str, i32)> = CIRCUIT_MIN_CONSTRAINTS
+        .iter()
+        .copied()
+        .filter(|&(_, min)| min > MIN_CONSTRAINTS)
+        .collect();
+    let checks: Vec<String> = above
+        .iter()
+        .map(|(circuit, min)| format!("(self.circuit != '{circuit}' || self.constraints >= {min})"))
+        .collect();
+    let minimums: Vec<String> = above
+        .iter()
+        .map(|(circuit, min)| format!("{circuit} needs at least {min}"))
+        .collect();
+    Rule::new(format!(
+        "!has(self.circuit) || !has(self.constraints) || ({})",
+        checks.join(" && ")
+    ))
+    .field_path(".constraints")
+    .message(
+        format!(
+            "constraints is below the smallest partition the circuit can be built with: {}",
+            minimums.join(", ")
+        )
+        .as_str(),
+    )
 }
 
 /// Where a ProofJob is in its lifecycle.
@@ -297,6 +356,7 @@ pub struct ProofJobStatus {
     /// Standard conditions, keyed by `type`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    #[schemars(transform = condition_constraints)]
     pub conditions: Option<Vec<Condition>>,
 
     /// The `metadata.generation` this status reflects.
@@ -380,6 +440,28 @@ mod tests {
         assert_eq!(rule.rule, "self in ['mul-chain', 'merkle-sha256']");
         let message = serde_json::to_value(&rule).unwrap()["message"].clone();
         assert_eq!(message, "circuit must be one of mul-chain, merkle-sha256");
+    }
+
+    #[test]
+    fn every_circuit_has_a_minimum_size() {
+        let named: Vec<&str> = CIRCUIT_MIN_CONSTRAINTS.iter().map(|(c, _)| *c).collect();
+        assert_eq!(
+            named, CIRCUITS,
+            "one minimum per circuit, in the same order"
+        );
+        assert_eq!(circuit_min_constraints("mul-chain"), Some(MIN_CONSTRAINTS));
+        assert_eq!(circuit_min_constraints("merkle-sha256"), Some(26_870));
+        assert_eq!(circuit_min_constraints("sha-tree"), None);
+    }
+
+    #[test]
+    fn the_minimum_rule_covers_the_circuits_above_the_common_minimum() {
+        let rule = circuit_minimum_rule();
+        assert_eq!(
+            rule.rule,
+            "!has(self.circuit) || !has(self.constraints) || \
+             ((self.circuit != 'merkle-sha256' || self.constraints >= 26870))"
+        );
     }
 
     #[test]

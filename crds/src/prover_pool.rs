@@ -1,14 +1,23 @@
 //! `ProverPool`: a set of GPU prover pods that take ProofJobs from a shared queue.
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements, Toleration, Volume, VolumeMount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::core::Rule;
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::PipelineOverride;
+use crate::conditions::condition_constraints;
+use crate::pod_template::ProverPodTemplate;
+
+/// The longest ProverPool name. Its prover pods are named `<pool>-prover-<n>` and that name
+/// is a label value on the jobs they prove (`proofpipe.dev/assigned-pod`), at most 63
+/// characters; `n` below 2^31 has at most 10 digits.
+pub const MAX_POOL_NAME: usize = 63 - "-prover-".len() - 10;
+
+/// What a ProverPool (or `spec.pool` of a ProofJob) may be named: a DNS label, since the name
+/// is a label value and the prefix of pod names.
+pub const POOL_NAME_PATTERN: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 
 /// The provers a ProverPool runs and how they are sized.
 // Each printer column repeats `type_`, which clippy mistakes for a duplicated attribute.
@@ -23,6 +32,8 @@ use crate::PipelineOverride;
     category = "proofpipe",
     status = "ProverPoolStatus",
     derive = "PartialEq",
+    validation = pool_name_length_rule(),
+    validation = pool_name_pattern_rule(),
     doc = "A ProverPool runs GPU prover pods that take ProofJobs naming it from a shared, \
            priority-ordered queue.",
     scale(
@@ -93,8 +104,9 @@ pub struct ProverPoolSpec {
     #[schemars(range(min = 0))]
     pub replicas: i32,
 
-    /// The pod every prover in the pool is created from.
-    pub template: ProverTemplate,
+    /// The pod every prover in the pool is created from: a pod template whose container
+    /// named `prover` runs the prover daemon.
+    pub template: ProverPodTemplate,
 
     /// Overrides for the proving pipeline's sizing; `auto` lets the operator derive each
     /// value from the memory limit and the circuit sizes.
@@ -110,56 +122,21 @@ fn default_replicas() -> i32 {
     1
 }
 
-/// The pod every prover in the pool is created from.
-#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ProverTemplate {
-    /// Container image of the prover.
-    #[schemars(length(min = 1))]
-    pub image: String,
+fn pool_name_length_rule() -> Rule {
+    Rule::new(format!("self.metadata.name.size() <= {MAX_POOL_NAME}")).message(
+        format!(
+            "metadata.name must be at most {MAX_POOL_NAME} characters: prover pods are named \
+             <pool>-prover-<n>, and that name is a label value (at most 63)"
+        )
+        .as_str(),
+    )
+}
 
-    /// When to pull the image: Always, IfNotPresent or Never. Unset follows the Kubernetes
-    /// default (Always for `:latest`, IfNotPresent otherwise).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("self in ['Always', 'IfNotPresent', 'Never']")
-        .message("imagePullPolicy must be one of Always, IfNotPresent, Never"))]
-    pub image_pull_policy: Option<String>,
-
-    /// Compute resources of the prover container. `limits.memory` sizes the pipeline: the
-    /// operator picks buffer counts whose predicted peak fits under it. `limits["nvidia.com/gpu"]`
-    /// requests GPUs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resources: Option<ResourceRequirements>,
-
-    /// Node labels a prover pod must match to be scheduled, e.g. a GPU model label.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_selector: Option<BTreeMap<String, String>>,
-
-    /// Taints the prover pods tolerate, e.g. `nvidia.com/gpu:NoSchedule`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tolerations: Option<Vec<Toleration>>,
-
-    /// PriorityClass of the prover pods.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority_class_name: Option<String>,
-
-    /// Extra environment variables of the prover container, e.g. object-store credentials
-    /// from a Secret (`valueFrom.secretKeyRef`) and `FIL_PROOFS_PARAMETER_CACHE`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub env: Option<Vec<EnvVar>>,
-
-    /// Volumes of the prover pods, e.g. Filecoin's parameter cache on a PersistentVolumeClaim
-    /// or a hostPath, so a new prover pod neither downloads nor generates parameters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub volumes: Option<Vec<Volume>>,
-
-    /// Where the prover container mounts `volumes`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub volume_mounts: Option<Vec<VolumeMount>>,
-
-    /// Extra arguments appended to the prover command.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub args: Option<Vec<String>>,
+fn pool_name_pattern_rule() -> Rule {
+    Rule::new(format!("self.metadata.name.matches('{POOL_NAME_PATTERN}')")).message(
+        "metadata.name must be a DNS label (lowercase letters, digits and '-'): it is the \
+         value of the proofpipe.dev/pool label",
+    )
 }
 
 /// Sizing overrides for each prover's proving pipeline. Each is `auto` or a positive integer.
@@ -271,6 +248,7 @@ pub struct ProverPoolStatus {
     /// Standard conditions, keyed by `type`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    #[schemars(transform = condition_constraints)]
     pub conditions: Option<Vec<Condition>>,
 
     /// The `metadata.generation` this status reflects.

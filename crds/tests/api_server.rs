@@ -100,18 +100,41 @@ impl Cluster {
 
     /// Asserts that creating `K` from `spec` fails with a message containing `expected`.
     async fn assert_rejected<K: Resource<DynamicType = ()>>(&self, spec: Value, expected: &str) {
+        self.assert_rejected_named::<K>("invalid", spec, &[expected])
+            .await;
+    }
+
+    /// Asserts that creating `K` named `name` from `spec` fails with a message containing each
+    /// of `expected` (the field's path and what is wrong with it).
+    async fn assert_rejected_named<K: Resource<DynamicType = ()>>(
+        &self,
+        name: &str,
+        spec: Value,
+        expected: &[&str],
+    ) {
         let result = self
             .raw_api::<K>()
-            .create(
-                &PostParams::default(),
-                &raw_object::<K>("invalid", spec.clone()),
-            )
+            .create(&PostParams::default(), &raw_object::<K>(name, spec.clone()))
             .await;
-        assert_api_error(
-            result,
-            expected,
-            &format!("creating {} {spec}", K::kind(&())),
-        );
+        let what = format!("creating {} {name} {spec}", K::kind(&()));
+        let message = match result {
+            Err(kube::Error::Api(status)) => status.message,
+            other => panic!("{what}: expected a rejection naming {expected:?}, got {other:?}"),
+        };
+        for part in expected {
+            assert!(
+                message.contains(part),
+                "{what}: expected the API server's message to contain {part:?}, got {message:?}"
+            );
+        }
+    }
+
+    /// Asserts that `K` named `name` from `spec` is admitted.
+    async fn assert_admitted<K: Resource<DynamicType = ()>>(&self, name: &str, spec: Value) {
+        self.raw_api::<K>()
+            .create(&PostParams::default(), &raw_object::<K>(name, spec.clone()))
+            .await
+            .unwrap_or_else(|err| panic!("{} {name} {spec} was rejected: {err}", K::kind(&())));
     }
 
     async fn delete_namespace(self) {
@@ -195,7 +218,50 @@ fn filecoin_with(changes: Value) -> Value {
 }
 
 fn valid_pool() -> Value {
-    json!({ "template": { "image": "registry.example/proofpipe-prover:1" } })
+    json!({ "template": { "spec": { "containers": [
+        { "name": "prover", "image": "registry.example/proofpipe-prover:1" },
+    ] } } })
+}
+
+/// `valid_pool()` whose prover container has `changes` merged in.
+fn pool_with_prover(changes: Value) -> Value {
+    let mut pool = valid_pool();
+    let prover = pool["template"]["spec"]["containers"][0].clone();
+    pool["template"]["spec"]["containers"][0] = with(prover, changes);
+    pool
+}
+
+/// `valid_pool()` whose pod spec has `changes` merged in.
+fn pool_with_pod_spec(changes: Value) -> Value {
+    let mut pool = valid_pool();
+    let spec = pool["template"]["spec"].clone();
+    pool["template"]["spec"] = with(spec, changes);
+    pool
+}
+
+/// `valid_pool()` whose prover container has `resources`.
+fn pool_with_resources(resources: Value) -> Value {
+    pool_with_prover(json!({ "resources": resources }))
+}
+
+/// A malformed object, what the API server must say about it (the field's path, and what is
+/// wrong), and a well-formed counterpart as close to it as possible, which it must admit.
+struct Case {
+    name: &'static str,
+    bad: Value,
+    expected: &'static [&'static str],
+    good: Value,
+}
+
+impl Case {
+    fn new(name: &'static str, bad: Value, expected: &'static [&'static str], good: Value) -> Self {
+        Self {
+            name,
+            bad,
+            expected,
+            good,
+        }
+    }
 }
 
 /// `base` with `changes` merged in at the top level; a `null` change removes the field.
@@ -374,6 +440,54 @@ async fn invalid_proof_jobs_are_rejected() {
     for (spec, expected) in filecoin_cases {
         cluster.assert_rejected::<ProofJob>(spec, expected).await;
     }
+    let longest_pool = "p".repeat(proofpipe_crds::MAX_POOL_NAME);
+    let cases = [
+        Case::new(
+            "pool-not-a-name",
+            with(valid_job(), json!({ "pool": "GPU_pool" })),
+            &["spec.pool in body should match"],
+            with(valid_job(), json!({ "pool": "gpu-pool" })),
+        ),
+        Case::new(
+            "pool-too-long",
+            with(valid_job(), json!({ "pool": format!("{longest_pool}p") })),
+            &["spec.pool: Too long"],
+            with(valid_job(), json!({ "pool": longest_pool })),
+        ),
+        Case::new(
+            "merkle-too-small",
+            with(
+                valid_job(),
+                json!({ "circuit": "merkle-sha256", "constraints": 26_869 }),
+            ),
+            &[
+                "spec.constraints: Invalid value",
+                "merkle-sha256 needs at least 26870",
+            ],
+            with(
+                valid_job(),
+                json!({ "circuit": "merkle-sha256", "constraints": 26_870 }),
+            ),
+        ),
+    ];
+    for case in cases {
+        cluster
+            .assert_rejected_named::<ProofJob>(case.name, case.bad, case.expected)
+            .await;
+        cluster
+            .assert_admitted::<ProofJob>(case.name, case.good)
+            .await;
+    }
+    // mul-chain's own minimum is below the common one, which is its bound.
+    cluster
+        .assert_admitted::<ProofJob>(
+            "mul-chain-smallest",
+            with(
+                valid_job(),
+                json!({ "constraints": proofpipe_crds::MIN_CONSTRAINTS }),
+            ),
+        )
+        .await;
     let job: ProofJob = cluster.create("sector-7", valid_filecoin_job()).await;
     assert_eq!(job.spec.partition_count(), 10);
     assert_eq!(
@@ -394,11 +508,7 @@ async fn invalid_prover_pools_are_rejected() {
         (json!({ "template": null }), "spec.template: Required value"),
         (
             json!({ "template": {} }),
-            "spec.template.image: Required value",
-        ),
-        (
-            json!({ "template": { "image": "x", "imagePullPolicy": "Sometimes" } }),
-            "imagePullPolicy must be one of Always, IfNotPresent, Never",
+            "spec.template.spec: Required value",
         ),
         (
             json!({ "replicas": -1 }),
@@ -445,6 +555,242 @@ async fn invalid_prover_pools_are_rejected() {
     cluster.delete_namespace().await;
 }
 
+/// What can never work in a pool's name and pod template is refused at admission, with a
+/// message that names the field; the nearest well-formed pool is admitted.
+#[tokio::test]
+async fn pools_that_can_never_work_are_refused_by_field() {
+    let Some(cluster) = Cluster::connect("pool-admission").await else {
+        return;
+    };
+    let longest = "p".repeat(proofpipe_crds::MAX_POOL_NAME);
+    let cases = [
+        Case::new(
+            "no-prover",
+            pool_with_pod_spec(json!({ "containers": [{ "name": "sidecar", "image": "s:1" }] })),
+            &[
+                "spec.template.spec: Invalid value",
+                "containers must include the one named prover",
+            ],
+            pool_with_pod_spec(json!({ "containers": [
+                { "name": "sidecar", "image": "s:1" },
+                { "name": "prover", "image": "p:1" },
+            ] })),
+        ),
+        Case::new(
+            "no-containers",
+            pool_with_pod_spec(json!({ "containers": [] })),
+            &["spec.template.spec.containers in body should have at least 1 items"],
+            valid_pool(),
+        ),
+        Case::new(
+            "no-image",
+            pool_with_prover(json!({ "image": null })),
+            &[
+                "spec.template.spec.containers[0].image",
+                "image is required",
+            ],
+            pool_with_prover(json!({ "image": "p:2" })),
+        ),
+        Case::new(
+            "init-no-image",
+            pool_with_pod_spec(json!({ "initContainers": [{ "name": "fetch" }] })),
+            &[
+                "spec.template.spec.initContainers[0].image",
+                "image is required",
+            ],
+            pool_with_pod_spec(json!({ "initContainers": [{ "name": "fetch", "image": "f:1" }] })),
+        ),
+        Case::new(
+            "pod-resources",
+            pool_with_pod_spec(json!({ "resources": { "limits": { "memory": "lots" } } })),
+            &[
+                "spec.template.spec.resources.limits",
+                "every value must be a non-negative quantity",
+            ],
+            pool_with_pod_spec(json!({ "resources": { "limits": { "memory": "120Gi" } } })),
+        ),
+        Case::new(
+            "pull-policy",
+            pool_with_prover(json!({ "imagePullPolicy": "Sometimes" })),
+            &["spec.template.spec.containers[0].imagePullPolicy: Unsupported value"],
+            pool_with_prover(json!({ "imagePullPolicy": "IfNotPresent" })),
+        ),
+        Case::new(
+            "env-name",
+            pool_with_prover(json!({ "env": [{ "name": "1-BAD", "value": "x" }] })),
+            &["spec.template.spec.containers[0].env[0].name in body should match"],
+            pool_with_prover(json!({ "env": [{ "name": "GOOD_1", "value": "x" }] })),
+        ),
+        Case::new(
+            "reserved-env",
+            pool_with_prover(json!({ "env": [
+                { "name": "RUST_LOG", "value": "info" },
+                { "name": "PROOFPIPE_POOL", "value": "other" },
+            ] })),
+            &[
+                "spec.template.spec.containers[0].env[1].name",
+                "PROOFPIPE_* variables are set by the operator",
+            ],
+            pool_with_prover(json!({ "env": [
+                { "name": "RUST_LOG", "value": "info" },
+                { "name": "PROOFPIPE_LOG", "value": "debug" },
+            ] })),
+        ),
+        Case::new(
+            "reserved-env-init",
+            pool_with_pod_spec(
+                json!({ "initContainers": [{ "name": "fetch", "image": "f:1",
+                "env": [{ "name": "PROOFPIPE_GPU_WORKERS", "value": "9" }] }] }),
+            ),
+            &[
+                "spec.template.spec.initContainers[0].env[0].name",
+                "PROOFPIPE_* variables are set by the operator",
+            ],
+            pool_with_pod_spec(json!({ "initContainers": [{ "name": "fetch", "image": "f:1" }] })),
+        ),
+        Case::new(
+            "not-a-quantity",
+            pool_with_resources(json!({ "limits": { "memory": "64 GB" } })),
+            &[
+                "spec.template.spec.containers[0].resources.limits",
+                "every value must be a non-negative quantity",
+            ],
+            pool_with_resources(json!({ "limits": { "memory": "64Gi" } })),
+        ),
+        Case::new(
+            "negative-quantity",
+            pool_with_resources(json!({ "requests": { "cpu": "-2" } })),
+            &[
+                "spec.template.spec.containers[0].resources.requests",
+                "every value must be a non-negative quantity",
+            ],
+            pool_with_resources(json!({ "requests": { "cpu": 2 } })),
+        ),
+        Case::new(
+            "requests-above-limits",
+            pool_with_resources(json!({
+                "requests": { "cpu": "16", "memory": "65Gi" },
+                "limits": { "cpu": 16, "memory": "64Gi" },
+            })),
+            &[
+                "spec.template.spec.containers[0].resources",
+                "requests must not exceed limits",
+            ],
+            pool_with_resources(json!({
+                "requests": { "cpu": "16", "memory": "64Gi" },
+                "limits": { "cpu": 16, "memory": "65536Mi" },
+            })),
+        ),
+        Case::new(
+            "half-a-gpu",
+            pool_with_resources(json!({ "limits": { "nvidia.com/gpu": "500m" } })),
+            &[
+                "spec.template.spec.containers[0].resources.limits",
+                "nvidia.com/gpu must be a whole number of GPUs",
+            ],
+            pool_with_resources(json!({ "limits": { "nvidia.com/gpu": "1" } })),
+        ),
+        Case::new(
+            "gpu-request-only",
+            pool_with_resources(json!({ "requests": { "nvidia.com/gpu": 1 } })),
+            &[
+                "spec.template.spec.containers[0].resources",
+                "GPUs cannot be overcommitted",
+            ],
+            pool_with_resources(json!({
+                "requests": { "nvidia.com/gpu": 1 }, "limits": { "nvidia.com/gpu": "1" },
+            })),
+        ),
+        Case::new(
+            "restart-policy",
+            pool_with_pod_spec(json!({ "restartPolicy": "Always" })),
+            &[
+                "spec.template.spec.restartPolicy",
+                "restartPolicy is set by the operator",
+            ],
+            pool_with_pod_spec(json!({ "terminationGracePeriodSeconds": 60 })),
+        ),
+        Case::new(
+            "service-account",
+            pool_with_pod_spec(json!({ "serviceAccountName": "mine" })),
+            &[
+                "spec.template.spec.serviceAccountName",
+                "serviceAccountName is set by the operator",
+            ],
+            pool_with_pod_spec(json!({ "priorityClassName": "proving" })),
+        ),
+        Case::new(
+            "no-token",
+            pool_with_pod_spec(json!({ "automountServiceAccountToken": false })),
+            &[
+                "spec.template.spec.automountServiceAccountToken",
+                "the daemon reads and writes ProofJobs",
+            ],
+            pool_with_pod_spec(json!({ "automountServiceAccountToken": true })),
+        ),
+        Case::new(
+            "scratch-volume",
+            pool_with_pod_spec(json!({ "volumes": [{ "name": "proofpipe-tmp", "emptyDir": {} }] })),
+            &[
+                "spec.template.spec.volumes[0].name",
+                "volume names starting with proofpipe- are the operator's",
+            ],
+            pool_with_pod_spec(json!({ "volumes": [{ "name": "scratch", "emptyDir": {} }] })),
+        ),
+        Case::new(
+            "reserved-label",
+            with(
+                valid_pool(),
+                json!({ "template": {
+                "metadata": { "labels": { "proofpipe.dev/pool": "other" } },
+                "spec": valid_pool()["template"]["spec"].clone(),
+            } }),
+            ),
+            &["spec.template.metadata.labels", "are set by the operator"],
+            with(
+                valid_pool(),
+                json!({ "template": {
+                "metadata": { "labels": { "team": "proofs" },
+                              "annotations": { "proofpipe.dev/note": "kept" } },
+                "spec": valid_pool()["template"]["spec"].clone(),
+            } }),
+            ),
+        ),
+    ];
+    for case in cases {
+        cluster
+            .assert_rejected_named::<ProverPool>(case.name, case.bad, case.expected)
+            .await;
+        cluster
+            .assert_admitted::<ProverPool>(case.name, case.good)
+            .await;
+    }
+
+    // Names: every derived name (`<pool>-prover-<n>`, a label value) must fit in 63.
+    let too_long = format!("{longest}p");
+    cluster
+        .assert_rejected_named::<ProverPool>(
+            &too_long,
+            valid_pool(),
+            &["metadata.name must be at most 45 characters"],
+        )
+        .await;
+    cluster
+        .assert_admitted::<ProverPool>(&longest, valid_pool())
+        .await;
+    cluster
+        .assert_rejected_named::<ProverPool>(
+            "gpu.pool",
+            valid_pool(),
+            &["metadata.name must be a DNS label"],
+        )
+        .await;
+    cluster
+        .assert_admitted::<ProverPool>("gpu-pool", valid_pool())
+        .await;
+    cluster.delete_namespace().await;
+}
+
 #[tokio::test]
 async fn proof_job_identity_is_immutable() {
     let Some(cluster) = Cluster::connect("immutable").await else {
@@ -453,40 +799,63 @@ async fn proof_job_identity_is_immutable() {
     let _: ProofJob = cluster.create("job", valid_job()).await;
     let jobs = cluster.api::<ProofJob>();
     let params = PatchParams::default();
-    let identity_message = "the work of a ProofJob (filecoin, circuit, constraints, partitions, \
-         seed) cannot change; create a new ProofJob";
-    for change in [
-        json!({ "circuit": "merkle-sha256" }),
-        json!({ "constraints": 8192 }),
-        json!({ "partitions": 5 }),
-        json!({ "seed": 7 }),
+    // Each field's change is refused with a message naming that field.
+    for (change, expected) in [
+        (
+            json!({ "pool": "other" }),
+            ["spec.pool: Invalid value", "pool is immutable"],
+        ),
+        (
+            json!({ "circuit": "merkle-sha256", "constraints": 32768 }),
+            ["spec.circuit: Invalid value", "circuit is immutable"],
+        ),
+        (
+            json!({ "constraints": 8192 }),
+            [
+                "spec.constraints: Invalid value",
+                "constraints is immutable",
+            ],
+        ),
+        (
+            json!({ "partitions": 5 }),
+            ["spec.partitions: Invalid value", "partitions is immutable"],
+        ),
+        (
+            json!({ "seed": 7 }),
+            ["spec.seed: Invalid value", "seed is immutable"],
+        ),
     ] {
         let result = jobs
             .patch("job", &params, &Patch::Merge(json!({ "spec": change })))
             .await;
-        assert_api_error(result, identity_message, &format!("changing {change}"));
+        for part in expected {
+            assert_api_error(result_message(&result), part, &format!("changing {change}"));
+        }
     }
-    let result = jobs
-        .patch(
-            "job",
-            &params,
-            &Patch::Merge(json!({ "spec": { "pool": "other" } })),
-        )
-        .await;
-    assert_api_error(result, "pool is immutable", "changing the pool");
+    let added_or_removed =
+        "filecoin, circuit, constraints and partitions cannot be added or removed";
     let to_filecoin = json!({ "spec": with(valid_filecoin_job(), json!({
         "circuit": null, "constraints": null, "partitions": null })) });
     let result = jobs.patch("job", &params, &Patch::Merge(to_filecoin)).await;
     assert_api_error(
         result,
-        identity_message,
+        added_or_removed,
         "turning a synthetic job into a Filecoin one",
     );
 
     let _: ProofJob = cluster.create("sector", valid_filecoin_job()).await;
     let moved = json!({ "spec": { "filecoin": { "input": { "url": "s3://other/c1.json" } } } });
     let result = jobs.patch("sector", &params, &Patch::Merge(moved)).await;
-    assert_api_error(result, identity_message, "changing a Filecoin job's input");
+    assert_api_error(
+        result_message(&result),
+        "spec.filecoin: Invalid value",
+        "changing a Filecoin job's input",
+    );
+    assert_api_error(
+        result,
+        "filecoin is immutable",
+        "changing a Filecoin job's input",
+    );
 
     let scheduling = json!({ "spec": { "priority": 10, "suspend": true, "backoffLimit": 1 } });
     let job = jobs
@@ -495,6 +864,15 @@ async fn proof_job_identity_is_immutable() {
         .expect("priority, suspend and backoffLimit may change");
     assert_eq!((job.spec.priority, job.spec.suspend), (10, true));
     cluster.delete_namespace().await;
+}
+
+/// A copy of `result` that [`assert_api_error`] can consume (kube's errors are not `Clone`).
+fn result_message<T>(result: &kube::Result<T>) -> kube::Result<()> {
+    match result {
+        Err(kube::Error::Api(status)) => Err(kube::Error::Api(status.clone())),
+        Err(other) => panic!("expected an API error, got {other}"),
+        Ok(_) => Ok(()),
+    }
 }
 
 /// The current time, truncated to the whole seconds that `Time` serializes.
@@ -550,6 +928,40 @@ async fn proof_job_status_round_trips() {
         .await
         .expect("the status schema accepts a full ProofJobStatus");
     assert_eq!(job.status, Some(status));
+
+    // Conditions keep Kubernetes' constraints on metav1.Condition.
+    let condition = |status: &str, reason: &str| {
+        json!({ "status": { "conditions": [{
+            "type": "Assigned", "status": status, "reason": reason, "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }] } })
+    };
+    for (patch, expected) in [
+        (
+            condition("Yes", "ProverAvailable"),
+            "status.conditions[0].status: Unsupported value: \"Yes\"",
+        ),
+        (
+            condition("True", "no spaces allowed"),
+            "status.conditions[0].reason: Invalid value: \"no spaces allowed\"",
+        ),
+        (
+            condition("True", ""),
+            "status.conditions[0].reason: Invalid value: \"\"",
+        ),
+    ] {
+        let result = jobs
+            .patch_status("job", &PatchParams::default(), &Patch::Merge(&patch))
+            .await;
+        assert_api_error(result, expected, &format!("patching {patch}"));
+    }
+    jobs.patch_status(
+        "job",
+        &PatchParams::default(),
+        &Patch::Merge(condition("Unknown", "Requeued")),
+    )
+    .await
+    .expect("a well-formed condition is admitted");
     cluster.delete_namespace().await;
 }
 

@@ -1,17 +1,20 @@
-//! Builds a prover Pod from its ProverPool (ADR 0003, "Prover pod spec"). No client: the
-//! Pod is plain data, tested against YAML fixtures.
-
-use std::collections::BTreeMap;
+//! Builds a prover Pod from its ProverPool (ADR 0003, "Prover pod spec"; ADR 0013): the
+//! pool's pod template, with the operator's settings on top. No client: the Pod is plain
+//! data, tested against YAML fixtures and the restricted Pod Security Standard.
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, ObjectFieldSelector, Pod,
-    PodSpec, Probe, ResourceFieldSelector,
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    HTTPGetAction, ObjectFieldSelector, Pod, PodSecurityContext, PodSpec, Probe,
+    ResourceFieldSelector, SeccompProfile, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Resource;
 use kube::api::ObjectMeta;
-use proofpipe_crds::ProverPool;
+use proofpipe_crds::{
+    PROVER_CONTAINER, PodTemplateMetadata, ProverPool, RESERVED_ENV_PREFIX, RESERVED_VOLUME_PREFIX,
+    USER_PROVER_ENV,
+};
 
 use sha2::{Digest, Sha256};
 
@@ -20,21 +23,121 @@ use crate::names::{
     TEMPLATE_HASH_LABEL,
 };
 
-/// Name of the prover container.
-const CONTAINER: &str = "prover";
 /// The daemon's `/metrics`, `/readyz` and `/healthz` port.
 const METRICS_PORT: i32 = 9100;
+/// Name of [`METRICS_PORT`], which the probes use.
+const METRICS_PORT_NAME: &str = "metrics";
+
+/// Where the prover writes when its root filesystem is read-only, each given an emptyDir
+/// named `proofpipe-<name>` unless the template mounts something there itself: temporary
+/// files, Filecoin's default parameter and parent caches (`/var/tmp/filecoin-*`) and the
+/// synthetic circuits' parameter cache (`~/.cache/proofpipe/params`, home of the prover
+/// image's user, docker/prover.Dockerfile).
+pub const SCRATCH_PATHS: &[(&str, &str)] = &[
+    ("tmp", "/tmp"),
+    ("var-tmp", "/var/tmp"),
+    ("cache", "/home/proofpipe/.cache"),
+];
 
 /// The prover pod `name` of `pool`, owned by the pool.
 pub fn prover_pod(pool: &ProverPool, name: &str) -> Pod {
     let pool_name = pool.metadata.name.clone().unwrap_or_default();
     let template = &pool.spec.template;
-    let pipeline = &pool.spec.pipeline;
+    let spec = prover_pod_spec(pool, &pool_name);
 
+    let mut labels = template.metadata.labels.clone().unwrap_or_default();
+    // The operator's labels win: the API server refuses them in a template, and one that got
+    // past it must not move a pod out of its pool's selector.
+    labels.extend([
+        (POOL_LABEL.to_owned(), pool_name),
+        (NAME_LABEL.to_owned(), PROVER_APP.to_owned()),
+        (
+            MANAGED_BY_LABEL.to_owned(),
+            crate::names::FIELD_MANAGER.to_owned(),
+        ),
+        (
+            TEMPLATE_HASH_LABEL.to_owned(),
+            spec_hash(&template.metadata, &spec),
+        ),
+    ]);
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: pool.metadata.namespace.clone(),
+            labels: Some(labels),
+            annotations: template.metadata.annotations.clone(),
+            owner_references: pool.controller_owner_ref(&()).map(|owner| vec![owner]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(spec),
+        status: None,
+    }
+}
+
+/// The template's pod spec with the operator's settings on top.
+fn prover_pod_spec(pool: &ProverPool, pool_name: &str) -> PodSpec {
+    let mut spec = pool.spec.template.spec.clone();
+    // The daemon's RBAC is granted to this account (prover_rbac.rs).
+    spec.service_account_name = Some(PROVER_SERVICE_ACCOUNT.into());
+    spec.service_account = None;
+    // A prover that exits (crash, OOM kill) leaves a Failed pod: the operator requeues its
+    // job at once and replaces the pod, instead of waiting for a restart loop on a node that
+    // may be the cause.
+    spec.restart_policy = Some("Never".into());
+    restricted_pod_defaults(spec.security_context.get_or_insert_default());
+    for container in spec
+        .init_containers
+        .iter_mut()
+        .flatten()
+        .chain(spec.containers.iter_mut())
+    {
+        restricted_container_defaults(container.security_context.get_or_insert_default());
+    }
+
+    let index = match spec
+        .containers
+        .iter()
+        .position(|c| c.name == PROVER_CONTAINER)
+    {
+        Some(index) => index,
+        // The API server refuses such a template; one that bypassed it gets a container
+        // without an image, and the pod's creation fails naming it.
+        None => {
+            spec.containers.insert(
+                0,
+                Container {
+                    name: PROVER_CONTAINER.into(),
+                    ..Container::default()
+                },
+            );
+            0
+        }
+    };
+    let prover = &mut spec.containers[index];
+    complete_prover(prover, pool, pool_name);
+    let scratch = scratch_mounts(prover);
+    if !scratch.is_empty() {
+        let volumes = spec.volumes.get_or_insert_default();
+        volumes.extend(scratch.iter().map(|mount| Volume {
+            name: mount.name.clone(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        }));
+        let mounts = prover.volume_mounts.get_or_insert_default();
+        // Before the template's own, which may be nested in them (a PVC under /var/tmp).
+        mounts.splice(0..0, scratch);
+    }
+    spec
+}
+
+/// The operator's part of the prover container: the daemon's args, identity and sizing env,
+/// port and probes.
+fn complete_prover(prover: &mut Container, pool: &ProverPool, pool_name: &str) {
+    let pipeline = &pool.spec.pipeline;
     let mut env = vec![
         field_env("PROOFPIPE_POD_NAME", "metadata.name"),
         field_env("PROOFPIPE_NAMESPACE", "metadata.namespace"),
-        value_env("PROOFPIPE_POOL", &pool_name),
+        value_env("PROOFPIPE_POOL", pool_name),
         value_env(
             "PROOFPIPE_PARTITION_WORKERS",
             pipeline.partition_workers.as_str(),
@@ -49,7 +152,7 @@ pub fn prover_pod(pool: &ProverPool, name: &str) -> Pod {
             name: "PROOFPIPE_MEMORY_LIMIT".into(),
             value_from: Some(EnvVarSource {
                 resource_field_ref: Some(ResourceFieldSelector {
-                    container_name: Some(CONTAINER.into()),
+                    container_name: Some(PROVER_CONTAINER.into()),
                     resource: "limits.memory".into(),
                     divisor: Some(Quantity("1".into())),
                 }),
@@ -58,79 +161,115 @@ pub fn prover_pod(pool: &ProverPool, name: &str) -> Pod {
             ..EnvVar::default()
         },
     ];
-    env.extend(template.env.iter().flatten().cloned());
+    // The contract's variables are the operator's even where a template bypassed admission.
+    env.extend(prover.env.take().into_iter().flatten().filter(|var| {
+        !var.name.starts_with(RESERVED_ENV_PREFIX) || USER_PROVER_ENV.contains(&var.name.as_str())
+    }));
+    prover.env = Some(env);
 
-    let args = ["daemon".to_owned()]
-        .into_iter()
-        .chain(template.args.iter().flatten().cloned())
-        .collect();
+    prover.args = Some(
+        ["daemon".to_owned()]
+            .into_iter()
+            .chain(prover.args.take().into_iter().flatten())
+            .collect(),
+    );
 
-    let spec = PodSpec {
-        containers: vec![Container {
-            name: CONTAINER.into(),
-            image: Some(template.image.clone()),
-            image_pull_policy: template.image_pull_policy.clone(),
-            args: Some(args),
-            env: Some(env),
-            resources: template.resources.clone(),
-            ports: Some(vec![ContainerPort {
-                name: Some("metrics".into()),
-                container_port: METRICS_PORT,
-                ..ContainerPort::default()
-            }]),
-            volume_mounts: template.volume_mounts.clone(),
-            readiness_probe: Some(http_probe("/readyz")),
-            liveness_probe: Some(http_probe("/healthz")),
-            // The prover writes why it failed to /dev/termination-log; if it could not (a
-            // panic, a kill), the end of its log stands in. The operator copies it into the
-            // job's status.lastFailure, since the pod is replaced.
-            termination_message_policy: Some("FallbackToLogsOnError".into()),
-            ..Container::default()
-        }],
-        service_account_name: Some(PROVER_SERVICE_ACCOUNT.into()),
-        node_selector: template.node_selector.clone(),
-        tolerations: template.tolerations.clone(),
-        volumes: template.volumes.clone(),
-        priority_class_name: template.priority_class_name.clone(),
-        // A prover that exits (crash, OOM kill) leaves a Failed pod: the operator requeues
-        // its job at once and replaces the pod, instead of waiting for a restart loop on a
-        // node that may be the cause.
-        restart_policy: Some("Never".into()),
-        ..PodSpec::default()
-    };
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            namespace: pool.metadata.namespace.clone(),
-            labels: Some(BTreeMap::from([
-                (POOL_LABEL.to_owned(), pool_name),
-                (NAME_LABEL.to_owned(), PROVER_APP.to_owned()),
-                (
-                    MANAGED_BY_LABEL.to_owned(),
-                    crate::names::FIELD_MANAGER.to_owned(),
-                ),
-                (TEMPLATE_HASH_LABEL.to_owned(), spec_hash(&spec)),
-            ])),
-            owner_references: pool.controller_owner_ref(&()).map(|owner| vec![owner]),
-            ..ObjectMeta::default()
-        },
-        spec: Some(spec),
-        status: None,
+    let mut ports = vec![ContainerPort {
+        name: Some(METRICS_PORT_NAME.into()),
+        container_port: METRICS_PORT,
+        ..ContainerPort::default()
+    }];
+    ports.extend(prover.ports.take().into_iter().flatten().filter(|port| {
+        port.container_port != METRICS_PORT && port.name.as_deref() != Some(METRICS_PORT_NAME)
+    }));
+    prover.ports = Some(ports);
+    prover.readiness_probe = Some(http_probe("/readyz"));
+    prover.liveness_probe = Some(http_probe("/healthz"));
+    // The prover writes why it failed to /dev/termination-log; if it could not (a panic, a
+    // kill), the end of its log stands in. The operator copies it into the job's
+    // status.lastFailure, since the pod is replaced.
+    prover.termination_message_policy = Some("FallbackToLogsOnError".into());
+
+    // The prover writes only to its scratch paths and the template's volumes.
+    prover
+        .security_context
+        .get_or_insert_default()
+        .read_only_root_filesystem
+        .get_or_insert(true);
+}
+
+/// The restricted profile's pod-level settings, where the template leaves them unset.
+fn restricted_pod_defaults(context: &mut PodSecurityContext) {
+    context.run_as_non_root.get_or_insert(true);
+    context.seccomp_profile.get_or_insert_with(runtime_default);
+}
+
+/// The restricted profile's container-level settings, where the template leaves them unset.
+fn restricted_container_defaults(context: &mut SecurityContext) {
+    context.allow_privilege_escalation.get_or_insert(false);
+    context.capabilities.get_or_insert_with(|| Capabilities {
+        add: None,
+        drop: Some(vec!["ALL".into()]),
+    });
+}
+
+fn runtime_default() -> SeccompProfile {
+    SeccompProfile {
+        type_: "RuntimeDefault".into(),
+        localhost_profile: None,
     }
+}
+
+/// The emptyDir mounts a prover with a read-only root filesystem needs, for the
+/// [`SCRATCH_PATHS`] the template does not mount itself.
+fn scratch_mounts(prover: &Container) -> Vec<VolumeMount> {
+    let read_only_root = prover
+        .security_context
+        .as_ref()
+        .and_then(|context| context.read_only_root_filesystem)
+        == Some(true);
+    if !read_only_root {
+        return Vec::new();
+    }
+    let mounted: Vec<&str> = prover
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|mount| mount.mount_path.trim_end_matches('/'))
+        .collect();
+    SCRATCH_PATHS
+        .iter()
+        .filter(|(_, path)| !mounted.contains(path))
+        .map(|(name, path)| VolumeMount {
+            name: format!("{RESERVED_VOLUME_PREFIX}{name}"),
+            mount_path: (*path).into(),
+            ..VolumeMount::default()
+        })
+        .collect()
 }
 
 /// The template hash of `pool`: the [`TEMPLATE_HASH_LABEL`] a pod created from it now gets.
 pub fn template_hash(pool: &ProverPool) -> String {
-    let pod = prover_pod(pool, "");
-    spec_hash(pod.spec.as_ref().expect("prover_pod always sets a spec"))
+    let pool_name = pool.metadata.name.clone().unwrap_or_default();
+    spec_hash(
+        &pool.spec.template.metadata,
+        &prover_pod_spec(pool, &pool_name),
+    )
 }
 
-/// A short, stable digest of a pod spec. The spec holds nothing pod-specific (the pod's name
-/// reaches the daemon through the Downward API), so equal templates give equal hashes;
-/// serde_json writes struct fields in declaration order and maps sorted, so it is stable.
-fn spec_hash(spec: &PodSpec) -> String {
-    let bytes = serde_json::to_vec(spec).expect("a PodSpec always serializes");
-    let digest = Sha256::digest(&bytes);
+/// A short, stable digest of the pods' labels, annotations and spec as the template gives
+/// them. None of it is pod-specific (the pod's name reaches the daemon through the Downward
+/// API), so equal templates give equal hashes; serde_json writes struct fields in declaration
+/// order and maps sorted, so it is stable.
+fn spec_hash(metadata: &PodTemplateMetadata, spec: &PodSpec) -> String {
+    let mut hasher = Sha256::new();
+    // Empty metadata adds nothing, so a template without labels or annotations keeps the
+    // hash a spec alone gives.
+    if !metadata.is_empty() {
+        hasher.update(serde_json::to_vec(metadata).expect("metadata always serializes"));
+    }
+    hasher.update(serde_json::to_vec(spec).expect("a PodSpec always serializes"));
+    let digest = hasher.finalize();
     // 40 bits, as hex: a label value, unique enough among one pool's few template versions.
     digest[..5]
         .iter()
@@ -173,6 +312,8 @@ fn http_probe(path: &str) -> Probe {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     fn yaml<T: serde::de::DeserializeOwned>(text: &str) -> T {
@@ -193,7 +334,7 @@ mod tests {
     }
 
     #[test]
-    fn the_template_hash_follows_the_pod_spec_and_nothing_else() {
+    fn the_template_hash_follows_the_template_and_nothing_else() {
         let pool: ProverPool = yaml(include_str!("../fixtures/pool-gpu.yaml"));
         let hash = template_hash(&pool);
         assert_eq!(hash.len(), 10);
@@ -213,11 +354,109 @@ mod tests {
         );
 
         let mut new_image = pool.clone();
-        new_image.spec.template.image.push_str("-next");
+        new_image.spec.template.spec.containers[0]
+            .image
+            .as_mut()
+            .unwrap()
+            .push_str("-next");
         assert_ne!(template_hash(&new_image), hash);
         let mut new_sizing = pool.clone();
         new_sizing.spec.pipeline.channel_capacity = proofpipe_crds::PipelineOverride::new("3");
         assert_ne!(template_hash(&new_sizing), hash);
+        let mut new_label = pool.clone();
+        new_label
+            .spec
+            .template
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert("team".into(), "other".into());
+        assert_ne!(
+            template_hash(&new_label),
+            hash,
+            "labels are the template's too"
+        );
+        let mut new_affinity = pool.clone();
+        new_affinity.spec.template.spec.scheduler_name = Some("gpu-scheduler".into());
+        assert_ne!(template_hash(&new_affinity), hash);
+    }
+
+    fn prover(pod: &Pod) -> &Container {
+        &pod.spec.as_ref().unwrap().containers[0]
+    }
+
+    fn mount_paths(container: &Container) -> Vec<&str> {
+        container
+            .volume_mounts
+            .iter()
+            .flatten()
+            .map(|mount| mount.mount_path.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn scratch_space_is_added_only_where_the_template_has_none() {
+        let mut pool: ProverPool = yaml(include_str!("../fixtures/pool-minimal.yaml"));
+        let pod = prover_pod(&pool, "small-prover-0");
+        assert_eq!(
+            mount_paths(prover(&pod)),
+            ["/tmp", "/var/tmp", "/home/proofpipe/.cache"]
+        );
+
+        // A template's own mount at a scratch path wins.
+        pool.spec.template.spec.containers[0].volume_mounts = Some(vec![VolumeMount {
+            name: "fast".into(),
+            mount_path: "/tmp/".into(),
+            ..VolumeMount::default()
+        }]);
+        let pod = prover_pod(&pool, "small-prover-0");
+        assert_eq!(
+            mount_paths(prover(&pod)),
+            ["/var/tmp", "/home/proofpipe/.cache", "/tmp/"]
+        );
+
+        // A writable root filesystem needs none.
+        pool.spec.template.spec.containers[0].security_context = Some(SecurityContext {
+            read_only_root_filesystem: Some(false),
+            ..SecurityContext::default()
+        });
+        let pod = prover_pod(&pool, "small-prover-0");
+        assert_eq!(mount_paths(prover(&pod)), ["/tmp/"]);
+        assert!(
+            pod.spec
+                .as_ref()
+                .unwrap()
+                .volumes
+                .iter()
+                .flatten()
+                .all(|v| !v.name.starts_with(RESERVED_VOLUME_PREFIX))
+        );
+    }
+
+    #[test]
+    fn the_contract_variables_are_the_operators_even_past_admission() {
+        let mut pool: ProverPool = yaml(include_str!("../fixtures/pool-minimal.yaml"));
+        pool.spec.template.spec.containers[0].env = Some(vec![
+            value_env("PROOFPIPE_POOL", "someone-elses"),
+            value_env("PROOFPIPE_LOG", "debug"),
+        ]);
+        let pod = prover_pod(&pool, "small-prover-0");
+        let pools: Vec<_> = prover(&pod)
+            .env
+            .iter()
+            .flatten()
+            .filter(|var| var.name == "PROOFPIPE_POOL")
+            .collect();
+        assert_eq!(pools.len(), 1);
+        assert_eq!(pools[0].value.as_deref(), Some("small"));
+        assert!(
+            prover(&pod)
+                .env
+                .iter()
+                .flatten()
+                .any(|var| var.name == "PROOFPIPE_LOG"),
+            "a user setting is kept"
+        );
     }
 
     #[test]

@@ -204,7 +204,7 @@ mod tests {
         let mut pool: ProverPool = serde_json::from_value(serde_json::json!({
             "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProverPool",
             "metadata": {"name": "gpu", "namespace": "ns", "generation": 1},
-            "spec": {"replicas": replicas, "template": {"image": "prover:1"}},
+            "spec": {"replicas": replicas, "template": {"spec": {"containers": [{"name": "prover", "image": "prover:1"}]}}},
         }))
         .unwrap();
         pool.metadata.uid = Some("pool-uid".into());

@@ -186,7 +186,7 @@ mod tests {
         let mut pool: ProverPool = serde_json::from_value(serde_json::json!({
             "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProverPool",
             "metadata": {"name": "gpu", "namespace": "ns"},
-            "spec": {"replicas": 1, "template": {"image": "prover:1"}},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "prover", "image": "prover:1"}]}}},
         }))
         .unwrap();
         pool.metadata.generation = Some(1);

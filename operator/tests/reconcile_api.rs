@@ -75,8 +75,10 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
             "spec": {
                 "replicas": 2,
                 "pipeline": {"partitionWorkers": "2"},
-                "template": {"image": "registry.example/proofpipe-prover:1",
-                             "resources": {"limits": {"memory": "1Gi"}}},
+                "template": {"spec": {"containers": [{
+                    "name": "prover", "image": "registry.example/proofpipe-prover:1",
+                    "resources": {"limits": {"memory": "1Gi"}},
+                }]}},
             },
         }),
     )

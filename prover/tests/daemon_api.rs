@@ -263,7 +263,9 @@ async fn a_job_that_cannot_be_proved_ends_the_daemon_with_an_event() {
 
 async fn create_pool(cluster: &Cluster) -> Api<ProverPool> {
     let pools: Api<ProverPool> = cluster.api();
-    let spec = json!({ "template": { "image": "proofpipe-prover:test" } });
+    let spec = json!({ "template": { "spec": { "containers": [
+        { "name": "prover", "image": "proofpipe-prover:test" },
+    ] } } });
     pools
         .create(
             &PostParams::default(),

@@ -176,6 +176,25 @@ mod tests {
     }
 
     #[test]
+    fn the_api_knows_each_circuits_minimum_size() {
+        // The CRD refuses a job below its circuit's minimum (crds/src/proof_job.rs), which
+        // would otherwise fail on every attempt; the numbers there must be these.
+        let api: Vec<(&str, i32)> = proofpipe_crds::CIRCUIT_MIN_CONSTRAINTS.to_vec();
+        let built: Vec<(&str, i32)> = CircuitKind::ALL
+            .iter()
+            .map(|kind| {
+                let min = i32::try_from(kind.min_constraints()).expect("a minimum fits in i32");
+                (kind.name(), min)
+            })
+            .collect();
+        assert_eq!(
+            api, built,
+            "CIRCUIT_MIN_CONSTRAINTS in crds/src/proof_job.rs and the circuits' shapes drifted \
+             apart"
+        );
+    }
+
+    #[test]
     fn names_round_trip() {
         for kind in CircuitKind::ALL {
             assert_eq!(kind.name().parse::<CircuitKind>().unwrap(), kind);

@@ -109,7 +109,7 @@ async fn main() {
     let pool: ProverPool = serde_json::from_value(json!({
         "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProverPool",
         "metadata": {"name": "fleet"},
-        "spec": {"replicas": args.provers, "template": {"image": "stand-in"}},
+        "spec": {"replicas": args.provers, "template": {"spec": {"containers": [{"name": "prover", "image": "stand-in"}]}}},
     }))
     .expect("a valid pool");
     pools

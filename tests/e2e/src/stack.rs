@@ -68,7 +68,8 @@ impl Stack {
     }
 
     /// Applies the objects of fixture `name`. ProverPools get `PROOFPIPE_PARAMS_DIR` in their
-    /// template's env, so the scenario's provers generate each circuit's parameters once.
+    /// prover container's env, so the scenario's provers generate each circuit's parameters
+    /// once.
     pub async fn apply(&self, name: &str) {
         let mut objects = fixtures::load(name);
         let params_dir = self.work.path().join("params").display().to_string();
@@ -209,13 +210,20 @@ pub fn phase(job: &ProofJob) -> Option<ProofJobPhase> {
     job.status.as_ref().and_then(|status| status.phase)
 }
 
-/// Appends `name=value` to a ProverPool's `spec.template.env`.
+/// Appends `name=value` to the env of a ProverPool's prover container (the one named
+/// `prover` in `spec.template.spec.containers`).
 fn add_template_env(pool: &mut DynamicObject, name: &str, value: &str) {
-    let template = &mut pool.data["spec"]["template"];
+    let containers = pool.data["spec"]["template"]["spec"]["containers"]
+        .as_array_mut()
+        .expect("a ProverPool fixture has containers");
+    let prover = containers
+        .iter_mut()
+        .find(|c| c["name"] == proofpipe_crds::PROVER_CONTAINER)
+        .expect("a ProverPool fixture has the prover container");
     let entry = serde_json::json!({ "name": name, "value": value });
-    match template["env"].as_array_mut() {
+    match prover["env"].as_array_mut() {
         Some(env) => env.push(entry),
-        None => template["env"] = serde_json::json!([entry]),
+        None => prover["env"] = serde_json::json!([entry]),
     }
 }
 
@@ -371,13 +379,18 @@ mod tests {
     fn template_env_is_appended_or_created() {
         let mut pool: DynamicObject = serde_json::from_value(serde_json::json!({
             "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProverPool",
-            "metadata": { "name": "gpu" }, "spec": { "template": { "image": "x" } },
+            "metadata": { "name": "gpu" }, "spec": { "template": { "spec": { "containers": [
+                { "name": "sidecar", "image": "s" },
+                { "name": "prover", "image": "x" },
+            ] } } },
         }))
         .unwrap();
         add_template_env(&mut pool, "A", "1");
         add_template_env(&mut pool, "B", "2");
+        let containers = &pool.data["spec"]["template"]["spec"]["containers"];
+        assert!(containers[0].get("env").is_none());
         assert_eq!(
-            pool.data["spec"]["template"]["env"],
+            containers[1]["env"],
             serde_json::json!([{ "name": "A", "value": "1" }, { "name": "B", "value": "2" }])
         );
     }

@@ -36,6 +36,17 @@ async fn invalid_fixtures_are_rejected_with_clear_messages() {
             "negative-replicas.yaml",
             &["spec.replicas", "should be greater than or equal to 0"],
         ),
+        (
+            "reserved-env.yaml",
+            &[
+                "spec.template.spec.containers[0].env[0].name",
+                "PROOFPIPE_* variables are set by the operator",
+            ],
+        ),
+        (
+            "merkle-too-small.yaml",
+            &["spec.constraints", "merkle-sha256 needs at least 26870"],
+        ),
     ];
     for (file, expected) in cases {
         let objects = fixtures::load(&format!("invalid/{file}"));

@@ -147,12 +147,13 @@ async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
             "metadata": { "name": "fil" },
             "spec": {
                 "replicas": 1,
-                "template": {
+                "template": { "spec": { "containers": [{
+                    "name": "prover",
                     "image": "proofpipe-prover:e2e",
+                    "args": ["--listen", "127.0.0.1:0"],
                     "resources": { "limits": { "memory": "4Gi" } },
                     "env": [
                         { "name": "PROOFPIPE_LOG", "value": "info" },
-                        { "name": "PROOFPIPE_LISTEN", "value": "127.0.0.1:0" },
                         { "name": "FIL_PROOFS_PARAMETER_CACHE", "value": params.display().to_string() },
                         { "name": "AWS_ENDPOINT", "value": s3.endpoint() },
                         { "name": "AWS_ALLOW_HTTP", "value": "true" },
@@ -160,7 +161,7 @@ async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
                         { "name": "AWS_ACCESS_KEY_ID", "value": "proofpipe-test" },
                         { "name": "AWS_SECRET_ACCESS_KEY", "value": "proofpipe-test" },
                     ],
-                },
+                }] } },
             },
         }))])
         .await;

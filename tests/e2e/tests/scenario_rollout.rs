@@ -84,13 +84,23 @@ async fn a_template_change_rolls_idle_provers_and_waits_for_busy_ones() {
     );
 
     // A new prover image. (The pod runner maps every `proofpipe-prover:*` image to the same
-    // binary; the operator sees a new template.)
+    // binary; the operator sees a new template.) A merge patch replaces a list whole, so the
+    // containers go back with only the image changed.
+    let mut containers = pools
+        .get("gpu")
+        .await
+        .unwrap()
+        .spec
+        .template
+        .spec
+        .containers;
+    containers[0].image = Some("proofpipe-prover:e2e-next".into());
     pools
         .patch(
             "gpu",
             &PatchParams::default(),
             &Patch::Merge(serde_json::json!({
-                "spec": {"template": {"image": "proofpipe-prover:e2e-next"}}
+                "spec": {"template": {"spec": {"containers": containers}}}
             })),
         )
         .await

@@ -19,8 +19,8 @@ use kube::api::{
 };
 use kube::{Client, Resource};
 use proofpipe_crds::{
-    PartitionProof, PipelineSizing, ProofJob, ProofJobPhase, ProofJobStatus, ProverPhase,
-    ProverPool, ProverPoolStatus, ProverStatus, StageBuffers, StageSeconds,
+    AttemptFailure, PartitionProof, PipelineSizing, ProofJob, ProofJobPhase, ProofJobStatus,
+    ProverPhase, ProverPool, ProverPoolStatus, ProverStatus, StageBuffers, StageSeconds,
 };
 use serde_json::{Value, json};
 
@@ -893,7 +893,16 @@ async fn proof_job_status_round_trips() {
         partitions_done: Some(1),
         partitions_total: Some(4),
         progress: Some("1/4".into()),
-        attempts: Some(1),
+        attempts: Some(2),
+        failed: Some(1),
+        next_attempt_after: Some(now()),
+        last_failure: Some(AttemptFailure {
+            attempt: 1,
+            pod: "gpu-1".into(),
+            reason: "OOMKilled".into(),
+            message: "prover pod gpu-1 terminated during attempt 1".into(),
+            time: now(),
+        }),
         stage_seconds: Some(StageSeconds {
             synthesis: 1.5,
             queue_wait: 0.25,

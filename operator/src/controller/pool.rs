@@ -28,6 +28,9 @@ use crate::pool_status;
 use crate::prover_pods::ProverPod;
 use crate::scaling::PodPlan;
 
+/// Assignment writes of one pool reconcile in flight at once.
+const ASSIGN_CONCURRENCY: usize = 16;
+
 pub(super) async fn run(context: Arc<Context>, triggers: UnboundedReceiver<ObjectRef<ProverPool>>) {
     // Triggered by spec changes of the pool, changes of its pods, and the changes of its
     // jobs that concern it (crate::triggers); its provers' reports, which are status writes,
@@ -137,14 +140,34 @@ async fn reconcile_pool(
     }
     let jobs_api: Api<ProofJob> = context.namespaced(&namespace);
     let mut lost_race = false;
-    for assignment in &decision.assignments {
-        match assign_job(&jobs_api, assignment, caches).await {
+    // Independent writes (one job each): a pool of hundreds of idle provers fills in one
+    // round trip per batch, not one per job.
+    let writes: Vec<_> = (decision.assignments.iter())
+        .map(|a| assign_job(&jobs_api, a))
+        .collect();
+    let results: Vec<Result<(), Error>> = futures::stream::iter(writes)
+        .buffer_unordered(ASSIGN_CONCURRENCY)
+        .collect()
+        .await;
+    for result in results {
+        match result {
             Ok(()) => outcome = Outcome::Applied,
             // The job changed since it was cached (another writer, a user's edit): it is
             // looked at again with its new version.
             Err(error) if error.is_conflict() => lost_race = true,
             Err(error) => return Err(error),
         }
+    }
+    if outcome == Outcome::Applied {
+        // The next reconcile must count the newly assigned pods as busy.
+        Caches::settle(&caches.jobs, |store| {
+            decision.assignments.iter().all(|a| {
+                store
+                    .get(&ObjectRef::from_obj(a.job))
+                    .is_none_or(|cached| cached.resource_version() != a.job.resource_version())
+            })
+        })
+        .await;
     }
     context.metrics.set_queue_depth(
         &namespace,
@@ -268,21 +291,9 @@ async fn apply_pod_plan(
 /// Assigns a job: writes the assigned-pod label, conditional on the job's resourceVersion
 /// (the write that decides who wins). The job's own reconcile records the assignment in its
 /// status (it is the one writer of the job's status fields) and publishes the Event.
-async fn assign_job(
-    api: &Api<ProofJob>,
-    assignment: &Assignment<'_>,
-    caches: &Caches,
-) -> Result<(), Error> {
+async fn assign_job(api: &Api<ProofJob>, assignment: &Assignment<'_>) -> Result<(), Error> {
     let job = assignment.job;
     set_assigned_pod(api, job, Some(assignment.pod)).await?;
     tracing::debug!(job = %format!("{}/{}", job.namespace().unwrap_or_default(), job.name_any()), pod = %assignment.pod.name, "assigned");
-    // The next reconcile must count this pod as busy.
-    let key = ObjectRef::from_obj(job);
-    Caches::settle(&caches.jobs, |store| {
-        store
-            .get(&key)
-            .is_none_or(|cached| cached.resource_version() != job.resource_version())
-    })
-    .await;
     Ok(())
 }

@@ -312,6 +312,13 @@ pub struct ProofJobStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<i32>,
 
+    /// The prover pods the job was assigned to, over all its attempts, each once, in the
+    /// order of their first assignment. A partition proof counts only if its `provedBy` is
+    /// one of them: a proof written by any other pod is ignored (ADR 0014). Written by the
+    /// operator when it records an assignment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assigned_pods: Option<Vec<String>>,
+
     /// Attempts that failed (the prover pod failed, was lost or deleted); `spec.backoffLimit`
     /// bounds these, as batch/v1 Job's does. A suspension is not a failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -894,6 +894,10 @@ async fn proof_job_status_round_trips() {
         partitions_total: Some(4),
         progress: Some("1/4".into()),
         attempts: Some(1),
+        assigned_pods: Some(vec!["gpu-0".into()]),
+        failed: None,
+        next_attempt_after: None,
+        last_failure: None,
         stage_seconds: Some(StageSeconds {
             synthesis: 1.5,
             queue_wait: 0.25,

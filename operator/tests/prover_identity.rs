@@ -171,6 +171,16 @@ fn the_assigned_prover_writes_its_own_proofs_timings_and_filecoin_result() {
         admit(&job_policy(), &prover("gpu-prover-1", "job-a"), &old, &new),
         Ok(())
     );
+    // Its next write adds a proof and leaves the others' entries as they were.
+    let mut next = new.clone();
+    next["status"]["proofs"]
+        .as_array_mut()
+        .unwrap()
+        .push(proof(3, "gpu-prover-1", true));
+    assert_eq!(
+        admit(&job_policy(), &prover("gpu-prover-1", "job-a"), &new, &next),
+        Ok(())
+    );
     // Its first write, into a status without proofs.
     let mut bare = old.clone();
     bare["status"].as_object_mut().unwrap().remove("proofs");
@@ -234,6 +244,14 @@ fn a_prover_cannot_forge_change_or_drop_another_pods_proofs() {
     let mut changed = rightful_write(&old);
     changed["status"]["proofs"][0]["proof"] = json!("BBBB");
     refused_because(admit(&job_policy(), &as_prover, &old, &changed), why_own);
+
+    // Another pod's entries reordered but unchanged are the same entries.
+    let mut reordered = rightful_write(&old);
+    let mut entries = old["status"]["proofs"].as_array().unwrap().clone();
+    entries.reverse();
+    entries.push(proof(3, "gpu-prover-1", true));
+    reordered["status"]["proofs"] = json!(entries);
+    assert_eq!(admit(&job_policy(), &as_prover, &old, &reordered), Ok(()));
 
     let mut dropped = rightful_write(&old);
     dropped["status"]["proofs"]

@@ -156,6 +156,7 @@ refused = {
     "a bad pull policy": {"image": {"pullPolicy": "Sometimes"}},
     "a bad resource quantity": {"resources": {"limits": {"memory": "lots"}}},
     "a bad watch namespace": {"operator": {"watchNamespace": "Not_A_Namespace"}},
+    "a bad admission policy action": {"proverIdentityPolicy": {"enabled": True, "validationActions": ["Block"]}},
 }
 for why, values in refused.items():
     try:
@@ -191,14 +192,17 @@ scenarios = {
         "podDisruptionBudget": {"enabled": False},
         "replicaCount": 3,
         "image": {"tag": "0.1.0-test", "pullPolicy": "Always"},
+        "proverIdentityPolicy": {"enabled": False, "validationActions": ["Deny"]},
     },
 }
+# The prover-identity ValidatingAdmissionPolicies (on by default, ADR 0014).
+POLICY_KINDS = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 expected_kinds = {
     "default": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-                "Deployment", "Service", "PodDisruptionBudget"},
+                "Deployment", "Service", "PodDisruptionBudget"} | POLICY_KINDS,
     "every-toggle-on": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                         "Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor",
-                        "PodMonitor", "NetworkPolicy", "ConfigMap"},
+                        "PodMonitor", "NetworkPolicy", "ConfigMap"} | POLICY_KINDS,
     "one-namespace": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                       "Deployment", "Service"},
 }
@@ -234,6 +238,26 @@ for scenario, values in scenarios.items():
         fail(f"helm template ({scenario}) rendered kinds {sorted(kinds)}, expected {sorted(expected_kinds[scenario])}")
     rendered[scenario] = (objects, manifests)
     ok(f"helm lint --strict and helm template ({scenario}): {len(objects)} objects")
+
+# The prover-identity policies: the expressions of policies/prover-identity.yaml (which
+# operator/tests/prover_identity.rs evaluates), each policy bound, failing closed.
+identity = yaml.safe_load((CHART / "policies/prover-identity.yaml").read_text())
+objects, _ = rendered["default"]
+policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
+bindings = {o["spec"]["policyName"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"}
+wanted = {"proofjobs/status": identity["proofJobStatus"], "proverpools/status": identity["proverPoolStatus"]}
+for name, policy in policies.items():
+    spec = policy["spec"]
+    resource = spec["matchConstraints"]["resourceRules"][0]["resources"][0]
+    if spec["failurePolicy"] != "Fail" or spec["matchConditions"] != identity["matchConditions"]:
+        fail(f"policy {name}: failurePolicy Fail and the prover match conditions are required")
+    if [v["expression"] for v in spec["validations"]] != [v["expression"] for v in wanted.pop(resource)]:
+        fail(f"policy {name}: its validations are not those of policies/prover-identity.yaml")
+    if bindings.get(name, {}).get("spec", {}).get("validationActions") != ["Deny"]:
+        fail(f"policy {name} is not bound with validationActions [Deny] by default")
+if wanted:
+    fail(f"no policy for {sorted(wanted)}")
+ok(f"prover-identity policies: {len(policies)} bound, failing closed, expressions as tested")
 
 crds = [d for d in yaml.safe_load_all((CHART / "crds/proofpipe-crds.yaml").read_text()) if d]
 crd_by_kind = {c["spec"]["names"]["kind"]: c for c in crds}

@@ -312,6 +312,13 @@ pub struct ProofJobStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<i32>,
 
+    /// The prover pods the job was assigned to, over all its attempts, each once, in the
+    /// order of their first assignment. A partition proof counts only if its `provedBy` is
+    /// one of them: a proof written by any other pod is ignored (ADR 0014). Written by the
+    /// operator when it records an assignment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assigned_pods: Option<Vec<String>>,
+
     /// Attempts that failed (the prover pod failed, was lost or deleted); `spec.backoffLimit`
     /// bounds these, as batch/v1 Job's does. A suspension is not a failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -376,6 +383,21 @@ pub struct StageSeconds {
     pub gpu: f64,
     /// Assembling the proof and verifying it on the CPU.
     pub finalize: f64,
+}
+
+impl ProofJobStatus {
+    /// Whether what `pod` wrote into this status (a partition proof, a Filecoin result)
+    /// counts: `pod` is one the job was assigned to (`assignedPods`, recorded only by the
+    /// operator; ADR 0014). The operator and the provers apply the same rule.
+    pub fn counts_work_of(&self, pod: &str) -> bool {
+        match &self.assigned_pods {
+            Some(pods) => pods.iter().any(|assigned| assigned == pod),
+            // A job assigned by an operator that predates `assignedPods`: its proofs are
+            // trusted as that operator trusted them, until the operator records the list. A
+            // job never assigned has no prover whose proofs could count.
+            None => self.attempts.unwrap_or(0) > 0,
+        }
+    }
 }
 
 /// How one attempt of a job failed.

@@ -894,6 +894,7 @@ async fn proof_job_status_round_trips() {
         partitions_total: Some(4),
         progress: Some("1/4".into()),
         attempts: Some(2),
+        assigned_pods: Some(vec!["gpu-1".into(), "gpu-0".into()]),
         failed: Some(1),
         next_attempt_after: Some(now()),
         last_failure: Some(AttemptFailure {

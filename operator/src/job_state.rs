@@ -106,13 +106,22 @@ pub fn operator_fields(status: &ProofJobStatus) -> ProofJobStatus {
     }
 }
 
-/// Distinct partitions of `0..partitions` that have a verified proof.
+/// Whether `pod` is one the job was assigned to (`status.assignedPods`), so that what it
+/// wrote into the status counts. Any holder of the prover Role can write a job's status; only
+/// the operator records assignments (ADR 0014).
+pub fn proved_by_assigned_pod(status: &ProofJobStatus, pod: &str) -> bool {
+    status.counts_work_of(pod)
+}
+
+/// Distinct partitions of `0..partitions` that have a verified proof by a pod the job was
+/// assigned to.
 pub fn verified_partitions(status: &ProofJobStatus, partitions: i32) -> i32 {
     let verified: BTreeSet<i32> = status
         .proofs
         .iter()
         .flatten()
         .filter(|proof| proof.verified && (0..partitions).contains(&proof.partition))
+        .filter(|proof| proved_by_assigned_pod(status, &proof.proved_by))
         .map(|proof| proof.partition)
         .collect();
     i32::try_from(verified.len()).unwrap_or(i32::MAX)
@@ -139,7 +148,11 @@ pub fn decide(observation: &JobObservation) -> JobDecision {
     }
     // A Filecoin job is done when its assembled proof has passed Filecoin's verifier, which
     // the prover does after the last partition; until then it keeps its pod.
-    let outcome = match (&spec.filecoin, &current.filecoin) {
+    let filecoin = current
+        .filecoin
+        .as_ref()
+        .filter(|result| proved_by_assigned_pod(current, &result.proved_by));
+    let outcome = match (&spec.filecoin, filecoin) {
         _ if done < partitions => None,
         (None, _) => Some(Ok(format!(
             "all {partitions} partitions proved and verified"
@@ -219,6 +232,16 @@ pub fn decide(observation: &JobObservation) -> JobDecision {
 fn running(observation: &JobObservation, mut next: ProofJobStatus, pod: &str) -> JobDecision {
     let now = observation.now;
     let newly_assigned = next.pod.as_deref() != Some(pod);
+    // Record the pod among those whose proofs count. Checked on every reconcile, not only a
+    // new assignment, so that a job running when the operator was upgraded gets its list.
+    let mut pods = next
+        .assigned_pods
+        .take()
+        .unwrap_or_else(|| legacy_provers(observation.status));
+    if !pods.iter().any(|assigned| assigned == pod) {
+        pods.push(pod.to_owned());
+    }
+    next.assigned_pods = Some(pods);
     if newly_assigned {
         next.pod = Some(pod.to_owned());
         next.assigned_at = Some(Time(now));
@@ -243,6 +266,22 @@ fn running(observation: &JobObservation, mut next: ProofJobStatus, pod: &str) ->
         });
     }
     decision
+}
+
+/// The pods to start `assignedPods` with for a job that has none: the provers of its
+/// proofs if an operator before `assignedPods` assigned it (their proofs counted then and
+/// must keep counting, or a requeued job would never finish: the daemons skip verified
+/// partitions), else none.
+fn legacy_provers(status: &ProofJobStatus) -> Vec<String> {
+    let mut pods: Vec<String> = Vec::new();
+    if status.assigned_pods.is_none() && status.attempts.unwrap_or(0) > 0 {
+        for proof in status.proofs.iter().flatten() {
+            if !pods.contains(&proof.proved_by) {
+                pods.push(proof.proved_by.clone());
+            }
+        }
+    }
+    pods
 }
 
 /// The first delay before retrying a failed attempt; it doubles with each further failure.
@@ -990,5 +1029,106 @@ mod tests {
         );
         assert!(decision.unassign);
         assert_eq!(decision.status.phase, Some(ProofJobPhase::Failed));
+    }
+
+    fn proof_by(partition: i32, pod: &str) -> PartitionProof {
+        PartitionProof {
+            proved_by: pod.into(),
+            ..proof(partition, true)
+        }
+    }
+
+    #[test]
+    fn only_proofs_by_pods_the_job_was_assigned_to_count() {
+        let spec = spec();
+        let ready = |pod| Some((pod, Some(PodHealth::Ready)));
+        // Attempt 1 on gpu-prover-0 proves partitions 0 and 1, then its pod is lost.
+        let mut first = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+        first.proofs = Some(vec![
+            proof_by(0, "gpu-prover-0"),
+            proof_by(1, "gpu-prover-0"),
+        ]);
+        let requeued = decide_at(&spec, &first, Some(("gpu-prover-0", None)), at(10)).status;
+        // Attempt 2 on gpu-prover-1, which proves partition 2; another prover of the
+        // namespace, never assigned this job, writes a verified proof of partition 3.
+        let mut second = assigned(&spec, &requeued, "gpu-prover-1", at(20));
+        assert_eq!(
+            second.assigned_pods,
+            Some(vec!["gpu-prover-0".into(), "gpu-prover-1".into()])
+        );
+        let mut proofs = first.proofs.clone().unwrap();
+        proofs.extend([proof_by(2, "gpu-prover-1"), proof_by(3, "gpu-prover-7")]);
+        second.proofs = Some(proofs);
+
+        let forged = decide_at(&spec, &second, ready("gpu-prover-1"), at(30));
+        assert_eq!(forged.status.phase, Some(ProofJobPhase::Running));
+        assert_eq!(
+            forged.status.progress.as_deref(),
+            Some("3/4"),
+            "the earlier attempt's proofs count, the stranger's does not"
+        );
+        assert_eq!(forged.status.assigned_pods, second.assigned_pods);
+
+        // The assigned prover proves partition 3 itself: now the job is done.
+        second.proofs.as_mut().unwrap()[3] = proof_by(3, "gpu-prover-1");
+        let done = decide_at(&spec, &second, ready("gpu-prover-1"), at(40));
+        assert_eq!(done.status.phase, Some(ProofJobPhase::Succeeded));
+    }
+
+    #[test]
+    fn a_filecoin_result_by_a_stranger_does_not_finish_the_job() {
+        let spec = filecoin_spec();
+        let mut proved = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+        proved.proofs = Some((0..10).map(|p| proof(p, true)).collect());
+        let ready = Some(("gpu-prover-0", Some(PodHealth::Ready)));
+        for verified in [true, false] {
+            proved.filecoin = Some(proofpipe_crds::FilecoinResult {
+                proved_by: "gpu-prover-7".into(),
+                ..filecoin_result(verified)
+            });
+            let decision = decide_at(&spec, &proved, ready, at(5));
+            assert_eq!(
+                decision.status.phase,
+                Some(ProofJobPhase::Running),
+                "a stranger's result (verified: {verified}) neither finishes nor fails the job"
+            );
+        }
+    }
+
+    #[test]
+    fn a_job_assigned_before_assigned_pods_existed_keeps_its_proofs() {
+        let spec = spec();
+        // As an earlier operator left it: attempt 2 running on gpu-prover-1, a proof from
+        // attempt 1's gpu-prover-0, no assignedPods.
+        let legacy = ProofJobStatus {
+            phase: Some(ProofJobPhase::Running),
+            pod: Some("gpu-prover-1".into()),
+            attempts: Some(2),
+            proofs: Some(vec![
+                proof_by(0, "gpu-prover-0"),
+                proof_by(1, "gpu-prover-1"),
+            ]),
+            ..ProofJobStatus::default()
+        };
+        let decision = decide_at(
+            &spec,
+            &legacy,
+            Some(("gpu-prover-1", Some(PodHealth::Ready))),
+            at(0),
+        );
+        assert_eq!(decision.status.progress.as_deref(), Some("2/4"));
+        assert_eq!(
+            decision.status.assigned_pods,
+            Some(vec!["gpu-prover-0".into(), "gpu-prover-1".into()])
+        );
+        assert_eq!(decision.event, None, "not a new assignment");
+
+        // A job never assigned counts nobody's proofs.
+        let never = ProofJobStatus {
+            proofs: Some(vec![proof_by(0, "gpu-prover-0")]),
+            ..ProofJobStatus::default()
+        };
+        let queued = decide_at(&spec, &never, None, at(0));
+        assert_eq!(queued.status.progress.as_deref(), Some("0/4"));
     }
 }

@@ -46,15 +46,18 @@ pub fn role(namespace: &str) -> Role {
     Role {
         metadata: metadata(namespace),
         rules: Some(vec![
-            // A daemon watches the ProofJobs labelled with its pod name and reads their spec.
-            rule(&["proofjobs"], &["get", "list", "watch"]),
-            // It applies each verified partition proof and the stage timings to the job's
-            // status (its own field manager); it never writes a job's spec or labels.
-            rule(&["proofjobs/status"], &["get", "patch"]),
-            // It reads its pool (the pipeline overrides).
-            rule(&["proverpools"], &["get"]),
-            // It applies its own entry of the pool's `status.provers`.
-            rule(&["proverpools/status"], &["get", "patch"]),
+            // The daemon's only read: a watch of the ProofJobs labelled with its pod name
+            // (kube-runtime's watcher: a list, then watches; daemon/mod.rs supervise). The
+            // spec and status it needs come with the watched objects, so no get.
+            rule(&["proofjobs"], &["list", "watch"]),
+            // It applies its verified partition proofs, the stage timings and a Filecoin
+            // result to the status of the job assigned to it (server-side apply, a patch;
+            // daemon/kube_api.rs apply_job_status). Which job and which entries is checked
+            // by the chart's ValidatingAdmissionPolicy (ADR 0014): RBAC cannot name them.
+            rule(&["proofjobs/status"], &["patch"]),
+            // It applies its own entry of its pool's `status.provers` (apply_pool_status);
+            // it never reads the pool: its settings come in PROOFPIPE_* env.
+            rule(&["proverpools/status"], &["patch"]),
             // It tells the job's owner why proving failed with a `ProvingFailed` Event; the
             // recorder patches a repeated Event into a series instead of creating another.
             rule_in("events.k8s.io", &["events"], &["create", "patch"]),
@@ -96,10 +99,9 @@ mod tests {
             })
             .collect();
         let expected = [
-            ("proofjobs", vec!["get", "list", "watch"]),
-            ("proofjobs/status", vec!["get", "patch"]),
-            ("proverpools", vec!["get"]),
-            ("proverpools/status", vec!["get", "patch"]),
+            ("proofjobs", vec!["list", "watch"]),
+            ("proofjobs/status", vec!["patch"]),
+            ("proverpools/status", vec!["patch"]),
             ("events", vec!["create", "patch"]),
         ];
         assert_eq!(granted.len(), expected.len());
@@ -114,7 +116,6 @@ mod tests {
         assert_eq!(
             groups,
             [
-                "proofpipe.dev",
                 "proofpipe.dev",
                 "proofpipe.dev",
                 "proofpipe.dev",

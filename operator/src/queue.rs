@@ -142,6 +142,8 @@ pub(crate) mod tests {
                     })
                     .to_vec(),
             ),
+            // Proofs count only by a pod the job was assigned to.
+            assigned_pods: Some(vec!["p".into()]),
             ..ProofJobStatus::default()
         });
         assert_eq!(remaining_partitions(&half), 2);

@@ -125,6 +125,8 @@ mod tests {
                     })
                     .collect(),
             ),
+            // Proofs count only by a pod the job was assigned to.
+            assigned_pods: Some(vec!["p-0".into()]),
             ..ProofJobStatus::default()
         });
         job

@@ -74,13 +74,14 @@ pub async fn prepare(
             message: e.to_string(),
         })??;
     let pod = &daemon.identity.pod;
-    let earlier = job
-        .status
-        .as_ref()
-        .and_then(|s| s.proofs.as_deref())
+    let status = job.status.clone().unwrap_or_default();
+    // Other pods' proofs, only those of pods the job was assigned to (ADR 0014).
+    let earlier = status
+        .proofs
+        .as_deref()
         .unwrap_or_default()
         .iter()
-        .filter(|p| p.verified && &p.proved_by != pod)
+        .filter(|p| p.verified && &p.proved_by != pod && status.counts_work_of(&p.proved_by))
         .filter_map(|p| {
             let partition = u32::try_from(p.partition).ok()?;
             Some((partition, BASE64.decode(&p.proof).ok()?))

@@ -10,13 +10,18 @@ use crate::circuits::CircuitKind;
 use crate::error::ProverError;
 use crate::pipeline::JobSpec;
 
-/// Partitions in `0..partitions` that already have a verified proof in `status`, ascending.
+/// Partitions in `0..partitions` that already have a verified proof in `status` by a pod
+/// the job was assigned to (the operator's rule, ADR 0014), ascending.
 pub fn proved_partitions(status: Option<&ProofJobStatus>, partitions: u32) -> Vec<u32> {
+    let Some(status) = status else {
+        return Vec::new();
+    };
     let mut proved: Vec<u32> = status
-        .and_then(|s| s.proofs.as_deref())
+        .proofs
+        .as_deref()
         .unwrap_or_default()
         .iter()
-        .filter(|proof| proof.verified)
+        .filter(|proof| proof.verified && status.counts_work_of(&proof.proved_by))
         .filter_map(|proof| u32::try_from(proof.partition).ok())
         .filter(|&partition| partition < partitions)
         .collect();
@@ -113,11 +118,23 @@ pub(crate) mod tests {
         .unwrap();
         let mut job = ProofJob::new(name, spec);
         job.metadata.uid = Some(format!("uid-{name}"));
+        // Every prover that wrote a proof was assigned the job, as the operator records it.
+        let mut assigned: Vec<String> = proofs.iter().map(|p| p.proved_by.clone()).collect();
+        assigned.dedup();
         job.status = Some(ProofJobStatus {
             proofs: Some(proofs),
+            attempts: Some(1),
+            assigned_pods: Some(assigned),
             ..ProofJobStatus::default()
         });
         job
+    }
+
+    #[test]
+    fn a_proof_by_a_pod_never_assigned_the_job_is_proved_again() {
+        let mut job = job("a", 3, vec![proof(0, true, "p0"), proof(1, true, "rogue")]);
+        job.status.as_mut().unwrap().assigned_pods = Some(vec!["p0".into()]);
+        assert_eq!(proved_partitions(job.status.as_ref(), 3), [0]);
     }
 
     #[test]

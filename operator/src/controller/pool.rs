@@ -161,6 +161,9 @@ async fn reconcile_pool(
         usize::try_from(status.replicas.unwrap_or(0) - status.updated_replicas.unwrap_or(0))
             .unwrap_or(0),
     );
+    context
+        .metrics
+        .set_ready_provers(&namespace, &name, status.ready_replicas.unwrap_or(0));
     if let Some(note) = decision.status.newly_unschedulable.clone() {
         tracing::warn!(pool = %pool_key, "{note}");
         context

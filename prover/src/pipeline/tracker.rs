@@ -36,10 +36,12 @@ impl Stage {
         Stage::Finalizing,
     ];
 
+    /// The stage's name in metric labels and logs: the field names of a ProofJob's
+    /// `status.stageSeconds`, one vocabulary everywhere (docs/prover-daemon.md).
     pub fn name(self) -> &'static str {
         match self {
-            Stage::Synthesizing => "synth",
-            Stage::Queued => "queued",
+            Stage::Synthesizing => "synthesis",
+            Stage::Queued => "queueWait",
             Stage::Gpu => "gpu",
             Stage::Finalizing => "finalize",
         }
@@ -95,7 +97,7 @@ impl fmt::Display for BufferSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "synth={} queued={} gpu={} finalize={} est={:.2}GiB",
+            "synthesis={} queueWait={} gpu={} finalize={} est={:.2}GiB",
             self.synthesizing,
             self.queued,
             self.gpu,
@@ -240,7 +242,17 @@ impl BufferTracker {
         } else {
             stage.name()
         };
-        tracing::info!(target: "proofpipe::buffers", "BUFFERS[{label}]: {snap}");
+        // Fields, not only a formatted line, so JSON logs can be queried by stage.
+        tracing::info!(
+            target: "proofpipe::buffers",
+            stage = label,
+            synthesis = snap.synthesizing,
+            queueWait = snap.queued,
+            gpu = snap.gpu,
+            finalize = snap.finalizing,
+            estimated_bytes = snap.estimated_bytes(),
+            "BUFFERS"
+        );
     }
 }
 
@@ -321,7 +333,7 @@ mod tests {
         };
         assert_eq!(
             s.to_string(),
-            "synth=2 queued=1 gpu=1 finalize=0 est=1.00GiB"
+            "synthesis=2 queueWait=1 gpu=1 finalize=0 est=1.00GiB"
         );
     }
 }

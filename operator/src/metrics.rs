@@ -207,7 +207,18 @@ impl Metrics {
             .set(i64::from(pods));
     }
 
-    /// Forgets a deleted pool's gauges.
+    /// Makes the pool's job-duration series exist, at 0, before its first job ends: a
+    /// series born at 1 shows no `increase()`, so the chart's ProofpipeJobFailed alert
+    /// would miss a pool's first failure.
+    pub fn pool_seen(&self, namespace: &str, pool: &str) {
+        for phase in ["Succeeded", "Failed"] {
+            self.time_to_proof
+                .with_label_values(&[namespace, pool, phase]);
+        }
+    }
+
+    /// Forgets a deleted pool's series: its gauges, and its job histograms too, so pools
+    /// that come and go do not pile up series.
     pub fn forget_pool(&self, namespace: &str, pool: &str) {
         // An error only means the pool had no gauge yet.
         let _ = self.queue_depth.remove_label_values(&[namespace, pool]);
@@ -218,6 +229,12 @@ impl Metrics {
             .outdated_provers
             .remove_label_values(&[namespace, pool]);
         let _ = self.ready_provers.remove_label_values(&[namespace, pool]);
+        let _ = self.queue_wait.remove_label_values(&[namespace, pool]);
+        for phase in ["Succeeded", "Failed"] {
+            let _ = self
+                .time_to_proof
+                .remove_label_values(&[namespace, pool, phase]);
+        }
     }
 
     /// Moves one job between phases in the jobs-by-phase gauge (`None`: it did not / no
@@ -291,6 +308,7 @@ mod tests {
         metrics.set_queue_depth("ns", "gpu", 3, 30);
         metrics.set_outdated_provers("ns", "gpu", 2);
         metrics.set_ready_provers("ns", "gpu", 1);
+        metrics.pool_seen("ns", "gpu");
         metrics.jobs_assigned.inc();
         metrics.job_phase_changed(None, Some(("ns", "New")));
         metrics.job_phase_changed(Some(("ns", "New")), Some(("ns", "Queued")));
@@ -306,6 +324,7 @@ mod tests {
             r#"proofpipe_operator_queued_partitions{namespace="ns",pool="gpu"} 30"#,
             r#"proofpipe_operator_outdated_provers{namespace="ns",pool="gpu"} 2"#,
             r#"proofpipe_operator_ready_provers{namespace="ns",pool="gpu"} 1"#,
+            r#"proofpipe_operator_job_duration_seconds_count{namespace="ns",phase="Failed",pool="gpu"} 0"#,
             "proofpipe_operator_jobs_assigned_total 1",
             "proofpipe_operator_jobs_requeued_total 0",
             r#"proofpipe_operator_jobs{namespace="ns",phase="Queued"} 2"#,

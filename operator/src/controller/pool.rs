@@ -164,6 +164,7 @@ async fn reconcile_pool(
     context
         .metrics
         .set_ready_provers(&namespace, &name, status.ready_replicas.unwrap_or(0));
+    context.metrics.pool_seen(&namespace, &name);
     if let Some(note) = decision.status.newly_unschedulable.clone() {
         tracing::warn!(pool = %pool_key, "{note}");
         context

@@ -245,7 +245,7 @@ impl BufferTracker {
         // Fields, not only a formatted line, so JSON logs can be queried by stage.
         tracing::info!(
             target: "proofpipe::buffers",
-            stage = label,
+            stage = %label,
             synthesis = snap.synthesizing,
             queueWait = snap.queued,
             gpu = snap.gpu,
@@ -320,6 +320,23 @@ mod tests {
             text.contains("proofpipe_max_synthesized_in_flight 2"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn stage_names_are_the_status_stage_seconds_fields() {
+        // One vocabulary: metric labels and log fields name the stages as a ProofJob's
+        // status.stageSeconds does.
+        let status = serde_json::to_value(proofpipe_crds::StageSeconds::default()).unwrap();
+        let mut fields: Vec<&str> = status
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut names: Vec<&str> = Stage::ALL.iter().map(|stage| stage.name()).collect();
+        fields.sort_unstable();
+        names.sort_unstable();
+        assert_eq!(names, fields);
     }
 
     #[test]

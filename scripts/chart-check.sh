@@ -157,6 +157,8 @@ refused = {
     "a bad resource quantity": {"resources": {"limits": {"memory": "lots"}}},
     "a bad watch namespace": {"operator": {"watchNamespace": "Not_A_Namespace"}},
     "a bad admission policy action": {"proverIdentityPolicy": {"enabled": True, "validationActions": ["Block"]}},
+    "an unknown log format": {"operator": {"logFormat": "yaml"}},
+    "a memory ratio above 1": {"prometheusRule": {"enabled": True, "memoryRatio": 1.5}},
 }
 for why, values in refused.items():
     try:
@@ -175,6 +177,9 @@ scenarios = {
     "every-toggle-on": {
         "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
         "podMonitor": {"enabled": True, "namespaces": ["proving"], "labels": {"release": "prometheus"}},
+        "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}, "noReadyProverFor": "20m",
+                           "memoryRatio": 0.85},
+        "operator": {"logFormat": "json"},
         "networkPolicy": {"enabled": True, "metricsFrom": [peer], "apiServerCidrs": ["10.0.0.1/32"]},
         "podDisruptionBudget": {"enabled": True, "maxUnavailable": 1},
         "grafanaDashboard": {"enabled": True, "annotations": {"grafana_folder": "proofpipe"}},
@@ -202,7 +207,7 @@ expected_kinds = {
                 "Deployment", "Service", "PodDisruptionBudget"} | POLICY_KINDS,
     "every-toggle-on": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                         "Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor",
-                        "PodMonitor", "NetworkPolicy", "ConfigMap"} | POLICY_KINDS,
+                        "PodMonitor", "PrometheusRule", "NetworkPolicy", "ConfigMap"} | POLICY_KINDS,
     "one-namespace": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                       "Deployment", "Service"},
 }
@@ -294,12 +299,43 @@ def crd_schema_validate(obj):
 
 SKIPPED_KINDS = {
     "monitoring.coreos.com/v1": "Prometheus Operator CRD; its schema is not available offline "
-                                "(checked here: selector and endpoints fields only)",
+                                "(checked here: selector and endpoints, or the rules' shape and metrics)",
 }
+
+
+def check_rules(obj, where):
+    """A PrometheusRule's shape, and that its alerts query only metrics the code registers
+    (an alert on a renamed metric would never fire)."""
+    alerts = set()
+    for group in obj["spec"]["groups"]:
+        if not group.get("name") or not group.get("rules"):
+            fail(f"{where}: PrometheusRule group without a name or rules: {group}")
+        for rule in group["rules"]:
+            name = rule.get("alert")
+            if not name or name in alerts:
+                fail(f"{where}: PrometheusRule rule without an alert name, or a repeated one: {rule}")
+            alerts.add(name)
+            if not rule.get("labels", {}).get("severity") or not rule.get("annotations", {}).get("summary"):
+                fail(f"{where}: alert {name} lacks a severity label or a summary")
+            if "for" in rule and not re.fullmatch(r"([0-9]+(ms|s|m|h))+", str(rule["for"])):
+                fail(f"{where}: alert {name} has a bad duration for: {rule['for']!r}")
+            expr = re.sub(r"\{[^}]*\}", "", rule["expr"])
+            names = re.findall(r"\bproofpipe_[a-z_]+", expr)
+            if not names:
+                fail(f"{where}: alert {name} queries no proofpipe metric")
+            for metric in names:
+                if metric not in registered and re.sub(r"_(bucket|sum|count)$", "", metric) not in registered:
+                    fail(f"{where}: alert {name} queries {metric}, which no code registers")
+    return alerts
 
 
 def validate(obj, where):
     api = obj["apiVersion"]
+    if api in SKIPPED_KINDS and obj["kind"] == "PrometheusRule":
+        alerts = check_rules(obj, where)
+        print(f"    skip schema of {obj['kind']} {obj['metadata']['name']}: {SKIPPED_KINDS[api]}; "
+              f"alerts {', '.join(sorted(alerts))}")
+        return
     if api in SKIPPED_KINDS:
         spec = obj["spec"]
         endpoints = spec.get("endpoints") or spec.get("podMetricsEndpoints")
@@ -350,6 +386,8 @@ for scenario, (objects, _) in rendered.items():
         "liveness /healthz": container["livenessProbe"]["httpGet"]["path"] == "/healthz",
         "readiness /readyz": container["readinessProbe"]["httpGet"]["path"] == "/readyz",
         "args run --listen": container["args"][:2] == ["run", "--listen"],
+        "PROOFPIPE_LOG_FORMAT as configured": {e["name"]: e.get("value") for e in container["env"]}.get(
+            "PROOFPIPE_LOG_FORMAT") == scenarios[scenario].get("operator", {}).get("logFormat", "text"),
         "POD_NAMESPACE and POD_NAME from the pod": {
             e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in container["env"]
         }.items() >= {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}.items(),

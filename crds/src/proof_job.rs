@@ -81,9 +81,28 @@ pub const MAX_PARTITIONS: i32 = 1024;
         description = "Partitions proved out of the total"
     ),
     printcolumn(
+        name = "Priority",
+        type_ = "integer",
+        json_path = ".spec.priority",
+        description = "Queue priority: higher is assigned first"
+    ),
+    printcolumn(
+        name = "Attempts",
+        type_ = "integer",
+        json_path = ".status.attempts",
+        description = "Attempts started so far"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "Last-Failure",
+        type_ = "string",
+        json_path = ".status.lastFailure.reason",
+        description = "Why the last failed attempt ended (OOMKilled, PodDeleted, Error...)",
+        priority = "1"
     )
 )]
 #[x_kube(validation = Rule::new("has(self.circuit) != has(self.filecoin)").message(

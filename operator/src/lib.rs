@@ -13,6 +13,7 @@ pub mod conditions;
 mod controller;
 pub mod crd_check;
 pub mod error;
+pub mod event_recorder;
 mod http;
 pub mod job_state;
 pub mod leader_election;

@@ -31,12 +31,21 @@ enum Command {
         /// failure, at most 360 (batch/v1 Job's pod failure backoff).
         #[arg(long, env = "PROOFPIPE_RETRY_DELAY", default_value_t = 10)]
         retry_delay: u64,
+        /// Log lines as text, or as one JSON object per line for log collectors.
+        #[arg(long, env = "PROOFPIPE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+        log_format: LogFormat,
         #[command(flatten)]
         leader_election: LeaderElectionArgs,
     },
     /// Replay a proof-arrival trace (a file, or a generated day with bursts) against static
     /// and autoscaled pools: GPU-hours, time to proof, jobs past their deadline.
     Simulate(proofpipe_operator::simulate::command::SimulateArgs),
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 /// Leader election, with client-go's names and defaults (docs/operator.md). Durations are
@@ -142,6 +151,7 @@ fn run(command: Command) -> Result<(), Error> {
             listen,
             namespace,
             retry_delay,
+            log_format,
             leader_election,
         } => {
             let config = Config {
@@ -150,12 +160,15 @@ fn run(command: Command) -> Result<(), Error> {
                 drain_timeout: leader_election.graceful_shutdown_timeout,
                 ..Config::from_env(Some(listen), namespace)
             };
-            tracing_subscriber::fmt()
-                .with_env_filter(
-                    tracing_subscriber::EnvFilter::try_from_default_env()
-                        .unwrap_or_else(|_| "info".into()),
-                )
-                .init();
+            let logs = tracing_subscriber::fmt().with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| "info".into()),
+            );
+            match log_format {
+                LogFormat::Text => logs.init(),
+                // An event's fields at the top level, as log collectors index them.
+                LogFormat::Json => logs.json().flatten_event(true).init(),
+            }
             let runtime = tokio::runtime::Runtime::new().map_err(Error::Runtime)?;
             runtime.block_on(operate(config))?;
         }

@@ -17,6 +17,7 @@ pub struct Metrics {
     queue_depth: IntGaugeVec,
     queued_partitions: IntGaugeVec,
     outdated_provers: IntGaugeVec,
+    ready_provers: IntGaugeVec,
     pub jobs_assigned: IntCounter,
     pub jobs_requeued: IntCounter,
     /// Requests the operator sent to the API server, by verb and resource: its load on a
@@ -96,6 +97,14 @@ impl Metrics {
             ),
             &["namespace", "pool"],
         )?;
+        let ready_provers = IntGaugeVec::new(
+            Opts::new(
+                "ready_provers",
+                "Prover pods of a pool that are Ready (status.readyReplicas): with queue_depth, \
+                 whether queued jobs can be assigned at all",
+            ),
+            &["namespace", "pool"],
+        )?;
         let jobs_assigned =
             IntCounter::new("jobs_assigned_total", "ProofJobs assigned to a prover pod")?;
         let jobs_requeued = IntCounter::new(
@@ -143,6 +152,7 @@ impl Metrics {
         registry.register(Box::new(queue_depth.clone()))?;
         registry.register(Box::new(queued_partitions.clone()))?;
         registry.register(Box::new(outdated_provers.clone()))?;
+        registry.register(Box::new(ready_provers.clone()))?;
         registry.register(Box::new(jobs_assigned.clone()))?;
         registry.register(Box::new(jobs_requeued.clone()))?;
         Ok(Self {
@@ -153,6 +163,7 @@ impl Metrics {
             queue_depth,
             queued_partitions,
             outdated_provers,
+            ready_provers,
             jobs_assigned,
             jobs_requeued,
             api_requests,
@@ -189,7 +200,25 @@ impl Metrics {
             .set(i64::try_from(pods).unwrap_or(i64::MAX));
     }
 
-    /// Forgets a deleted pool's gauges.
+    /// The Ready prover pods of `pool`, as its status reports them.
+    pub fn set_ready_provers(&self, namespace: &str, pool: &str, pods: i32) {
+        self.ready_provers
+            .with_label_values(&[namespace, pool])
+            .set(i64::from(pods));
+    }
+
+    /// Makes the pool's job-duration series exist, at 0, before its first job ends: a
+    /// series born at 1 shows no `increase()`, so the chart's ProofpipeJobFailed alert
+    /// would miss a pool's first failure.
+    pub fn pool_seen(&self, namespace: &str, pool: &str) {
+        for phase in ["Succeeded", "Failed"] {
+            self.time_to_proof
+                .with_label_values(&[namespace, pool, phase]);
+        }
+    }
+
+    /// Forgets a deleted pool's series: its gauges, and its job histograms too, so pools
+    /// that come and go do not pile up series.
     pub fn forget_pool(&self, namespace: &str, pool: &str) {
         // An error only means the pool had no gauge yet.
         let _ = self.queue_depth.remove_label_values(&[namespace, pool]);
@@ -199,6 +228,13 @@ impl Metrics {
         let _ = self
             .outdated_provers
             .remove_label_values(&[namespace, pool]);
+        let _ = self.ready_provers.remove_label_values(&[namespace, pool]);
+        let _ = self.queue_wait.remove_label_values(&[namespace, pool]);
+        for phase in ["Succeeded", "Failed"] {
+            let _ = self
+                .time_to_proof
+                .remove_label_values(&[namespace, pool, phase]);
+        }
     }
 
     /// Moves one job between phases in the jobs-by-phase gauge (`None`: it did not / no
@@ -271,6 +307,8 @@ mod tests {
         drop(metrics.reconcile("ProofJob"));
         metrics.set_queue_depth("ns", "gpu", 3, 30);
         metrics.set_outdated_provers("ns", "gpu", 2);
+        metrics.set_ready_provers("ns", "gpu", 1);
+        metrics.pool_seen("ns", "gpu");
         metrics.jobs_assigned.inc();
         metrics.job_phase_changed(None, Some(("ns", "New")));
         metrics.job_phase_changed(Some(("ns", "New")), Some(("ns", "Queued")));
@@ -285,6 +323,8 @@ mod tests {
             r#"proofpipe_operator_queue_depth{namespace="ns",pool="gpu"} 3"#,
             r#"proofpipe_operator_queued_partitions{namespace="ns",pool="gpu"} 30"#,
             r#"proofpipe_operator_outdated_provers{namespace="ns",pool="gpu"} 2"#,
+            r#"proofpipe_operator_ready_provers{namespace="ns",pool="gpu"} 1"#,
+            r#"proofpipe_operator_job_duration_seconds_count{namespace="ns",phase="Failed",pool="gpu"} 0"#,
             "proofpipe_operator_jobs_assigned_total 1",
             "proofpipe_operator_jobs_requeued_total 0",
             r#"proofpipe_operator_jobs{namespace="ns",phase="Queued"} 2"#,

@@ -291,6 +291,13 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
         )),
         "{metrics}"
     );
+    // One Ready prover, as status.readyReplicas says above.
+    assert!(
+        metrics.contains(&format!(
+            "proofpipe_operator_ready_provers{{namespace=\"{namespace}\",pool=\"gpu\"}} 1"
+        )),
+        "{metrics}"
+    );
     let readyz = http_get(listen, "/readyz");
     assert!(
         readyz

@@ -415,3 +415,36 @@ fn bench_compares_with_stock_and_labels_timing_only_parameters() {
         "timing-only parameters were cached: {cached:?}"
     );
 }
+
+#[test]
+fn json_logs_are_one_object_per_line_with_the_stage_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("proofpipe-prover")
+        .unwrap()
+        .env("XDG_CACHE_HOME", dir.path())
+        .args(["--log=info", "--log-format", "json", "prove"])
+        .args(["--constraints", "1024", "--partitions", "2", "--params-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let lines: Vec<Value> = stderr
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line:?}")))
+        .collect();
+    let buffers = lines
+        .iter()
+        .find(|line| line["message"] == "BUFFERS" && line["stage"] == "gpu")
+        .unwrap_or_else(|| panic!("no BUFFERS line for the gpu stage in\n{stderr}"));
+    for field in [
+        "synthesis",
+        "queueWait",
+        "gpu",
+        "finalize",
+        "estimated_bytes",
+    ] {
+        assert!(buffers[field].is_u64(), "{field} missing in {buffers}");
+    }
+}

@@ -129,6 +129,9 @@ async fn daemon_proves_resumes_reports_cancels_and_stops() {
         "proofpipe_daemon_jobs_finished_total{outcome=\"succeeded\"} 1",
         "proofpipe_daemon_status_writes_total{object=\"proofjob\"}",
         "proofpipe_partitions_total",
+        "proofpipe_prover_resident_memory_bytes ",
+        "proofpipe_prover_memory_limit_bytes ",
+        "proofpipe_prover_predicted_peak_bytes ",
     ] {
         assert!(
             metrics.contains(series),
@@ -165,6 +168,18 @@ async fn daemon_proves_resumes_reports_cancels_and_stops() {
             },
         )
         .await;
+    // Counters live for the process: the first job's success still counts once the second
+    // job's pipeline has replaced the first's.
+    let (_, metrics) = http_get(&listen, "/metrics").await;
+    for series in [
+        "proofpipe_jobs_total{outcome=\"succeeded\"} 1",
+        "proofpipe_jobs_total{outcome=\"cancelled\"} 1",
+    ] {
+        assert!(
+            metrics.contains(series),
+            "/metrics lacks {series}:\n{metrics}"
+        );
+    }
     let count = || async {
         jobs.get("second")
             .await

@@ -24,9 +24,8 @@ impl Context {
     }
 }
 
-/// An Event. The Recorder folds Events with the same reason, action, object and related
-/// object into one series that keeps the first note, so every Event that may repeat with a
-/// different meaning names its related object (the pod).
+/// An Event. The recorder ([`crate::event_recorder`]) counts a repeat of the same message
+/// about the same objects as a series and keeps every distinct message as its own Event.
 fn event(
     type_: EventType,
     reason: &str,

@@ -20,13 +20,14 @@ use std::time::Duration;
 
 use k8s_openapi::NamespaceResourceScope;
 use kube::runtime::controller::{self, Action};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use self::informers::Caches;
 use crate::error::Error;
+use crate::event_recorder::Recorder;
 use crate::metrics::Metrics;
 use crate::names::FIELD_MANAGER;
 use crate::retry::FailureCounts;

@@ -184,6 +184,10 @@ async fn reconcile_pool(
         usize::try_from(status.replicas.unwrap_or(0) - status.updated_replicas.unwrap_or(0))
             .unwrap_or(0),
     );
+    context
+        .metrics
+        .set_ready_provers(&namespace, &name, status.ready_replicas.unwrap_or(0));
+    context.metrics.pool_seen(&namespace, &name);
     if let Some(note) = decision.status.newly_unschedulable.clone() {
         tracing::warn!(pool = %pool_key, "{note}");
         context

@@ -30,6 +30,9 @@ pub struct Cli {
     /// Log filter (tracing's EnvFilter syntax), e.g. `info`, `proofpipe=debug`.
     #[arg(long, global = true, env = "PROOFPIPE_LOG", default_value = "info")]
     log: String,
+    /// Log lines as text, or as one JSON object per line for log collectors.
+    #[arg(long, global = true, env = "PROOFPIPE_LOG_FORMAT", value_enum, default_value_t = output::LogFormat::Text)]
+    log_format: output::LogFormat,
 }
 
 #[derive(Subcommand, Debug)]
@@ -234,7 +237,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
         // SAFETY: no thread has been started yet.
         unsafe { proofpipe_prover::filecoin::use_parameter_dir(&porep::parameter_dir(flag)) };
     }
-    let progress = output::init(&cli.log);
+    let progress = output::init(&cli.log, cli.log_format);
     match cli.command {
         Command::Prove(args) => match &args.porep.porep_c1 {
             Some(c1) => porep::prove(

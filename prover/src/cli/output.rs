@@ -27,17 +27,27 @@ impl<'a> MakeWriter<'a> for ProgressWriter {
     }
 }
 
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
 /// Installs the log subscriber; returns the progress-bar area logs print through.
-pub fn init(filter: &str) -> MultiProgress {
+pub fn init(filter: &str, format: LogFormat) -> MultiProgress {
     let progress = MultiProgress::new();
     let filter = EnvFilter::try_new(filter).unwrap_or_else(|e| {
         eprintln!("warning: bad log filter {filter:?} ({e}); using info");
         EnvFilter::new("info")
     });
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(ProgressWriter(progress.clone()))
-        .with_target(false)
-        .init();
+        .with_writer(ProgressWriter(progress.clone()));
+    match format {
+        LogFormat::Text => logs.with_target(false).init(),
+        // An event's fields at the top level, as log collectors index them; the target
+        // stays, so the `proofpipe::buffers` lines can be selected.
+        LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
     progress
 }

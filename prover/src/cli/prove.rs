@@ -114,7 +114,7 @@ pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, Prover
     for p in &proofs {
         let t = &p.timings;
         println!(
-            "partition {:>3}: {} | synth {:.2}s wait {:.2}s gpu {:.2}s finalize {:.2}s | {}",
+            "partition {:>3}: {} | synthesis {:.2}s queueWait {:.2}s gpu {:.2}s finalize {:.2}s | {}",
             p.partition,
             if p.verified {
                 "verified"

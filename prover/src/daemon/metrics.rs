@@ -1,7 +1,10 @@
-//! The daemon's own counters, next to the current pipeline's metrics on `/metrics`.
+//! The daemon's metrics: created once per process, so counters keep counting across jobs
+//! (a counter that restarts with each job breaks `rate()`). Only the buffer gauges of the
+//! current pipeline come from the pipeline itself (`ProverState::pipeline_metrics`).
 
-use prometheus::{IntCounter, IntCounterVec, Opts, Registry};
+use prometheus::{IntCounter, IntCounterVec, IntGauge, Opts, Registry};
 
+use crate::metrics::PipelineMetrics;
 use crate::pipeline::JobOutcome;
 
 /// Which status a write went to.
@@ -26,11 +29,35 @@ pub struct DaemonMetrics {
     jobs_finished: IntCounterVec,
     status_writes: IntCounterVec,
     status_write_errors: IntCounterVec,
+    /// The pipelines' partition, job and stage counters, shared by every job's pipeline.
+    pipeline: PipelineMetrics,
+    resident_memory: IntGauge,
+    predicted_peak: IntGauge,
 }
 
 impl DaemonMetrics {
-    pub fn new() -> prometheus::Result<Self> {
+    /// `memory_limit`: the limit every job's pipeline is planned for.
+    pub fn new(memory_limit: u64) -> prometheus::Result<Self> {
         let registry = Registry::new();
+        let pipeline = PipelineMetrics::new(&registry)?;
+        let resident_memory = IntGauge::new(
+            "proofpipe_prover_resident_memory_bytes",
+            "Resident memory of the prover process (VmRSS), read at each scrape",
+        )?;
+        let memory_limit_bytes = IntGauge::new(
+            "proofpipe_prover_memory_limit_bytes",
+            "The memory limit the prover plans its pipelines for (cgroup, else \
+             PROOFPIPE_MEMORY_LIMIT, else MemTotal)",
+        )?;
+        let predicted_peak = IntGauge::new(
+            "proofpipe_prover_predicted_peak_bytes",
+            "The planner's predicted peak memory for the current (or last) job's pipeline; 0 \
+             before the first job",
+        )?;
+        memory_limit_bytes.set(i64::try_from(memory_limit).unwrap_or(i64::MAX));
+        registry.register(Box::new(resident_memory.clone()))?;
+        registry.register(Box::new(memory_limit_bytes))?;
+        registry.register(Box::new(predicted_peak.clone()))?;
         let jobs_started = IntCounter::new(
             "proofpipe_daemon_jobs_started_total",
             "ProofJobs this daemon started proving",
@@ -74,7 +101,20 @@ impl DaemonMetrics {
             jobs_finished,
             status_writes,
             status_write_errors,
+            pipeline,
+            resident_memory,
+            predicted_peak,
         })
+    }
+
+    /// The counters every job's pipeline adds to.
+    pub fn pipeline(&self) -> PipelineMetrics {
+        self.pipeline.clone()
+    }
+
+    pub fn pipeline_planned(&self, predicted_peak_bytes: u64) {
+        self.predicted_peak
+            .set(i64::try_from(predicted_peak_bytes).unwrap_or(i64::MAX));
     }
 
     pub fn job_started(&self) {
@@ -100,6 +140,11 @@ impl DaemonMetrics {
     }
 
     pub fn text(&self) -> String {
+        // Read now: a scrape wants the memory of this moment, not of the last job event.
+        if let Some(rss) = crate::rss::current_rss_bytes() {
+            self.resident_memory
+                .set(i64::try_from(rss).unwrap_or(i64::MAX));
+        }
         crate::metrics::encode(&self.registry)
     }
 }
@@ -110,7 +155,7 @@ mod tests {
 
     #[test]
     fn counters_show_from_the_start_and_count() {
-        let metrics = DaemonMetrics::new().unwrap();
+        let metrics = DaemonMetrics::new(1 << 30).unwrap();
         assert!(
             metrics
                 .text()
@@ -131,6 +176,45 @@ mod tests {
         assert!(
             text.contains("proofpipe_daemon_status_writes_total{object=\"proverpool\"} 1"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn memory_gauges_show_the_limit_the_plan_and_this_process() {
+        let metrics = DaemonMetrics::new(1 << 30).unwrap();
+        metrics.pipeline_planned(700 << 20);
+        let text = metrics.text();
+        assert!(
+            text.contains("proofpipe_prover_memory_limit_bytes 1073741824"),
+            "{text}"
+        );
+        assert!(
+            text.contains("proofpipe_prover_predicted_peak_bytes 734003200"),
+            "{text}"
+        );
+        let resident: u64 = text
+            .lines()
+            .find_map(|line| line.strip_prefix("proofpipe_prover_resident_memory_bytes "))
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| panic!("no resident memory in\n{text}"));
+        // This test process holds at least a megabyte, and less than the machine.
+        assert!(resident > 1 << 20, "{resident}");
+    }
+
+    #[test]
+    fn pipeline_counters_are_in_the_daemon_registry() {
+        let metrics = DaemonMetrics::new(1 << 30).unwrap();
+        metrics
+            .pipeline()
+            .jobs
+            .with_label_values(&["succeeded"])
+            .inc();
+        assert!(
+            metrics
+                .text()
+                .contains("proofpipe_jobs_total{outcome=\"succeeded\"} 1"),
+            "{}",
+            metrics.text()
         );
     }
 }

@@ -124,7 +124,7 @@ pub async fn run(
                 addr: options.listen,
                 source,
             })?;
-    let metrics = DaemonMetrics::new().map_err(|err| ProverError::InvalidArgument {
+    let metrics = DaemonMetrics::new(limit.bytes).map_err(|err| ProverError::InvalidArgument {
         what: "metrics",
         reason: err.to_string(),
     })?;

@@ -239,7 +239,12 @@ fn start_pipeline(
         memory = %sizing.memory_estimate,
         "pipeline sized for the job"
     );
-    let pipeline = Pipeline::start(PipelineConfig::from_plan(&plan), daemon.backend.clone())?;
+    let pipeline = Pipeline::start_with_metrics(
+        PipelineConfig::from_plan(&plan),
+        daemon.backend.clone(),
+        daemon.metrics.pipeline(),
+    )?;
+    daemon.metrics.pipeline_planned(plan.predicted_peak_bytes);
     daemon.state.pipeline_started(&pipeline, sizing);
     Ok(PipelineGuard(Some(pipeline)))
 }

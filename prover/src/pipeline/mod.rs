@@ -134,6 +134,28 @@ impl Pipeline {
         config: PipelineConfig,
         backend: Arc<dyn ProvingBackend>,
     ) -> Result<Self, ProverError> {
+        let registry = Registry::new();
+        let metrics = PipelineMetrics::new(&registry).map_err(metric_error)?;
+        Self::start_with(config, backend, registry, metrics)
+    }
+
+    /// Starts the stage threads, counting into `metrics`, which outlive the pipeline (a
+    /// daemon's, registered once per process, so counters do not restart with each job and
+    /// `rate()` works). The pipeline's own registry then holds only its buffer gauges.
+    pub fn start_with_metrics(
+        config: PipelineConfig,
+        backend: Arc<dyn ProvingBackend>,
+        metrics: PipelineMetrics,
+    ) -> Result<Self, ProverError> {
+        Self::start_with(config, backend, Registry::new(), metrics)
+    }
+
+    fn start_with(
+        config: PipelineConfig,
+        backend: Arc<dyn ProvingBackend>,
+        registry: Registry,
+        metrics: PipelineMetrics,
+    ) -> Result<Self, ProverError> {
         if config.partition_workers == 0
             || config.channel_capacity == 0
             || config.gpu_workers == 0
@@ -146,13 +168,8 @@ impl Pipeline {
                 ),
             });
         }
-        let registry = Registry::new();
-        let metric_err = |e: prometheus::Error| ProverError::InvalidArgument {
-            what: "metrics",
-            reason: e.to_string(),
-        };
-        let tracker = BufferTracker::new(&registry, config.record_timeline).map_err(metric_err)?;
-        let metrics = PipelineMetrics::new(&registry).map_err(metric_err)?;
+        let tracker =
+            BufferTracker::new(&registry, config.record_timeline).map_err(metric_error)?;
         let clock = StageClock {
             spans: config.record_timeline.then(|| Mutex::new(Vec::new())),
             ..StageClock::default()
@@ -351,6 +368,13 @@ impl Pipeline {
 impl Drop for Pipeline {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+fn metric_error(error: prometheus::Error) -> ProverError {
+    ProverError::InvalidArgument {
+        what: "metrics",
+        reason: error.to_string(),
     }
 }
 

@@ -192,6 +192,37 @@ fn a_failing_job_does_not_stop_the_others() {
 }
 
 #[test]
+fn shared_metrics_keep_counting_across_pipelines() {
+    let registry = Registry::new();
+    let metrics = PipelineMetrics::new(&registry).unwrap();
+    let p = params(N);
+    for _ in 0..2 {
+        let pipeline =
+            Pipeline::start_with_metrics(config(1, 1), Arc::new(SlowGpu::new(0)), metrics.clone())
+                .unwrap();
+        let report = pipeline
+            .submit(JobSpec::new(CircuitKind::MulChain, N, 2), p.clone())
+            .unwrap()
+            .wait();
+        assert_eq!(report.outcome, JobOutcome::Succeeded);
+        // The pipeline's own registry keeps only its buffer gauges, so a daemon's
+        // /metrics shows each counter once.
+        let own = pipeline.metrics_text();
+        assert!(own.contains("proofpipe_buffers{"), "{own}");
+        assert!(!own.contains("proofpipe_jobs_total"), "{own}");
+    }
+    let text = crate::metrics::encode(&registry);
+    for line in [
+        r#"proofpipe_jobs_total{outcome="succeeded"} 2"#,
+        r#"proofpipe_stage_seconds_count{stage="synthesis"} 4"#,
+        r#"proofpipe_stage_seconds_count{stage="gpu"} 4"#,
+        r#"proofpipe_stage_seconds_count{stage="finalize"} 4"#,
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+}
+
+#[test]
 fn finished_partitions_are_not_proved_again() {
     let backend = Arc::new(SlowGpu::new(0));
     let pipeline = Pipeline::start(config(1, 1), backend.clone()).unwrap();

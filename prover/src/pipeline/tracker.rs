@@ -36,10 +36,12 @@ impl Stage {
         Stage::Finalizing,
     ];
 
+    /// The stage's name in metric labels and logs: the field names of a ProofJob's
+    /// `status.stageSeconds`, one vocabulary everywhere (docs/prover-daemon.md).
     pub fn name(self) -> &'static str {
         match self {
-            Stage::Synthesizing => "synth",
-            Stage::Queued => "queued",
+            Stage::Synthesizing => "synthesis",
+            Stage::Queued => "queueWait",
             Stage::Gpu => "gpu",
             Stage::Finalizing => "finalize",
         }
@@ -95,7 +97,7 @@ impl fmt::Display for BufferSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "synth={} queued={} gpu={} finalize={} est={:.2}GiB",
+            "synthesis={} queueWait={} gpu={} finalize={} est={:.2}GiB",
             self.synthesizing,
             self.queued,
             self.gpu,
@@ -240,7 +242,17 @@ impl BufferTracker {
         } else {
             stage.name()
         };
-        tracing::info!(target: "proofpipe::buffers", "BUFFERS[{label}]: {snap}");
+        // Fields, not only a formatted line, so JSON logs can be queried by stage.
+        tracing::info!(
+            target: "proofpipe::buffers",
+            stage = %label,
+            synthesis = snap.synthesizing,
+            queueWait = snap.queued,
+            gpu = snap.gpu,
+            finalize = snap.finalizing,
+            estimated_bytes = snap.estimated_bytes(),
+            "BUFFERS"
+        );
     }
 }
 
@@ -311,6 +323,23 @@ mod tests {
     }
 
     #[test]
+    fn stage_names_are_the_status_stage_seconds_fields() {
+        // One vocabulary: metric labels and log fields name the stages as a ProofJob's
+        // status.stageSeconds does.
+        let status = serde_json::to_value(proofpipe_crds::StageSeconds::default()).unwrap();
+        let mut fields: Vec<&str> = status
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut names: Vec<&str> = Stage::ALL.iter().map(|stage| stage.name()).collect();
+        fields.sort_unstable();
+        names.sort_unstable();
+        assert_eq!(names, fields);
+    }
+
+    #[test]
     fn snapshot_line_has_the_documented_shape() {
         let s = BufferSnapshot {
             synthesizing: 2,
@@ -321,7 +350,7 @@ mod tests {
         };
         assert_eq!(
             s.to_string(),
-            "synth=2 queued=1 gpu=1 finalize=0 est=1.00GiB"
+            "synthesis=2 queueWait=1 gpu=1 finalize=0 est=1.00GiB"
         );
     }
 }

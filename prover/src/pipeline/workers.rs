@@ -146,7 +146,7 @@ fn synthesis_worker(shared: &Shared, worker: usize, to_gpu: &Handoff<ToGpu>) {
         shared
             .metrics
             .stage_seconds
-            .with_label_values(&["synthesis"])
+            .with_label_values(&[Stage::Synthesizing.name()])
             .observe((end - start).as_secs_f64());
         let data = match result {
             Ok(d) => d,
@@ -202,6 +202,11 @@ fn gpu_worker(
         }
         let start = Instant::now();
         timings.queue_wait = start - synthesized_at;
+        shared
+            .metrics
+            .stage_seconds
+            .with_label_values(&[Stage::Queued.name()])
+            .observe(timings.queue_wait.as_secs_f64());
         let result = guarded(
             || {
                 groth16::prove_start(
@@ -224,7 +229,7 @@ fn gpu_worker(
         shared
             .metrics
             .stage_seconds
-            .with_label_values(&["gpu"])
+            .with_label_values(&[Stage::Gpu.name()])
             .observe((end - start).as_secs_f64());
         timings.gpu = end - start;
         match result {
@@ -294,7 +299,7 @@ fn finalize_worker(shared: &Shared, worker: usize, from_gpu: &Receiver<ToFinaliz
         shared
             .metrics
             .stage_seconds
-            .with_label_values(&["finalize"])
+            .with_label_values(&[Stage::Finalizing.name()])
             .observe((end - start).as_secs_f64());
         timings.finalize = end - gpu_done_at;
         match result {

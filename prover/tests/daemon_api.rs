@@ -54,7 +54,10 @@ async fn daemon_proves_resumes_reports_cancels_and_stops() {
         &PatchParams::apply("test-operator"),
         &Patch::Apply(json!({
             "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProofJob", "metadata": { "name": "first" },
-            "status": { "phase": "Running", "pod": POD, "proofs": [earlier] },
+            // As the operator records it: the job ran on "earlier-pod" before this one, so
+            // that pod's proof counts (ADR 0014).
+            "status": { "phase": "Running", "pod": POD, "attempts": 2,
+                        "assignedPods": ["earlier-pod", POD], "proofs": [earlier] },
         })),
     )
     .await

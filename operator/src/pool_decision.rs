@@ -5,7 +5,6 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -13,7 +12,6 @@ use proofpipe_crds::{AutoscalingSpec, AutoscalingStatus, ProofJob, ProverPool};
 
 use crate::assignment::{Assignment, assign, busy_pods, idle_ready_pods};
 use crate::autoscale::{self, AutoscaleDecision, AutoscaleObservation, Demand, Policy};
-use crate::pod_spec::template_hash;
 use crate::pool_status::{self, PoolObservation, PoolStatusPlan};
 use crate::prover_pods::ProverPod;
 use crate::queue::{queue, remaining_partitions};
@@ -26,8 +24,11 @@ pub const RESYNC: Duration = Duration::from_secs(15);
 /// What one pool reconcile observed.
 pub struct PoolInput<'a> {
     pub pool: &'a ProverPool,
-    /// The pool's prover pods.
-    pub pods: &'a [Pod],
+    /// The pool's prover pods, as observed against `template_hash`.
+    pub provers: &'a [ProverPod],
+    /// The hash of the pool's current template ([`crate::pod_spec::template_hash`]),
+    /// computed once per reconcile: it builds and hashes a whole pod spec.
+    pub template_hash: &'a str,
     /// The jobs naming the pool.
     pub jobs: &'a [ProofJob],
     pub now: Timestamp,
@@ -50,9 +51,13 @@ pub struct PoolDecision<'a> {
     pub requeue_after: Duration,
 }
 
-pub fn decide<'a>(input: &PoolInput<'a>, provers: &'a [ProverPod]) -> PoolDecision<'a> {
+pub fn decide<'a>(input: &PoolInput<'a>) -> PoolDecision<'a> {
     let PoolInput {
-        pool, jobs, now, ..
+        pool,
+        provers,
+        template_hash,
+        jobs,
+        now,
     } = *input;
     let name = pool.name_any();
     let busy = busy_pods(jobs);
@@ -92,13 +97,12 @@ pub fn decide<'a>(input: &PoolInput<'a>, provers: &'a [ProverPod]) -> PoolDecisi
 
     let mut busy_after = busy;
     busy_after.extend(assignments.iter().map(|a| a.pod.name.clone()));
-    let hash = template_hash(pool);
     let current = pool.status.clone().unwrap_or_default();
     let status = pool_status::compute(&PoolObservation {
         name: &name,
         generation: pool.metadata.generation,
         desired_replicas: replicas,
-        template_hash: &hash,
+        template_hash,
         pods: provers,
         busy: &busy_after,
         queue: &still_queued,
@@ -195,8 +199,11 @@ mod tests {
     use k8s_openapi::jiff::SignedDuration;
     use proofpipe_crds::{ProofJobPhase, ProofJobStatus};
 
+    use k8s_openapi::api::core::v1::Pod;
+
     use super::*;
     use crate::names::{ASSIGNED_POD_LABEL, TEMPLATE_HASH_LABEL};
+    use crate::pod_spec::template_hash;
     use crate::prover_pods::tests::pod;
     use crate::queue::tests::job;
 
@@ -215,43 +222,46 @@ mod tests {
         Timestamp::from_second(1_800_000_100).unwrap()
     }
 
-    /// Pods on the pool's current template.
-    fn current(pool: &ProverPool, mut pods: Vec<Pod>) -> Vec<Pod> {
+    /// The provers of `pods`, all on the pool's current template (`hash`).
+    fn provers(hash: &str, mut pods: Vec<Pod>) -> Vec<ProverPod> {
         for pod in &mut pods {
             pod.labels_mut()
-                .insert(TEMPLATE_HASH_LABEL.into(), template_hash(pool));
+                .insert(TEMPLATE_HASH_LABEL.into(), hash.to_owned());
         }
-        pods
+        pods.iter()
+            .map(|p| ProverPod::observe("gpu", p, hash))
+            .collect()
     }
 
-    fn observe(pool: &ProverPool, pods: &[Pod]) -> Vec<ProverPod> {
-        let hash = template_hash(pool);
-        pods.iter()
-            .map(|p| ProverPod::observe("gpu", p, &hash))
-            .collect()
+    fn decide_at<'a>(
+        pool: &'a ProverPool,
+        hash: &'a str,
+        provers: &'a [ProverPod],
+        jobs: &'a [ProofJob],
+        now: Timestamp,
+    ) -> PoolDecision<'a> {
+        decide(&PoolInput {
+            pool,
+            provers,
+            template_hash: hash,
+            jobs,
+            now,
+        })
     }
 
     #[test]
     fn queued_jobs_go_to_idle_ready_provers_and_the_rest_wait() {
         let pool = pool(2);
-        let pods = current(
-            &pool,
+        let hash = template_hash(&pool);
+        let provers = provers(
+            &hash,
             vec![
                 pod("gpu-prover-0", "Running", true),
                 pod("gpu-prover-1", "Running", true),
             ],
         );
         let jobs = [job("a", 0, 0), job("b", 0, 1), job("c", 0, 2)];
-        let provers = observe(&pool, &pods);
-        let decision = decide(
-            &PoolInput {
-                pool: &pool,
-                pods: &pods,
-                jobs: &jobs,
-                now: now(),
-            },
-            &provers,
-        );
+        let decision = decide_at(&pool, &hash, &provers, &jobs, now());
         let pairs: Vec<(String, &str)> = decision
             .assignments
             .iter()
@@ -269,7 +279,8 @@ mod tests {
     #[test]
     fn a_job_in_its_retry_delay_is_not_assigned_and_the_pool_looks_again_when_it_ends() {
         let pool = pool(1);
-        let pods = current(&pool, vec![pod("gpu-prover-0", "Running", true)]);
+        let hash = template_hash(&pool);
+        let provers = provers(&hash, vec![pod("gpu-prover-0", "Running", true)]);
         let mut waiting = job("retry", 10, 0);
         waiting.status = Some(ProofJobStatus {
             phase: Some(ProofJobPhase::Queued),
@@ -277,52 +288,27 @@ mod tests {
             ..ProofJobStatus::default()
         });
         let jobs = [waiting, job("next", 0, 1)];
-        let provers = observe(&pool, &pods);
-        let decision = decide(
-            &PoolInput {
-                pool: &pool,
-                pods: &pods,
-                jobs: &jobs,
-                now: now(),
-            },
-            &provers,
-        );
+        let decision = decide_at(&pool, &hash, &provers, &jobs, now());
         assert_eq!(decision.assignments.len(), 1);
         assert_eq!(decision.assignments[0].job.name_any(), "next");
         assert_eq!(decision.requeue_after, Duration::from_secs(4));
         // Once the delay is over it is first in line again.
         let later = now() + SignedDuration::from_secs(5);
-        let decision = decide(
-            &PoolInput {
-                pool: &pool,
-                pods: &pods,
-                jobs: &jobs,
-                now: later,
-            },
-            &provers,
-        );
+        let decision = decide_at(&pool, &hash, &provers, &jobs, later);
         assert_eq!(decision.assignments[0].job.name_any(), "retry");
     }
 
     #[test]
     fn a_busy_prover_gets_nothing_more() {
         let pool = pool(1);
-        let pods = current(&pool, vec![pod("gpu-prover-0", "Running", true)]);
+        let hash = template_hash(&pool);
+        let provers = provers(&hash, vec![pod("gpu-prover-0", "Running", true)]);
         let mut running = job("running", 0, 0);
         running
             .labels_mut()
             .insert(ASSIGNED_POD_LABEL.into(), "gpu-prover-0".into());
         let jobs = [running, job("waiting", 0, 1)];
-        let provers = observe(&pool, &pods);
-        let decision = decide(
-            &PoolInput {
-                pool: &pool,
-                pods: &pods,
-                jobs: &jobs,
-                now: now(),
-            },
-            &provers,
-        );
+        let decision = decide_at(&pool, &hash, &provers, &jobs, now());
         assert!(decision.assignments.is_empty());
         assert_eq!(decision.still_queued.len(), 1);
     }

@@ -317,63 +317,52 @@ mod tests {
         assert_eq!(plan.stale_provers, ["gpu-prover-9"]);
     }
 
+    /// The Ready condition of a pool of `pods` wanting `desired` provers, with `queue`
+    /// waiting.
+    fn ready_condition(
+        desired: i32,
+        pods: &[ProverPod],
+        queue: &[&ProofJob],
+    ) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+        compute(&PoolObservation {
+            name: "gpu",
+            generation: Some(1),
+            desired_replicas: desired,
+            template_hash: "h1",
+            busy: &BTreeSet::new(),
+            pods,
+            queue,
+            current: &ProverPoolStatus::default(),
+            autoscaling: None,
+            now: Timestamp::UNIX_EPOCH,
+        })
+        .status
+        .conditions
+        .unwrap()
+        .remove(0)
+    }
+
     #[test]
     fn ready_when_every_desired_prover_is() {
         let pods = [prover(0, PodHealth::Ready), prover(1, PodHealth::Ready)];
-        let observe = |desired| {
-            compute(&PoolObservation {
-                name: "gpu",
-                generation: Some(1),
-                desired_replicas: desired,
-                template_hash: "h1",
-                busy: &BTreeSet::new(),
-                pods: &pods,
-                queue: &[],
-                current: &ProverPoolStatus::default(),
-                autoscaling: None,
-                now: Timestamp::UNIX_EPOCH,
-            })
-            .status
-            .conditions
-            .unwrap()
-            .remove(0)
-        };
-        let ready = observe(2);
+        let ready = ready_condition(2, &pods, &[]);
         assert_eq!(
             (ready.status.as_str(), ready.reason.as_str()),
             ("True", "AllProversReady")
         );
         assert_eq!(ready.message, "2/2 provers ready");
-        assert_eq!(observe(3).reason, "Scaling");
+        assert_eq!(ready_condition(3, &pods, &[]).reason, "Scaling");
     }
 
     #[test]
     fn a_pool_of_no_provers_with_waiting_jobs_is_not_ready() {
         let job = crate::queue::tests::job("waiting", 0, 0);
-        let observe = |queue: &[&ProofJob]| {
-            compute(&PoolObservation {
-                name: "gpu",
-                generation: Some(1),
-                desired_replicas: 0,
-                template_hash: "h1",
-                busy: &BTreeSet::new(),
-                pods: &[],
-                queue,
-                current: &ProverPoolStatus::default(),
-                autoscaling: None,
-                now: Timestamp::UNIX_EPOCH,
-            })
-            .status
-            .conditions
-            .unwrap()
-            .remove(0)
-        };
-        let idle = observe(&[]);
+        let idle = ready_condition(0, &[], &[]);
         assert_eq!(
             (idle.status.as_str(), idle.reason.as_str()),
             ("True", "AllProversReady")
         );
-        let waiting = observe(&[&job]);
+        let waiting = ready_condition(0, &[], &[&job]);
         assert_eq!(
             (waiting.status.as_str(), waiting.reason.as_str()),
             ("False", "NoProvers")

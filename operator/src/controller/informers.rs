@@ -87,6 +87,19 @@ impl Caches {
     }
 }
 
+impl Caches {
+    /// Whether `store` no longer holds the version of `object` that a reconcile read (it
+    /// holds a later one, or the object is gone): the reconcile's own write has arrived.
+    pub fn moved_past<K>(store: &Store<K>, object: &K) -> bool
+    where
+        K: Resource<DynamicType = ()> + Clone + 'static,
+    {
+        store
+            .get(&ObjectRef::from_obj(object))
+            .is_none_or(|cached| cached.resource_version() != object.resource_version())
+    }
+}
+
 /// The longest a reconcile waits for the cache to show its own writes.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
 

@@ -57,11 +57,8 @@ async fn reconcile(job: Arc<ProofJob>, context: Arc<Context>) -> Result<Action, 
     .map_err(|error| Error::Finalizer(Box::new(error)));
     if result.is_ok() && wrote.load(Ordering::Relaxed) {
         // The next reconcile of this job must not decide from the version before the write.
-        let key = ObjectRef::from_obj(&*job);
         Caches::settle(&context.caches.jobs, |store| {
-            store
-                .get(&key)
-                .is_none_or(|cached| cached.resource_version() != job.resource_version())
+            Caches::moved_past(store, &*job)
         })
         .await;
     }

@@ -93,15 +93,13 @@ async fn reconcile_pool(
         .iter()
         .map(|pod| ProverPod::observe(&name, pod, &hash))
         .collect();
-    let decision = decide(
-        &PoolInput {
-            pool,
-            pods: &pods,
-            jobs: &jobs,
-            now: Timestamp::now(),
-        },
-        &provers,
-    );
+    let decision = decide(&PoolInput {
+        pool,
+        provers: &provers,
+        template_hash: &hash,
+        jobs: &jobs,
+        now: Timestamp::now(),
+    });
 
     tracing::debug!(
         pool = %format!("{namespace}/{name}"),
@@ -161,11 +159,7 @@ async fn reconcile_pool(
     if outcome == Outcome::Applied {
         // The next reconcile must count the newly assigned pods as busy.
         Caches::settle(&caches.jobs, |store| {
-            decision.assignments.iter().all(|a| {
-                store
-                    .get(&ObjectRef::from_obj(a.job))
-                    .is_none_or(|cached| cached.resource_version() != a.job.resource_version())
-            })
+            (decision.assignments.iter()).all(|a| Caches::moved_past(store, a.job))
         })
         .await;
     }
@@ -210,12 +204,7 @@ async fn reconcile_pool(
     }
     if wrote_pool {
         // The next reconcile must compare with what was just written, not rewrite it.
-        Caches::settle(&caches.pools, |store| {
-            store
-                .get(&ObjectRef::from_obj(pool))
-                .is_none_or(|cached| cached.resource_version() != pool.resource_version())
-        })
-        .await;
+        Caches::settle(&caches.pools, |store| Caches::moved_past(store, pool)).await;
     }
     Ok((outcome, decision.requeue_after))
 }

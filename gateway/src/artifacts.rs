@@ -1,0 +1,224 @@
+//! The artifact store: where the gateway puts each submission's C1 output for the provers to
+//! read by URL (a C1 output is tens of MB at 32 GiB and never goes into etcd). The same URL
+//! forms ProofJob inputs take: `s3://bucket/prefix` (credentials, region and endpoint from the
+//! gateway's `AWS_*` environment) or `file:///path` on a volume the prover pods mount at the
+//! same path.
+//!
+//! Layout: `<base>/<job name>/<sha256>.c1.json`. Inputs are removed by a sweep once their job
+//! is gone (cancelled, or deleted after `ttlSecondsAfterFinished`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use k8s_openapi::jiff::Timestamp;
+use object_store::aws::AmazonS3Builder;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, PutPayload};
+use url::Url;
+
+use crate::error::GatewayError;
+
+/// How long an input without a job is kept: a submission stores its input before it creates
+/// the job, and the cache may lag the API server.
+pub const ORPHAN_GRACE: Duration = Duration::from_secs(15 * 60);
+
+const INPUT_SUFFIX: &str = ".c1.json";
+
+/// An object under the store's base: what the sweep looks at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredInput {
+    pub path: ObjectPath,
+    /// The job it was stored for (the first segment under the base).
+    pub job: String,
+    pub modified: Timestamp,
+}
+
+pub struct ArtifactStore {
+    store: Arc<dyn ObjectStore>,
+    /// The base URL, without a trailing slash.
+    base_url: String,
+    base_path: ObjectPath,
+}
+
+impl ArtifactStore {
+    /// Opens the store at `url` (`s3://bucket[/prefix]` or `file:///dir`).
+    pub fn open(url: &str) -> Result<Self, GatewayError> {
+        let fail = |message: String| GatewayError::ArtifactStore {
+            url: url.to_owned(),
+            message,
+        };
+        let parsed = Url::parse(url).map_err(|e| {
+            fail(format!(
+                "not a URL ({e}): use s3://bucket/prefix or file:///dir"
+            ))
+        })?;
+        let base_path =
+            ObjectPath::from_url_path(parsed.path()).map_err(|e| fail(format!("bad path: {e}")))?;
+        let store: Arc<dyn ObjectStore> = match parsed.scheme() {
+            "s3" => Arc::new(
+                AmazonS3Builder::from_env()
+                    .with_url(url)
+                    .build()
+                    .map_err(|e| {
+                        fail(format!(
+                            "{e}; set the gateway's AWS_* environment (credentials, region, \
+                             endpoint)"
+                        ))
+                    })?,
+            ),
+            "file" => Arc::new(LocalFileSystem::new()),
+            other => {
+                return Err(fail(format!(
+                    "scheme {other}: is not one the gateway can list and delete in; use s3:// or \
+                     file:///"
+                )));
+            }
+        };
+        Ok(Self {
+            store,
+            base_url: url.trim_end_matches('/').to_owned(),
+            base_path,
+        })
+    }
+
+    /// The path and URL of the input of `job` with digest `sha256`.
+    pub fn input_location(&self, job: &str, sha256: &str) -> (ObjectPath, String) {
+        let file = format!("{sha256}{INPUT_SUFFIX}");
+        let path = self.base_path.child(job).child(file.as_str());
+        (path, format!("{}/{job}/{file}", self.base_url))
+    }
+
+    /// Stores `bytes` as the input of `job`; returns its URL.
+    pub async fn put_input(
+        &self,
+        job: &str,
+        sha256: &str,
+        bytes: Vec<u8>,
+    ) -> Result<String, GatewayError> {
+        let (path, url) = self.input_location(job, sha256);
+        self.store
+            .put(&path, PutPayload::from(bytes))
+            .await
+            .map_err(|source| GatewayError::Artifact {
+                action: "storing the C1 output at",
+                url: url.clone(),
+                source,
+            })?;
+        Ok(url)
+    }
+
+    /// The inputs under the base.
+    pub async fn list_inputs(&self) -> Result<Vec<StoredInput>, GatewayError> {
+        let listed: Vec<_> = self
+            .store
+            .list(Some(&self.base_path))
+            .try_collect()
+            .await
+            .map_err(|source| GatewayError::Artifact {
+                action: "listing",
+                url: self.base_url.clone(),
+                source,
+            })?;
+        let base_depth = self.base_path.parts().count();
+        Ok(listed
+            .into_iter()
+            .filter_map(|meta| {
+                let job = meta.location.parts().nth(base_depth)?.as_ref().to_owned();
+                let modified =
+                    Timestamp::from_millisecond(meta.last_modified.timestamp_millis()).ok()?;
+                meta.location
+                    .as_ref()
+                    .ends_with(INPUT_SUFFIX)
+                    .then_some(StoredInput {
+                        path: meta.location,
+                        job,
+                        modified,
+                    })
+            })
+            .collect())
+    }
+
+    /// Deletes the inputs whose jobs are gone; returns how many.
+    pub async fn sweep(&self, live_jobs: &HashSet<String>) -> Result<usize, GatewayError> {
+        let inputs = self.list_inputs().await?;
+        let stale = stale_inputs(&inputs, live_jobs, Timestamp::now());
+        for path in &stale {
+            self.store
+                .delete(path)
+                .await
+                .map_err(|source| GatewayError::Artifact {
+                    action: "deleting",
+                    url: format!("{}/{}", self.base_url, path),
+                    source,
+                })?;
+        }
+        Ok(stale.len())
+    }
+}
+
+/// Inputs to delete: their job is not among `live_jobs` and they are older than
+/// [`ORPHAN_GRACE`] (younger ones may belong to a submission still creating its job).
+pub fn stale_inputs(
+    inputs: &[StoredInput],
+    live_jobs: &HashSet<String>,
+    now: Timestamp,
+) -> Vec<ObjectPath> {
+    let grace = i64::try_from(ORPHAN_GRACE.as_millis()).unwrap_or(i64::MAX);
+    inputs
+        .iter()
+        .filter(|input| !live_jobs.contains(&input.job))
+        .filter(|input| now.as_millisecond() - input.modified.as_millisecond() > grace)
+        .map(|input| input.path.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn inputs_are_stored_by_job_and_digest_and_swept_once_their_job_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}/inputs", dir.path().display());
+        let store = ArtifactStore::open(&url).unwrap();
+        let written = store
+            .put_input("job-a", &"ab".repeat(32), b"{}".to_vec())
+            .await
+            .unwrap();
+        assert_eq!(written, format!("{url}/job-a/{}.c1.json", "ab".repeat(32)));
+        let on_disk = dir
+            .path()
+            .join("inputs/job-a")
+            .join(format!("{}.c1.json", "ab".repeat(32)));
+        assert_eq!(std::fs::read(&on_disk).unwrap(), b"{}");
+        store
+            .put_input("job-b", &"cd".repeat(32), b"{}".to_vec())
+            .await
+            .unwrap();
+
+        let inputs = store.list_inputs().await.unwrap();
+        let mut jobs: Vec<&str> = inputs.iter().map(|i| i.job.as_str()).collect();
+        jobs.sort();
+        assert_eq!(jobs, ["job-a", "job-b"]);
+
+        // Fresh inputs survive the sweep even without a job; old ones without a job go.
+        let live = HashSet::from(["job-a".to_owned()]);
+        assert_eq!(store.sweep(&live).await.unwrap(), 0);
+        let later = Timestamp::now() + ORPHAN_GRACE + Duration::from_secs(1);
+        let stale = stale_inputs(&inputs, &live, later);
+        assert_eq!(stale.len(), 1);
+        assert!(stale[0].as_ref().contains("job-b/"));
+    }
+
+    #[test]
+    fn only_listable_stores_are_accepted() {
+        let error = ArtifactStore::open("https://example.invalid/x")
+            .err()
+            .unwrap();
+        assert!(error.to_string().contains("s3:// or file:///"), "{error}");
+        assert!(ArtifactStore::open("not a url").is_err());
+    }
+}

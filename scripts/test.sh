@@ -20,7 +20,9 @@ fi
 PROOFPIPE_FILECOIN_TESTDATA="$(scripts/filecoin-testdata.sh)"
 # An S3-compatible server (moto, from PyPI) for the cluster scenario's inputs and outputs.
 PROOFPIPE_S3_SERVER="$(scripts/s3-test-server.sh)"
-export PROOFPIPE_FILECOIN_TESTDATA PROOFPIPE_S3_SERVER
+# A gRPC client that is not ours (Python grpcio) for the gateway's curio-client test.
+PROOFPIPE_GRPC_PYTHON="$(scripts/grpc-test-client.sh)"
+export PROOFPIPE_FILECOIN_TESTDATA PROOFPIPE_S3_SERVER PROOFPIPE_GRPC_PYTHON
 
 cargo test --workspace --locked -- --include-ignored
 # The Helm chart: lint, render, Kubernetes schemas, and an apply to the same API server.

@@ -16,6 +16,7 @@ pub mod cgroup;
 pub mod cluster;
 pub mod env;
 pub mod fixtures;
+pub mod gateway_load;
 pub mod operator;
 pub mod process;
 pub mod quantity;

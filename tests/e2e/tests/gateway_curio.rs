@@ -1,0 +1,201 @@
+//! Curio's API, end to end, from a client that is not ours: `proofpipe-gateway` in front of
+//! the API server, operator and pod runner; Python grpcio with stubs generated at test time from
+//! the vendored upstream .proto (`curio-client/cuzk_client.py`) submits a real 2 KiB PoRep C1
+//! output the way curio does, cancels a second one, and Proves the first with the same request
+//! id; Filecoin's verifier (`proofpipe-prover porep-verify`, i.e. verify_seal) accepts the proof
+//! it gets back. Inputs go through a `file://` artifact store (the S3 path is
+//! scenario_filecoin's).
+//!
+//! Needs `KUBECONFIG` (skips without it), `PROOFPIPE_FILECOIN_TESTDATA` and
+//! `PROOFPIPE_GRPC_PYTHON` (python with grpcio and grpcio-tools), which `scripts/test.sh`
+//! exports; under CI their absence fails the test.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use kube::api::{DynamicObject, ListParams};
+use proofpipe_e2e::binaries::binary;
+use proofpipe_e2e::stack::Stack;
+use proofpipe_gateway::job_spec::REQUEST_ID_ANNOTATION;
+use tokio::process::{Child, Command};
+
+/// The client proves a 2 KiB PoRep partition (~2^22 constraints) on 2 cores of a test build.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(1200);
+const TOKEN: &str = "curio-test-token";
+
+fn required_env(name: &str, how: &str) -> Option<PathBuf> {
+    match std::env::var_os(name) {
+        Some(value) => Some(PathBuf::from(value)),
+        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("CI must run the gateway's curio-client test: {name} is unset ({how})")
+        }
+        None => {
+            eprintln!("SKIPPED: {name} is unset ({how})");
+            None
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    probe.local_addr().unwrap().port()
+}
+
+/// The gateway binary, killed when dropped.
+async fn start_gateway(namespace: &str, artifacts: &Path, token: &Path, port: u16) -> Child {
+    let child = Command::new(binary("proofpipe-gateway"))
+        .args(["--namespace", namespace, "--pool", "fil", "--artifacts"])
+        .arg(format!("file://{}", artifacts.display()))
+        .arg("--token-file")
+        .arg(token)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start proofpipe-gateway");
+    for _ in 0..300 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return child;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("proofpipe-gateway did not listen on 127.0.0.1:{port} within 30 s");
+}
+
+#[tokio::test]
+async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
+    let how = "scripts/test.sh exports it";
+    let Some(testdata) = required_env("PROOFPIPE_FILECOIN_TESTDATA", how) else {
+        return;
+    };
+    let Some(python) = required_env("PROOFPIPE_GRPC_PYTHON", how) else {
+        return;
+    };
+    let Some(mut stack) = Stack::start("gateway-curio").await else {
+        return;
+    };
+    let params = testdata.join("params");
+    let pool: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "proofpipe.dev/v1alpha1",
+        "kind": "ProverPool",
+        "metadata": { "name": "fil" },
+        "spec": {
+            "replicas": 1,
+            "template": { "spec": { "containers": [{
+                "name": "prover",
+                "image": "proofpipe-prover:e2e",
+                "args": ["--listen", "127.0.0.1:0"],
+                "resources": { "limits": { "memory": "4Gi" } },
+                "env": [
+                    { "name": "PROOFPIPE_LOG", "value": "info" },
+                    { "name": "FIL_PROOFS_PARAMETER_CACHE", "value": params.display().to_string() },
+                ],
+            }] } },
+        },
+    }))
+    .unwrap();
+    stack.namespace.apply(&[pool]).await;
+
+    let work = tempfile::tempdir().unwrap();
+    let token = work.path().join("token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let artifacts = work.path().join("artifacts");
+    let port = free_port();
+    let _gateway = start_gateway(&stack.namespace.name, &artifacts, &token, port).await;
+
+    let client_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("curio-client");
+    let proto_root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../gateway/proto");
+    let c1 = testdata.join("c1-2KiB.json");
+    let proof_path = work.path().join("proof");
+    let client = Command::new(&python)
+        .arg(client_dir.join("cuzk_client.py"))
+        .args(["--address", &format!("127.0.0.1:{port}"), "--token", TOKEN])
+        .arg("--proto-root")
+        .arg(&proto_root)
+        .arg("--c1")
+        .arg(&c1)
+        .arg("--proof-out")
+        .arg(&proof_path)
+        .kill_on_drop(true)
+        .output();
+    let output = match tokio::time::timeout(CLIENT_TIMEOUT, client).await {
+        Ok(output) => output.expect("run the Python client"),
+        Err(_) => panic!(
+            "the Python client did not finish within {CLIENT_TIMEOUT:?}\n{}",
+            stack.diagnostics()
+        ),
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python client failed: {stdout}\n{stderr}\n{}",
+        stack.diagnostics()
+    );
+    let seen: serde_json::Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {stdout}\n{stderr}"));
+
+    assert_eq!(seen["token_none"], "UNAUTHENTICATED", "{seen}");
+    assert_eq!(seen["token_wrong"], "UNAUTHENTICATED", "{seen}");
+    assert_eq!(seen["cancelled_waiter"], "CANCELLED", "{seen}");
+    assert_eq!(seen["prove_status"], "COMPLETED", "{seen}");
+    // The same request id twice (SubmitProof, then Prove) is one job.
+    assert_eq!(seen["prove_job"], seen["submitted_job"], "{seen}");
+    assert_eq!(seen["proof_bytes"], 192, "one partition at 2 KiB: {seen}");
+    assert!(seen["timings_ms"]["total"].as_u64().unwrap() > 0, "{seen}");
+    assert!(
+        seen["timings_ms"]["synthesis"].as_u64().unwrap() > 0,
+        "{seen}"
+    );
+    assert_eq!(seen["completed"], 1, "{seen}");
+    assert_eq!(seen["gpus"].as_array().map(Vec::len), Some(1), "{seen}");
+    assert_eq!(seen["metrics_has_jobs_created"], true, "{seen}");
+
+    let jobs = stack
+        .jobs()
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    let of_request: Vec<_> = jobs
+        .iter()
+        .filter(|job| {
+            job.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(REQUEST_ID_ANNOTATION))
+                .is_some_and(|id| id == "porep-1000-1")
+        })
+        .collect();
+    assert_eq!(of_request.len(), 1, "one job per request id");
+    let cancelled = seen["cancelled_job"].as_str().unwrap();
+    assert!(
+        jobs.iter()
+            .all(|job| job.metadata.name.as_deref() != Some(cancelled)
+                || job.metadata.deletion_timestamp.is_some()),
+        "the cancelled job is deleted"
+    );
+
+    // Filecoin's verifier takes the proof the client got back.
+    let verdict = std::process::Command::new(binary("proofpipe-prover"))
+        .args(["--log", "warn", "porep-verify", "--porep-c1"])
+        .arg(&c1)
+        .arg("--proof")
+        .arg(&proof_path)
+        .arg("--params-dir")
+        .arg(&params)
+        .output()
+        .unwrap();
+    assert!(
+        verdict.status.success() && String::from_utf8_lossy(&verdict.stdout).starts_with("VALID"),
+        "verify_seal: {}\n{}",
+        String::from_utf8_lossy(&verdict.stdout),
+        String::from_utf8_lossy(&verdict.stderr)
+    );
+}

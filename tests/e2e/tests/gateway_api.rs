@@ -24,7 +24,7 @@ use proofpipe_gateway::proto::{
 use proofpipe_gateway::server::{self, Config};
 use proofpipe_gateway::service::Gateway;
 use tokio::sync::oneshot;
-use tonic::transport::Channel;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Request};
 
 const TOKEN: &str = "test-token-1234";
@@ -41,6 +41,17 @@ struct Harness {
 
 impl Harness {
     async fn start(test: &str, max_message_bytes: usize, with_pool: bool) -> Option<Self> {
+        Self::start_with(test, max_message_bytes, with_pool, false).await
+    }
+
+    /// With `tls`, a self-signed certificate for `localhost` is made and served
+    /// (`tls/cert.pem` in the artifacts directory).
+    async fn start_with(
+        test: &str,
+        max_message_bytes: usize,
+        with_pool: bool,
+        tls: bool,
+    ) -> Option<Self> {
         let namespace = TestNamespace::create(test).await?;
         if with_pool {
             let pool: ProverPool = serde_json::from_value(serde_json::json!({
@@ -62,6 +73,14 @@ impl Harness {
         }
         let artifacts = tempfile::tempdir().unwrap();
         std::fs::write(artifacts.path().join("token"), TOKEN).unwrap();
+        let tls = tls.then(|| {
+            let certified = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+            let dir = artifacts.path().join("tls");
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join("cert.pem"), certified.cert.pem()).unwrap();
+            std::fs::write(dir.join("key.pem"), certified.signing_key.serialize_pem()).unwrap();
+            (dir.join("cert.pem"), dir.join("key.pem"))
+        });
         let config = Config {
             namespace: namespace.name.clone(),
             defaults: JobDefaults {
@@ -72,7 +91,7 @@ impl Harness {
             artifacts_url: format!("file://{}/inputs", artifacts.path().display()),
             auth: Auth::Token(Token::watch(&artifacts.path().join("token")).unwrap()),
             max_message_bytes,
-            tls: None,
+            tls,
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let (started, running) = oneshot::channel();
@@ -506,5 +525,37 @@ async fn bad_tokens_oversized_requests_and_a_missing_pool_are_refused_clearly() 
     snap.proof_kind = ProofKind::SnapDealsUpdate as i32;
     let unsupported = client.submit_proof(authed(snap)).await.unwrap_err();
     assert_eq!(unsupported.code(), Code::Unimplemented);
+    harness.namespace.delete().await;
+}
+
+#[tokio::test]
+async fn with_tls_the_gateway_serves_only_tls() {
+    let Some(harness) = Harness::start_with("gateway-tls", 256 << 20, false, true).await else {
+        return;
+    };
+    let cert = std::fs::read(harness.artifacts.path().join("tls/cert.pem")).unwrap();
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(cert))
+        .domain_name("localhost");
+    let channel = Endpoint::from_shared(format!("https://{}", harness.grpc))
+        .unwrap()
+        .tls_config(tls)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let status = ProvingEngineClient::new(channel)
+        .get_status(authed(GetStatusRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(status.gpus.is_empty());
+
+    // A plaintext client (what curio dials) does not get an answer.
+    let plaintext = match ProvingEngineClient::connect(format!("http://{}", harness.grpc)).await {
+        Ok(mut client) => client.get_status(authed(GetStatusRequest {})).await.err(),
+        Err(error) => Some(tonic::Status::unavailable(error.to_string())),
+    };
+    assert!(plaintext.is_some(), "a plaintext call was answered");
     harness.namespace.delete().await;
 }

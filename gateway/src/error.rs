@@ -41,6 +41,12 @@ pub enum GatewayError {
     #[error("the gateway is shutting down; call again (another replica, or this one restarted)")]
     ShuttingDown,
 
+    #[error(
+        "the job of request_id {request_id:?} (ProofJob {job}) is being cancelled; submit again \
+         in a few seconds to start it afresh"
+    )]
+    BeingCancelled { request_id: String, job: String },
+
     /// The proof in a finished job's status cannot be read.
     #[error("ProofJob {job} succeeded but its status.filecoin.proof is unreadable: {message}")]
     BadProof { job: String, message: String },
@@ -119,7 +125,10 @@ impl GatewayError {
             Self::NotFilecoin { .. } | Self::PoolMissing { .. } => Code::FailedPrecondition,
             Self::BadProof { .. } => Code::DataLoss,
             // The store or the API server may be back on the client's retry.
-            Self::Artifact { .. } | Self::Kube { .. } | Self::ShuttingDown => Code::Unavailable,
+            Self::Artifact { .. }
+            | Self::Kube { .. }
+            | Self::ShuttingDown
+            | Self::BeingCancelled { .. } => Code::Unavailable,
             Self::ArtifactStore { .. }
             | Self::TokenFile { .. }
             | Self::EmptyToken { .. }

@@ -157,6 +157,12 @@ impl Gateway {
                 job: job.name_any(),
             });
         }
+        if job.metadata.deletion_timestamp.is_some() {
+            return Err(GatewayError::BeingCancelled {
+                request_id: submission.request_id.clone(),
+                job: job.name_any(),
+            });
+        }
         self.inner.metrics.duplicate_submissions.inc();
         Ok(self.accepted(job))
     }

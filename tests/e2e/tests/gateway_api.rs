@@ -559,3 +559,77 @@ async fn with_tls_the_gateway_serves_only_tls() {
     assert!(plaintext.is_some(), "a plaintext call was answered");
     harness.namespace.delete().await;
 }
+
+#[tokio::test]
+async fn a_request_id_resubmitted_after_its_cancel_starts_afresh() {
+    let Some(harness) = Harness::start("gateway-resubmit", 256 << 20, true).await else {
+        return;
+    };
+    let mut client = harness.client().await;
+    let request = || authed(porep("porep-1000-9", 9, Priority::Normal));
+    let first = client.submit_proof(request()).await.unwrap().into_inner();
+    let first_uid = harness
+        .jobs()
+        .get(&first.job_id)
+        .await
+        .unwrap()
+        .metadata
+        .uid;
+    // Something (the operator, in a cluster) holds the job while it is deleted.
+    harness
+        .jobs()
+        .patch(
+            &first.job_id,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"finalizers": ["test/hold"]}})),
+        )
+        .await
+        .unwrap();
+    client
+        .cancel_proof(authed(CancelProofRequest {
+            job_id: first.job_id.clone(),
+        }))
+        .await
+        .unwrap();
+    eventually("the cancelled job being deleted in the cache", || {
+        harness
+            .gateway
+            .caches()
+            .job(&first.job_id)
+            .is_some_and(|job| job.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+    // While it is being deleted, the same request id is told to come back.
+    let meanwhile = client.submit_proof(request()).await.unwrap_err();
+    assert_eq!(meanwhile.code(), Code::Unavailable, "{meanwhile:?}");
+    assert!(
+        meanwhile.message().contains("being cancelled"),
+        "{meanwhile:?}"
+    );
+
+    harness
+        .jobs()
+        .patch(
+            &first.job_id,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    eventually("the cancelled job gone from the cache", || {
+        harness.gateway.caches().job(&first.job_id).is_none()
+    })
+    .await;
+    let again = client.submit_proof(request()).await.unwrap().into_inner();
+    assert_eq!(
+        again.job_id, first.job_id,
+        "the same request id names the same job"
+    );
+    let job = harness.jobs().get(&again.job_id).await.unwrap();
+    assert!(job.metadata.deletion_timestamp.is_none());
+    assert_ne!(
+        job.metadata.uid, first_uid,
+        "a new job, not the cancelled one"
+    );
+    harness.namespace.delete().await;
+}

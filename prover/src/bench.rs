@@ -183,7 +183,7 @@ impl MemorySampler {
                 if sample.device_bytes > trace.at_peak_device.device_bytes {
                     trace.at_peak_device = sample;
                 }
-                if n % 10 == 0 || done {
+                if n.is_multiple_of(10) || done {
                     trace.samples.push(sample);
                 }
                 n += 1;

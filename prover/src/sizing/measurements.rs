@@ -156,6 +156,15 @@ mod tests {
 
     fn within(what: &str, run: &Measured, predicted: u64, measured: u64) {
         let ratio = predicted as f64 / measured as f64;
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        println!(
+            "{what}: {} 2^{} measured {:.2} GiB predicted {:.2} GiB ({:+.1}%)",
+            run.circuit,
+            run.constraints.trailing_zeros(),
+            gib(measured),
+            gib(predicted),
+            (ratio - 1.0) * 100.0
+        );
         assert!(
             (1.0..=1.10).contains(&ratio),
             "{what} of {} at {}: predicted {predicted} for a measured {measured} ({ratio:.3})",
@@ -224,6 +233,10 @@ mod tests {
         };
         let at_128 = plan(&input(&run, 128 << 30)).unwrap();
         assert_eq!(at_128.partition_workers, 3, "{at_128:?}");
+        println!(
+            "2^27 at 128 GiB: predicted {:.2} GiB",
+            at_128.predicted_peak_bytes as f64 / (1u64 << 30) as f64
+        );
         let at_256 = plan(&input(&run, 256 << 30)).unwrap();
         assert_eq!(at_256.partition_workers, 10, "{at_256:?}");
         // Two GPUs: four GPU-stage workers, each with its 4 GiB staging buffer.

@@ -2,7 +2,8 @@
 //! within 10% above the measured peak, never under it, host and device.
 //!
 //! Produced on the lent H200 (16 cores, 128 GiB cgroup, one H200 of 139.8 GiB) on 2026-12-01
-//! with the binary of `scripts/cuda-build.sh` (`PROOFPIPE_CUDA_ARCHS=90`), one run per line:
+//! with a binary built as `scripts/cuda-build.sh` builds it (`PROOFPIPE_CUDA_ARCHS=90`), one run
+//! per line:
 //!
 //! ```text
 //! MATRIX=$'mul-chain 16777216 24\nmerkle-sha256 16777216 24\nmerkle-sha256 33554432 16\nmul-chain 33554432 12' \

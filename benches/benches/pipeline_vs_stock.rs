@@ -65,6 +65,7 @@ fn main() {
             partitions,
             PipelineConfig::from_plan(&plan),
             backend,
+            true,
         )
         .expect("benchmark run");
         let mib = |b: Option<u64>| {

@@ -618,6 +618,25 @@ impl ProvingBackend for CudaBackend {
         self.devices.iter().map(|d| d.info.clone()).collect()
     }
 
+    fn device_memory_used(&self) -> Vec<u64> {
+        (0..self.devices.len())
+            .map(|id| {
+                let (mut free, mut total, mut major, mut minor, mut sms) = (0, 0, 0, 0, 0);
+                // SAFETY: out-pointers to locals.
+                let e = unsafe {
+                    ffi::pp_gpu_mem(
+                        id as i32, &mut free, &mut total, &mut major, &mut minor, &mut sms,
+                    )
+                };
+                if e.code == 0 {
+                    total.saturating_sub(free) as u64
+                } else {
+                    0
+                }
+            })
+            .collect()
+    }
+
     fn kernel_stats(&self) -> Vec<(&'static str, KernelStat)> {
         let s = unpoisoned(&self.stats);
         vec![

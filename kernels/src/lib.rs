@@ -87,6 +87,12 @@ pub trait ProvingBackend: Send + Sync {
     fn kernel_stats(&self) -> Vec<(&'static str, KernelStat)> {
         Vec::new()
     }
+
+    /// Device memory in use now on each GPU (total minus free, every process's), for
+    /// measuring the memory model; empty for the CPU backend.
+    fn device_memory_used(&self) -> Vec<u64> {
+        Vec::new()
+    }
 }
 
 /// One GPU a backend uses.

@@ -47,6 +47,11 @@ pub struct PipelineRun {
     pub config: PipelineConfig,
     pub busy: BusyFractions,
     pub max_synthesized_in_flight: u64,
+    /// The most partitions holding their large buffers at once (synthesizing + queued +
+    /// GPU stage).
+    pub max_held: u64,
+    /// Host and device memory sampled through the run, against the stage counts.
+    pub memory: MemoryTrace,
     /// The run without its ramp-up (None with fewer than two partitions).
     pub steady: Option<SteadyState>,
     #[serde(skip)]
@@ -109,6 +114,92 @@ pub fn steady_state(
         gpu_stage_busy: covered / window,
         device_busy: device_seconds.map(|d| d / (window * devices.max(1) as f64)),
     })
+}
+
+/// One sample of the process's memory and the pipeline's stage counts.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct MemorySample {
+    pub seconds: f64,
+    pub rss_bytes: u64,
+    /// Device memory in use (all devices together; every process's), 0 without a GPU.
+    pub device_bytes: u64,
+    pub synthesizing: u64,
+    pub queued: u64,
+    pub gpu: u64,
+    pub finalizing: u64,
+}
+
+/// What the memory sampler saw over a pipeline run (every 20 ms).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MemoryTrace {
+    /// Before the pipeline started: the process with its parameters (and, on a GPU, its
+    /// resident bases and CUDA context from the warm-up, if one ran).
+    pub rss_before_bytes: u64,
+    pub device_before_bytes: u64,
+    /// The sample with the highest RSS, and the one with the most device memory.
+    pub at_peak_rss: MemorySample,
+    pub at_peak_device: MemorySample,
+    /// Every 10th sample, for plots and fits.
+    pub samples: Vec<MemorySample>,
+}
+
+/// Samples RSS, device memory and the stage counts on a thread until stopped.
+struct MemorySampler {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<MemoryTrace>,
+}
+
+impl MemorySampler {
+    fn start(
+        tracker: Arc<crate::pipeline::BufferTracker>,
+        backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+    ) -> Self {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let device = move || backend.device_memory_used().iter().sum::<u64>();
+        let mut trace = MemoryTrace {
+            rss_before_bytes: rss::current_rss_bytes().unwrap_or(0),
+            device_before_bytes: device(),
+            ..MemoryTrace::default()
+        };
+        let thread = std::thread::spawn(move || {
+            let started = Instant::now();
+            let mut n = 0u64;
+            loop {
+                let done = flag.load(std::sync::atomic::Ordering::Relaxed);
+                let b = tracker.snapshot();
+                let sample = MemorySample {
+                    seconds: started.elapsed().as_secs_f64(),
+                    rss_bytes: rss::current_rss_bytes().unwrap_or(0),
+                    device_bytes: device(),
+                    synthesizing: b.synthesizing,
+                    queued: b.queued,
+                    gpu: b.gpu,
+                    finalizing: b.finalizing,
+                };
+                if sample.rss_bytes > trace.at_peak_rss.rss_bytes {
+                    trace.at_peak_rss = sample;
+                }
+                if sample.device_bytes > trace.at_peak_device.device_bytes {
+                    trace.at_peak_device = sample;
+                }
+                if n.is_multiple_of(10) || done {
+                    trace.samples.push(sample);
+                }
+                n += 1;
+                if done {
+                    return trace;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        Self { stop, thread }
+    }
+
+    fn finish(self) -> MemoryTrace {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
 }
 
 /// Time in one kernel kind during the timed pipeline run (GPU backends only).
@@ -178,7 +269,11 @@ fn run_result(seconds: f64, proofs: usize, verified: usize, peak: Option<u64>) -
         seconds,
         proofs,
         verified,
-        proofs_per_second: proofs as f64 / seconds,
+        proofs_per_second: if proofs == 0 {
+            0.0
+        } else {
+            proofs as f64 / seconds
+        },
         seconds_per_proof: seconds / proofs.max(1) as f64,
         peak_rss_bytes: peak,
     }
@@ -241,13 +336,15 @@ pub fn run_pipeline(
 ) -> Result<PipelineRun, ProverError> {
     config.record_timeline = true;
     rss::reset_peak_rss();
-    let pipeline = Pipeline::start(config, backend)?;
+    let pipeline = Pipeline::start(config, backend.clone())?;
+    let sampler = MemorySampler::start(pipeline.buffer_tracker(), backend);
     let start = Instant::now();
     let mut spec = JobSpec::new(params.circuit, params.constraints, partitions);
     spec.seed = seed;
     let report = pipeline.submit(spec, params)?.wait();
     let seconds = start.elapsed().as_secs_f64();
     let peak = rss::peak_rss_bytes();
+    let memory = sampler.finish();
     if let JobOutcome::Failed(e) = &report.outcome {
         return Err(ProverError::Proving {
             partition: 0,
@@ -269,6 +366,8 @@ pub fn run_pipeline(
         },
         config: c,
         max_synthesized_in_flight: pipeline.buffers().max_synthesized_in_flight,
+        max_held: pipeline.buffers().max_held,
+        memory,
         steady: None,
         timeline: pipeline.buffer_timeline(),
         spans,
@@ -278,19 +377,27 @@ pub fn run_pipeline(
 }
 
 /// Runs both provers on the same partitions and compares their throughput (per proof, so
-/// the stock prover may run fewer partitions: `stock_partitions`).
+/// the stock prover may run fewer partitions: `stock_partitions`; 0 skips it, and the
+/// ratio is then 0). `warm_up`: prove one partition first, so neither side pays for
+/// first-touch page faults of the parameters (and a GPU backend has its bases resident
+/// before the timed run).
 pub fn compare(
     params: Arc<CircuitParams>,
     partitions: u32,
     stock_partitions: u32,
     config: PipelineConfig,
     backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+    warm_up: bool,
 ) -> Result<BenchReport, ProverError> {
     let seed = 1;
-    // A small warm-up so neither side pays for first-touch page faults of the parameters
-    // (and a GPU backend has its bases resident before the timed run).
-    run_pipeline(params.clone(), 1, seed + 1, config.clone(), backend.clone())?;
-    let stock = run_stock(&params, stock_partitions, seed)?;
+    if warm_up {
+        run_pipeline(params.clone(), 1, seed + 1, config.clone(), backend.clone())?;
+    }
+    let stock = if stock_partitions == 0 {
+        run_result(0.0, 0, 0, None)
+    } else {
+        run_stock(&params, stock_partitions, seed)?
+    };
     let before = backend.kernel_stats();
     let mut pipeline = run_pipeline(params.clone(), partitions, seed, config, backend.clone())?;
     let kernels = kernel_rows(&before, &backend.kernel_stats());
@@ -316,7 +423,11 @@ pub fn compare(
         cpu_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         params: params.kind,
         stock_prover: STOCK_PROVER,
-        throughput_ratio: pipeline.result.proofs_per_second / stock.proofs_per_second,
+        throughput_ratio: if stock.proofs == 0 {
+            0.0
+        } else {
+            pipeline.result.proofs_per_second / stock.proofs_per_second
+        },
         stock,
         pipeline,
     })

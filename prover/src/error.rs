@@ -30,8 +30,8 @@ pub enum ProverError {
 
     #[error(
         "memory limit {limit} is too small: {circuit} at {constraints} constraints needs at least \
-         {minimum} (parameters {params}, one partition synthesizing plus one queued plus one on the \
-         GPU stage, and headroom); raise the limit or use a smaller circuit"
+         {minimum} (parameters {params}, one partition from synthesis through the GPU stage, the \
+         finalize stage, and headroom); raise the limit or use a smaller circuit"
     )]
     MemoryLimitTooSmall {
         circuit: String,

@@ -307,6 +307,7 @@ async fn prove_one_partition(params_dir: &Path, partition: u32) -> PartitionProo
             gpu_workers: 1,
             finalize_workers: 1,
             finalize_queue: 1,
+            partition_budget: None,
             g2: G2Placement::GpuStage,
             record_timeline: false,
             matrices: Default::default(),

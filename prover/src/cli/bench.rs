@@ -32,6 +32,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
         args.stock_partitions.unwrap_or(args.job.partitions),
         prepared.pipeline_config(&args.job),
         backend,
+        !args.no_warmup,
     )?;
 
     if let Some(path) = &args.plot {
@@ -87,6 +88,26 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
         p.result.proofs,
         gib(p.result.peak_rss_bytes)
     );
+    let m = &p.memory;
+    let gib_ = |b: u64| b as f64 / (1u64 << 30) as f64;
+    println!(
+        "memory: RSS before {:.2} GiB, peak sampled {:.2} GiB at {:.1}s (synthesis={} queueWait={} gpu={} finalize={}), max held {}; device before {:.2} GiB, peak {:.2} GiB at {:.1}s (synthesis={} queueWait={} gpu={} finalize={})",
+        gib_(m.rss_before_bytes),
+        gib_(m.at_peak_rss.rss_bytes),
+        m.at_peak_rss.seconds,
+        m.at_peak_rss.synthesizing,
+        m.at_peak_rss.queued,
+        m.at_peak_rss.gpu,
+        m.at_peak_rss.finalizing,
+        p.max_held,
+        gib_(m.device_before_bytes),
+        gib_(m.at_peak_device.device_bytes),
+        m.at_peak_device.seconds,
+        m.at_peak_device.synthesizing,
+        m.at_peak_device.queued,
+        m.at_peak_device.gpu,
+        m.at_peak_device.finalizing,
+    );
     println!(
         "throughput ratio (pipeline / stock): {:.2}; stage busy: synthesis {:.0}% gpu {:.0}% finalize {:.0}%; max synthesized in flight {} (pw={} + capacity={})",
         report.throughput_ratio,
@@ -126,8 +147,9 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
         );
     }
     println!(
-        "plan: pw={} capacity={} gpu_workers={} finalize_workers={} predicted peak {:.2} GiB of {:.2} GiB",
+        "plan: pw={} budget={} capacity={} gpu_workers={} finalize_workers={} predicted peak {:.2} GiB of {:.2} GiB",
         prepared.plan.partition_workers,
+        prepared.plan.partition_budget,
         prepared.plan.channel_capacity,
         prepared.plan.gpu_workers,
         prepared.plan.finalize_workers,
@@ -137,6 +159,8 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     if args.json {
         let mut json = serde_json::to_value(&report).expect("report serializes");
         json["synthesis"] = serde_json::json!(args.synthesis.synthesis);
+        json["plan"] = serde_json::to_value(&prepared.plan).expect("plan serializes");
+        json["params_bytes"] = serde_json::json!(prepared.params.heap_bytes());
         json["matrices_bytes"] =
             serde_json::json!(prepared.matrices.as_ref().map_or(0, |m| m.heap_bytes()));
         println!("{json}");

@@ -196,7 +196,7 @@ struct BenchArgs {
     #[arg(long)]
     plot: Option<PathBuf>,
     /// Partitions for bellperson's stock prover (default: --partitions); fewer keep a
-    /// CPU-only stock run short at large sizes. Throughput is compared per proof.
+    /// CPU-only stock run short at large sizes, 0 skips it. Throughput is compared per proof.
     #[arg(long)]
     stock_partitions: Option<u32>,
     /// Benchmark with timing-only parameters: the right point counts for the circuit, made in
@@ -204,6 +204,10 @@ struct BenchArgs {
     /// no proof verifies and the report says so. Never written to the parameter cache.
     #[arg(long)]
     timing_only_params: bool,
+    /// Skip the one-partition warm-up run before the timed runs (saves a partition's
+    /// synthesis at large sizes; the timed run then pays the first base uploads).
+    #[arg(long)]
+    no_warmup: bool,
     #[arg(long)]
     json: bool,
 }

@@ -36,6 +36,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
             "partition_workers": plan.partition_workers,
             "channel_capacity": plan.channel_capacity,
             "gpu_workers": plan.gpu_workers,
+            "partition_budget": plan.partition_budget,
             "max_synthesized_in_flight": plan.max_synthesized_in_flight(),
             "predicted_peak_bytes": plan.predicted_peak_bytes,
             "memory_limit_bytes": plan.memory_limit,
@@ -62,6 +63,13 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
         ("channel_capacity", plan.channel_capacity.to_string()),
         ("gpu_workers", plan.gpu_workers.to_string()),
         (
+            "partition budget",
+            format!(
+                "{} (partitions from synthesis through the GPU stage at once)",
+                plan.partition_budget
+            ),
+        ),
+        (
             "max synthesized in flight",
             plan.max_synthesized_in_flight().to_string(),
         ),
@@ -78,11 +86,11 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
             "base + parameters",
             format!("{} + {}", ByteSize(b.base_bytes), ByteSize(b.params_bytes)),
         ),
+        ("partitions held", ByteSize(b.synthesized_bytes).to_string()),
         (
-            "synthesized partitions",
-            ByteSize(b.synthesized_bytes).to_string(),
+            "GPU staging (pinned)",
+            ByteSize(b.gpu_stage_bytes).to_string(),
         ),
-        ("GPU stage", ByteSize(b.gpu_stage_bytes).to_string()),
         (
             "GPU memory per device",
             plan.gpu

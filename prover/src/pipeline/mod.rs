@@ -4,7 +4,10 @@
 //! Memory is bounded by construction: each of the `partition_workers` synthesis threads holds
 //! at most one synthesized partition and blocks on the channel send while it is full, so at
 //! most `partition_workers + channel_capacity` synthesized partitions exist outside the GPU
-//! stage. There is no semaphore to release early: the channel is the backpressure.
+//! stage. With a partition budget (every planned pipeline has one, ADR 0016), a partition
+//! also takes a permit before its synthesis starts and gives it back only when it leaves the
+//! GPU stage, so at most `partition_budget` partitions hold their large buffers at once,
+//! wherever they are.
 //! All heavy work runs on these dedicated threads, never on an async runtime.
 
 mod handoff;
@@ -47,6 +50,10 @@ pub struct PipelineConfig {
     pub gpu_workers: usize,
     pub finalize_workers: usize,
     pub finalize_queue: usize,
+    /// At most this many partitions hold their large buffers at once (synthesizing, queued
+    /// or in the GPU stage): permits taken before synthesis, given back when the partition
+    /// leaves the GPU stage. `None`: bounded by the workers and the channel alone.
+    pub partition_budget: Option<usize>,
     pub g2: G2Placement,
     /// Keep every buffer transition and busy span for plots (bench).
     pub record_timeline: bool,
@@ -65,6 +72,7 @@ impl PipelineConfig {
             gpu_workers: plan.gpu_workers,
             finalize_workers: plan.finalize_workers,
             finalize_queue: plan.finalize_queue,
+            partition_budget: Some(plan.partition_budget),
             g2: plan.g2,
             record_timeline: false,
             matrices: BTreeMap::new(),
@@ -111,8 +119,49 @@ pub struct StageBusy {
     pub finalize: f64,
 }
 
+/// The partition budget's permits (see [`PipelineConfig::partition_budget`]).
+pub(crate) struct Permits {
+    free: parking_lot::Mutex<usize>,
+    returned: parking_lot::Condvar,
+}
+
+/// One partition's permit: given back when dropped, on every path (errors and panics too).
+pub(crate) struct Permit(Option<Arc<Permits>>);
+
+impl Permits {
+    fn new(n: usize) -> Arc<Self> {
+        Arc::new(Self {
+            free: parking_lot::Mutex::new(n),
+            returned: parking_lot::Condvar::new(),
+        })
+    }
+
+    /// Blocks until a permit is free. `None` permits: no budget, never blocks.
+    pub(crate) fn acquire(permits: &Option<Arc<Self>>) -> Permit {
+        let Some(p) = permits else {
+            return Permit(None);
+        };
+        let mut free = p.free.lock();
+        while *free == 0 {
+            p.returned.wait(&mut free);
+        }
+        *free -= 1;
+        Permit(Some(p.clone()))
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            *p.free.lock() += 1;
+            p.returned.notify_one();
+        }
+    }
+}
+
 pub(crate) struct Shared {
     pub config: PipelineConfig,
+    pub permits: Option<Arc<Permits>>,
     pub backend: Arc<dyn ProvingBackend>,
     pub queue: WorkQueue,
     pub tracker: Arc<BufferTracker>,
@@ -157,6 +206,7 @@ impl Pipeline {
         metrics: PipelineMetrics,
     ) -> Result<Self, ProverError> {
         if config.partition_workers == 0
+            || config.partition_budget == Some(0)
             || config.channel_capacity == 0
             || config.gpu_workers == 0
             || config.finalize_workers == 0
@@ -175,6 +225,7 @@ impl Pipeline {
             ..StageClock::default()
         };
         let shared = Arc::new(Shared {
+            permits: config.partition_budget.map(Permits::new),
             config,
             backend,
             queue: WorkQueue::default(),
@@ -190,6 +241,7 @@ impl Pipeline {
             partition_workers = config.partition_workers,
             channel_capacity = config.channel_capacity,
             gpu_workers = config.gpu_workers,
+            partition_budget = ?config.partition_budget,
             "pipeline started"
         );
         Ok(Self {

@@ -22,6 +22,7 @@ fn config(pw: usize, cap: usize) -> PipelineConfig {
         gpu_workers: 1,
         finalize_workers: 1,
         finalize_queue: 1,
+        partition_budget: None,
         g2: G2Placement::GpuStage,
         record_timeline: false,
         matrices: Default::default(),
@@ -114,6 +115,26 @@ fn slow_gpu_never_lets_synthesized_partitions_exceed_workers_plus_capacity() {
         metrics.contains("proofpipe_partitions_total{outcome=\"proved\"} 8"),
         "{metrics}"
     );
+}
+
+#[test]
+fn a_partition_budget_bounds_partitions_through_the_gpu_stage() {
+    // 4 workers and a 4-slot channel, but 3 permits: synthesizing + queued + in the GPU
+    // stage never exceeds 3, and with a slow GPU stage the budget is reached.
+    let (pw, cap, budget) = (4, 4, 3);
+    let mut c = config(pw, cap);
+    c.gpu_workers = 2;
+    c.partition_budget = Some(budget);
+    let pipeline = Pipeline::start(c, Arc::new(SlowGpu::new(100))).unwrap();
+    let job = pipeline
+        .submit(JobSpec::new(CircuitKind::MulChain, N, 8), params(N))
+        .unwrap();
+    let report = job.wait();
+    assert_eq!(report.outcome, JobOutcome::Succeeded);
+    assert!(report.proofs.iter().all(|p| p.verified));
+    let buffers = pipeline.buffers();
+    assert_eq!(buffers.max_held, budget as u64, "{buffers:?}");
+    assert_eq!(buffers.estimated_bytes(), 0, "{buffers}");
 }
 
 #[test]

@@ -61,6 +61,9 @@ pub struct BufferSnapshot {
     pub finalizing_bytes: u64,
     /// The most synthesized partitions (synthesizing + queued) seen at once.
     pub max_synthesized_in_flight: u64,
+    /// The most partitions holding their large buffers (synthesizing + queued + GPU stage)
+    /// seen at once: at most the plan's partition budget.
+    pub max_held: u64,
     /// The most estimated bytes seen at once, over all stages.
     pub max_estimated_bytes: u64,
 }
@@ -72,6 +75,11 @@ impl BufferSnapshot {
 
     pub fn synthesized_in_flight(&self) -> u64 {
         self.synthesizing + self.queued
+    }
+
+    /// Partitions holding their large buffers: synthesizing, queued or in the GPU stage.
+    pub fn held(&self) -> u64 {
+        self.synthesizing + self.queued + self.gpu
     }
 
     fn count_mut(&mut self, stage: Stage) -> (&mut u64, &mut u64) {
@@ -204,6 +212,7 @@ impl BufferTracker {
             }
             s.max_synthesized_in_flight =
                 s.max_synthesized_in_flight.max(s.synthesized_in_flight());
+            s.max_held = s.max_held.max(s.held());
             s.max_estimated_bytes = s.max_estimated_bytes.max(s.estimated_bytes());
             if let Some(t) = &self.timeline {
                 t.lock().push(TimelinePoint {

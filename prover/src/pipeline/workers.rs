@@ -11,10 +11,10 @@ use ff::{Field, PrimeField};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
-use super::Shared;
 use super::handoff::Handoff;
 use super::job::{Job, JobOutcome, PartitionProof, StageTimings};
 use super::tracker::{Stage, TrackedBuffer};
+use super::{Permit, Permits, Shared};
 use crate::error::ProverError;
 use crate::groth16::{self, Started, Synthesized};
 
@@ -24,6 +24,8 @@ struct ToGpu {
     partition: u32,
     data: Synthesized,
     buffer: TrackedBuffer,
+    /// Given back once the partition is handed to finalize.
+    permit: Permit,
     timings: StageTimings,
     synthesized_at: Instant,
 }
@@ -123,7 +125,12 @@ fn discard(shared: &Shared) {
 }
 
 fn synthesis_worker(shared: &Shared, worker: usize, to_gpu: &Handoff<ToGpu>) {
-    while let Some(task) = shared.queue.pop() {
+    loop {
+        // The permit first: a partition's buffers exist only with one (ADR 0016).
+        let permit = Permits::acquire(&shared.permits);
+        let Some(task) = shared.queue.pop() else {
+            break;
+        };
         shared
             .metrics
             .pending_partitions
@@ -170,6 +177,7 @@ fn synthesis_worker(shared: &Shared, worker: usize, to_gpu: &Handoff<ToGpu>) {
             partition,
             data,
             buffer,
+            permit,
             timings,
             synthesized_at: Instant::now(),
         });
@@ -193,6 +201,7 @@ fn gpu_worker(
             partition,
             data,
             mut buffer,
+            permit,
             mut timings,
             synthesized_at,
         } = item;
@@ -247,8 +256,15 @@ fn gpu_worker(
                 if to_fin.send(item).is_err() {
                     return;
                 }
+                // Handed to finalize (counted there): the next partition may start. Kept
+                // while the send waits, so a worker blocked on a full finalize queue still
+                // holds its permit.
+                drop(permit);
             }
-            Err(e) => fail(shared, &job, &e),
+            Err(e) => {
+                drop(permit);
+                fail(shared, &job, &e);
+            }
         }
     }
 }

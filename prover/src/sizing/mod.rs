@@ -1,11 +1,16 @@
 //! Sizing the pipeline from a memory limit: a pure function over a memory model of the
 //! real data structures, so the pipeline stays under the limit by construction.
 //!
-//! At most `partition_workers + channel_capacity` synthesized partitions exist outside the GPU
-//! stage (each worker holds one, the channel holds the rest), each GPU-stage worker holds one,
-//! and the finalize stage holds a few much smaller ones. The peak is the sum of those plus
-//! the parameters and the process's own base.
+//! A partition takes one of `partition_workers` permits before its synthesis starts and gives
+//! it back when it leaves the GPU stage (ADR 0016), so at most `partition_workers` partitions
+//! hold their large buffers at once, wherever they are (synthesizing, queued, in the GPU
+//! stage); the channel (`channel_capacity`) bounds the queue within that. Each GPU-stage
+//! worker keeps a page-locked staging buffer, and the finalize stage holds a few much smaller
+//! partitions. The peak is the sum of those plus the parameters and the process's own base.
+//! The terms are fitted to peaks measured on the H200 (`measurements.rs`, whose test holds
+//! the model to them).
 
+pub mod measurements;
 mod memory_limit;
 
 use bytesize::ByteSize;
@@ -32,6 +37,12 @@ pub struct PartitionBytes {
 }
 
 impl PartitionBytes {
+    /// What one permit covers: the partition at its largest, in synthesis, the queue or the
+    /// GPU stage.
+    pub fn held(&self) -> u64 {
+        self.synthesized.max(self.gpu_stage)
+    }
+
     pub fn for_shape(shape: CircuitShape) -> Self {
         let m = proofpipe_kernels::domain_size(shape.constraints) as u64;
         let (aux, inputs) = (shape.aux as u64, shape.inputs as u64);
@@ -85,6 +96,9 @@ pub struct Overrides {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Plan {
     pub partition_workers: usize,
+    /// Partitions that may hold their large buffers at once (synthesizing, queued, in the
+    /// GPU stage): the permits, one per synthesis worker.
+    pub partition_budget: usize,
     pub channel_capacity: usize,
     pub gpu_workers: usize,
     pub finalize_workers: usize,
@@ -104,29 +118,26 @@ pub struct GpuPlan {
     pub devices: usize,
     pub workers_per_device: usize,
     pub device_memory_bytes: u64,
-    /// The proving key's base points (a device copy of the host parameters) and the MSM
-    /// buckets kept with them.
+    /// What a device holds whatever its worker count: the proving key's base points (a
+    /// device copy of the host parameters), the CUDA context and NTT tables, and the
+    /// temporaries of the one MSM that runs at a time.
     pub resident_bytes: u64,
     /// One worker's device memory: its quotient workspace (a, b, c buffers, kept across
-    /// partitions) plus the scalars and digits of the largest MSM.
+    /// partitions).
     pub per_worker_bytes: u64,
     pub predicted_device_bytes: u64,
 }
 
-/// MSM buckets kept with the resident bases: sppark allocates ~2^(w-1) buckets per window,
-/// ~16 windows, per resident query range (six of them, G2's twice G1's size); measured to
-/// stay under this at 2^24.
-pub const GPU_RESIDENT_OVERHEAD_BYTES: u64 = 2 << 30;
-
-/// The CUDA context and sppark's NTT tables, per device.
+/// The CUDA context and sppark's NTT tables, per device (nvidia-smi showed 0.52 GiB in use
+/// before any base was uploaded, on the H200; the rest of the GiB covers the fitted
+/// intercept of the MSM term, see `measurements.rs`).
 pub const GPU_CONTEXT_BYTES: u64 = 1 << 30;
 
-/// Device memory per circuit variable beyond the model's terms, for the G2 MSM's resident
-/// range (its buckets and temporaries scale with the G2 point count). Measured on the H200:
-/// nvidia-smi 3.5 GiB above the other terms at mul-chain 2^24 (2^24 G2 points), 0.5 GiB at
-/// merkle-sha256 2^24 (4.45M G2 points); budgeted per variable (an upper bound on the G2
-/// points) with room: 192 B.
-pub const GPU_BYTES_PER_VARIABLE: u64 = 192;
+/// Device memory of the MSM that runs (one at a time per device, under its lock): scalars,
+/// signed digits, sort temporaries and buckets, per point of the largest MSM. Fitted to
+/// nvidia-smi on the H200 at 2^24-2^26 (residuals of 44-70 B per point above the bases, the
+/// workspaces and the context; mul-chain, with dense G2, the highest): 64 B.
+pub const GPU_MSM_BYTES_PER_POINT: u64 = 64;
 
 /// GPU-stage workers per device when not overridden: one's copies overlap another's kernels.
 pub const GPU_WORKERS_PER_DEVICE: usize = 2;
@@ -140,10 +151,8 @@ impl GpuPlan {
         per_device: usize,
     ) -> Self {
         let m = proofpipe_kernels::domain_size(shape.constraints) as u64;
-        // Quotient workspace: a, b, c on the device, kept by the worker. MSM: scalars (32 B)
-        // + signed digits (~16 windows x 4 B) + sort temporaries (8 B) per point of the
-        // largest query (~m points), while the workspace is held.
-        let per_worker = 3 * SCALAR * m + (SCALAR + 64 + 8) * m;
+        // Quotient workspace: a, b, c on the device, kept by the worker.
+        let per_worker = 3 * SCALAR * m;
         let resident = resident_device_bytes(shape, params_bytes);
         Self {
             devices,
@@ -157,24 +166,25 @@ impl GpuPlan {
 }
 
 /// Device memory a process keeps on each GPU whatever its worker count: the proving key's
-/// bases with their buckets, the CUDA context, the G2 MSM's extra (see the constants).
+/// bases, the CUDA context, the running MSM's temporaries (see the constants).
 pub fn resident_device_bytes(shape: CircuitShape, params_bytes: u64) -> u64 {
-    let variables = (shape.inputs + shape.aux) as u64;
-    params_bytes
-        + GPU_RESIDENT_OVERHEAD_BYTES
-        + GPU_CONTEXT_BYTES
-        + GPU_BYTES_PER_VARIABLE * variables
+    let m = proofpipe_kernels::domain_size(shape.constraints) as u64;
+    let points = m.max((shape.inputs + shape.aux) as u64);
+    params_bytes + GPU_CONTEXT_BYTES + GPU_MSM_BYTES_PER_POINT * points
 }
 
 /// Where the predicted peak goes.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Breakdown {
-    /// The process and its pipeline threads.
+    /// The process and its pipeline threads (and the CUDA runtime's host memory).
     pub base_bytes: u64,
     pub params_bytes: u64,
     pub matrices_bytes: u64,
     pub per_partition: PartitionBytes,
+    /// `partition_budget` partitions at their largest (synthesized, queued or in the GPU
+    /// stage).
     pub synthesized_bytes: u64,
+    /// The GPU-stage workers' page-locked staging buffers (CUDA only).
     pub gpu_stage_bytes: u64,
     pub finalize_bytes: u64,
     pub headroom_bytes: u64,
@@ -187,10 +197,16 @@ pub const BASE_BYTES: u64 = 32 << 20;
 /// arena that holds freed gadget temporaries; measured ~20 MiB per worker for merkle-sha256).
 pub const PER_THREAD_BYTES: u64 = 24 << 20;
 
+/// Host memory of the CUDA runtime and driver once a device is in use (context, module,
+/// driver threads and their buffers), beyond the staging buffers counted per worker. On the
+/// H200 the process held 0.19 GiB besides its parameters once the context existed (base and
+/// context together); the rest covers the kernels' module and streams, not measured apart.
+pub const CUDA_HOST_BYTES: u64 = 512 << 20;
+
 impl Plan {
     /// The most synthesized partitions that may exist outside the GPU stage.
     pub fn max_synthesized_in_flight(&self) -> usize {
-        self.partition_workers + self.channel_capacity
+        (self.partition_workers + self.channel_capacity).min(self.partition_budget)
     }
 }
 
@@ -198,18 +214,33 @@ impl Plan {
 #[derive(Clone, Copy)]
 struct Workers {
     pw: usize,
-    cap: usize,
     gw: usize,
     finalize_workers: usize,
     finalize_queue: usize,
 }
 
-/// (peak, base incl. threads, synthesized, GPU stage, finalize) bytes; `resident`: what the
-/// process holds once whatever the workers (parameters, R1CS matrices).
-fn predicted_peak(resident: u64, per: PartitionBytes, w: Workers) -> (u64, u64, u64, u64, u64) {
-    let base = BASE_BYTES + PER_THREAD_BYTES * (w.pw + w.gw + w.finalize_workers) as u64;
-    let synthesized = (w.pw + w.cap) as u64 * per.synthesized;
-    let gpu = w.gw as u64 * per.gpu_stage;
+/// Host bytes that do not depend on the partition count: per GPU-stage worker (its
+/// page-locked staging buffer) and per process (the CUDA runtime), 0 without a GPU plan.
+#[derive(Clone, Copy)]
+struct GpuHost {
+    staging_per_worker: u64,
+    runtime: u64,
+}
+
+/// (peak, base incl. threads, partitions held, GPU staging, finalize) bytes; `resident`: what
+/// the process holds once whatever the workers (parameters, R1CS matrices). At most `pw`
+/// partitions hold their large buffers at once (the permits).
+fn predicted_peak(
+    resident: u64,
+    per: PartitionBytes,
+    gpu_host: GpuHost,
+    w: Workers,
+) -> (u64, u64, u64, u64, u64) {
+    let base = BASE_BYTES
+        + PER_THREAD_BYTES * (w.pw + w.gw + w.finalize_workers) as u64
+        + gpu_host.runtime;
+    let synthesized = w.pw as u64 * per.held();
+    let gpu = w.gw as u64 * gpu_host.staging_per_worker;
     let fin = (w.finalize_workers + w.finalize_queue) as u64 * per.finalize;
     (
         base + resident + synthesized + gpu + fin,
@@ -237,25 +268,33 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
         });
     }
     let (gw, gpu_plan) = gpu_workers(input)?;
-    let mut per = PartitionBytes::for_shape(input.shape);
-    if gpu_plan.is_some() {
-        // A CUDA GPU-stage worker keeps a page-locked staging buffer for MSM scalars: up to
-        // m of them (32 B each), whichever partition it holds.
-        per.gpu_stage += SCALAR * proofpipe_kernels::domain_size(input.shape.constraints) as u64;
-    }
+    let per = PartitionBytes::for_shape(input.shape);
+    let gpu_host = if gpu_plan.is_some() || input.gpu_devices > 0 {
+        GpuHost {
+            staging_per_worker: staging_bytes(input.shape),
+            runtime: CUDA_HOST_BYTES,
+        }
+    } else {
+        GpuHost {
+            staging_per_worker: 0,
+            runtime: 0,
+        }
+    };
     let (finalize_workers, finalize_queue) = (1, 1);
-    let workers = |pw, cap| Workers {
+    let workers = |pw| Workers {
         pw,
-        cap,
         gw,
         finalize_workers,
         finalize_queue,
     };
     let usable = (input.memory_limit as f64 * (1.0 - input.headroom)) as u64;
     let resident = input.params_bytes + input.matrices_bytes;
-    let fits = |pw, cap| predicted_peak(resident, per, workers(pw, cap)).0 <= usable;
+    let peak = |pw| predicted_peak(resident, per, gpu_host, workers(pw));
+    let fits = |pw: usize, _cap: usize| peak(pw).0 <= usable;
 
-    let cpu_bound = input.cpu_cores.max(1);
+    // Up to `gw` permits sit with partitions in the GPU stage, so that many workers beyond
+    // the cores keep every core synthesizing.
+    let cpu_bound = input.cpu_cores.max(1) + gw;
     let useful = input.max_parallel_partitions.unwrap_or(usize::MAX).max(1);
     let (pw, cap) = match (
         input.overrides.partition_workers,
@@ -280,8 +319,8 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
         });
     }
     if !fits(pw, cap) {
-        let (min_peak, ..) = predicted_peak(resident, per, workers(1, 1));
-        let (wanted, ..) = predicted_peak(resident, per, workers(pw, cap));
+        let (min_peak, ..) = peak(1);
+        let (wanted, ..) = peak(pw);
         let needed = if input.overrides.partition_workers.is_some() {
             wanted
         } else {
@@ -295,9 +334,10 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
             params: ByteSize(input.params_bytes),
         });
     }
-    let (peak, base, synthesized, gpu, fin) = predicted_peak(resident, per, workers(pw, cap));
+    let (peak, base, synthesized, gpu, fin) = peak(pw);
     Ok(Plan {
         partition_workers: pw,
+        partition_budget: pw,
         channel_capacity: cap,
         gpu_workers: gw,
         finalize_workers,
@@ -317,6 +357,15 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
             headroom_bytes: input.memory_limit - usable,
         },
     })
+}
+
+/// A CUDA GPU-stage worker's page-locked staging buffer for MSM scalars: the largest MSM's
+/// scalars (32 B each: at most max(m, variables)), rounded up to a power of two as the
+/// backend allocates it.
+pub fn staging_bytes(shape: CircuitShape) -> u64 {
+    let m = proofpipe_kernels::domain_size(shape.constraints) as u64;
+    let vars = (shape.inputs + shape.aux) as u64;
+    (SCALAR * m.max(vars)).next_power_of_two()
 }
 
 /// GPU-stage workers (all devices together) and, for GPUs of known size, their device

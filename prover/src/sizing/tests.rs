@@ -109,9 +109,10 @@ proptest! {
         match plan(&i) {
             Ok(p) => {
                 prop_assert!(p.predicted_peak_bytes <= i.memory_limit);
-                prop_assert!(p.partition_workers >= 1 && p.partition_workers <= cores);
+                prop_assert!(p.partition_workers >= 1 && p.partition_workers <= cores + p.gpu_workers);
                 prop_assert!(p.channel_capacity >= 1 && p.channel_capacity <= p.partition_workers);
-                prop_assert_eq!(p.breakdown.synthesized_bytes, p.max_synthesized_in_flight() as u64 * p.breakdown.per_partition.synthesized);
+                prop_assert_eq!(p.partition_budget, p.partition_workers);
+                prop_assert_eq!(p.breakdown.synthesized_bytes, p.partition_budget as u64 * p.breakdown.per_partition.held());
             }
             Err(ProverError::MemoryLimitTooSmall { minimum, .. }) => {
                 prop_assert!(minimum.0 > i.memory_limit);
@@ -142,16 +143,14 @@ fn gpu_memory_enters_the_plan() {
     let p = plan(&i).unwrap();
     let g = p.gpu.clone().expect("GPU plan");
     assert_eq!((p.gpu_workers, g.workers_per_device, g.devices), (2, 2, 1));
+    let points = (1u64 << 22).max((i.shape.inputs + i.shape.aux) as u64);
     assert_eq!(
         g.resident_bytes,
-        i.params_bytes
-            + GPU_RESIDENT_OVERHEAD_BYTES
-            + GPU_CONTEXT_BYTES
-            + GPU_BYTES_PER_VARIABLE * (i.shape.inputs + i.shape.aux) as u64
+        i.params_bytes + GPU_CONTEXT_BYTES + GPU_MSM_BYTES_PER_POINT * points
     );
-    // The worker's quotient workspace (a, b, c: 96 B/point, kept across partitions) and the
-    // MSM's scalars, digits and sort temporaries (104 B/point) at once.
-    assert_eq!(g.per_worker_bytes, (96 + 104) * (1 << 22));
+    // The worker's quotient workspace (a, b, c: 96 B/point, kept across partitions); the
+    // MSM's temporaries are in the resident part (one MSM runs at a time per device).
+    assert_eq!(g.per_worker_bytes, 96 * (1 << 22));
     assert!(g.predicted_device_bytes <= g.device_memory_bytes);
 
     // Four devices: one set of workers per device.

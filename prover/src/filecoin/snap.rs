@@ -231,9 +231,9 @@ fn prepare_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         let shape_ok = vanilla.apex_leafs.len() == pp.apex_leaf_count
             && vanilla.challenge_proofs.len() == pp.challenge_count
             && vanilla.challenge_proofs.iter().all(|c| {
-                c.proof_r_old.len() == c.proof_r_old.expected_len(nodes)
-                    && c.proof_r_new.len() == c.proof_r_new.expected_len(nodes)
-                    && c.proof_d_new.len() == c.proof_d_new.expected_len(nodes)
+                c.proof_r_old.path().len() == c.proof_r_old.expected_len(nodes)
+                    && c.proof_r_new.path().len() == c.proof_r_new.expected_len(nodes)
+                    && c.proof_d_new.path().len() == c.proof_d_new.expected_len(nodes)
             });
         if !shape_ok {
             return Err(bad(format!(

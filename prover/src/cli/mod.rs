@@ -238,7 +238,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
     // filecoin-proofs reads its parameter directory from the environment once, on first use:
     // set it now, while this process has one thread.
     let filecoin_dir = match &cli.command {
-        Command::Prove(args) if args.porep.porep_c1.is_some() || args.porep.snap_vanilla.is_some() => {
+        Command::Prove(args)
+            if args.porep.porep_c1.is_some() || args.porep.snap_vanilla.is_some() =>
+        {
             Some(args.params_dir.as_deref())
         }
         Command::PorepTestdata(args) => Some(args.params_dir()),

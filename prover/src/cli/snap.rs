@@ -126,7 +126,11 @@ pub fn prove(
             verified_by_filecoin = Some(snap::verify(&input, &proof_bytes)?);
         }
         // Never write out a proof Filecoin's verifier has rejected.
-        if let Some(out) = args.out.as_ref().filter(|_| verified_by_filecoin != Some(false)) {
+        if let Some(out) = args
+            .out
+            .as_ref()
+            .filter(|_| verified_by_filecoin != Some(false))
+        {
             write_atomically(out, &proof_bytes)?;
         }
     }

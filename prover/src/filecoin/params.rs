@@ -290,7 +290,9 @@ mod tests {
         }
         assert_eq!(
             ParamFiles::of_update(StackedDrg32GiBV1, Path::new("/p")).params,
-            Path::new("/p/v28-empty-sector-update-merkletree-poseidon_hasher-8-8-0-3b7f44a9362e3985369454947bc94022e118211e49fd672d52bec1cbfd599d18.params")
+            Path::new(
+                "/p/v28-empty-sector-update-merkletree-poseidon_hasher-8-8-0-3b7f44a9362e3985369454947bc94022e118211e49fd672d52bec1cbfd599d18.params"
+            )
         );
     }
 }

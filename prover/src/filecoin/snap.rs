@@ -27,6 +27,7 @@ use filecoin_proofs_api::{MerkleTreeTrait, RegisteredUpdateProof};
 use serde_json::Value;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleProofTrait;
+use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_update::constants::{TreeDDomain, TreeRDomain, TreeRHasher, h_default};
 use storage_proofs_update::{
     EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof,
@@ -129,7 +130,9 @@ impl SnapInput {
         let update_proof = match field("registered_proof")? {
             Value::String(s) => parse_update_proof(s),
             Value::Number(n) => parse_update_proof(&n.to_string()),
-            other => Err(bad(format!("registered_proof is {other}, not a name or number"))),
+            other => Err(bad(format!(
+                "registered_proof is {other}, not a name or number"
+            ))),
         }
         .map_err(|e| bad(format!("registered_proof: {e}")))?;
         let comm = |name: &str| -> Result<[u8; 32], ProverError> {
@@ -149,8 +152,11 @@ impl SnapInput {
                 ))
             })
         };
-        let (comm_r_old, comm_r_new, comm_d_new) =
-            (comm("comm_r_old")?, comm("comm_r_new")?, comm("comm_d_new")?);
+        let (comm_r_old, comm_r_new, comm_d_new) = (
+            comm("comm_r_old")?,
+            comm("comm_r_new")?,
+            comm("comm_d_new")?,
+        );
         let list = field("vanilla_proofs")?
             .as_array()
             .ok_or_else(|| bad("vanilla_proofs is not a list"))?;
@@ -222,30 +228,6 @@ fn prepare_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             pp.partition_count
         )));
     }
-    for (k, bytes) in input.vanilla_proofs.iter().enumerate() {
-        let vanilla = decode::<Tree>(bytes).map_err(|e| {
-            bad(format!(
-                "vanilla_proofs[{k}] is not a bincode PartitionProof of a {name} sector: {e}"
-            ))
-        })?;
-        let shape_ok = vanilla.apex_leafs.len() == pp.apex_leaf_count
-            && vanilla.challenge_proofs.len() == pp.challenge_count
-            && vanilla.challenge_proofs.iter().all(|c| {
-                c.proof_r_old.path().len() == c.proof_r_old.expected_len(nodes)
-                    && c.proof_r_new.path().len() == c.proof_r_new.expected_len(nodes)
-                    && c.proof_d_new.path().len() == c.proof_d_new.expected_len(nodes)
-            });
-        if !shape_ok {
-            return Err(bad(format!(
-                "vanilla_proofs[{k}] is not of a {name} sector: {} apex leaves and {} challenges \
-                 (a {name} partition has {} and {}), or Merkle paths of another tree height",
-                vanilla.apex_leafs.len(),
-                vanilla.challenge_proofs.len(),
-                pp.apex_leaf_count,
-                pp.challenge_count
-            )));
-        }
-    }
     let commitment = |bytes: &[u8; 32], what: &str| -> Result<TreeRDomain, ProverError> {
         as_safe_commitment(bytes, what)
             .map_err(|e| bad(format!("{what} is not a field element: {e:#}")))
@@ -270,6 +252,43 @@ fn prepare_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         comm_r_new,
         h: h_default(nodes),
     };
+    for (k, bytes) in input.vanilla_proofs.iter().enumerate() {
+        let vanilla = decode::<Tree>(bytes).map_err(|e| {
+            bad(format!(
+                "vanilla_proofs[{k}] is not a bincode PartitionProof of a {name} sector: {e}"
+            ))
+        })?;
+        let shape_ok = vanilla.apex_leafs.len() == pp.apex_leaf_count
+            && vanilla.challenge_proofs.len() == pp.challenge_count
+            && vanilla.challenge_proofs.iter().all(|c| {
+                c.proof_r_old.path().len() == c.proof_r_old.expected_len(nodes)
+                    && c.proof_r_new.path().len() == c.proof_r_new.expected_len(nodes)
+                    && c.proof_d_new.path().len() == c.proof_d_new.expected_len(nodes)
+            });
+        if !shape_ok {
+            return Err(bad(format!(
+                "vanilla_proofs[{k}] is not of a {name} sector: {} apex leaves and {} challenges \
+                 (a {name} partition has {} and {}), or Merkle paths of another tree height",
+                vanilla.apex_leafs.len(),
+                vanilla.challenge_proofs.len(),
+                pp.apex_leaf_count,
+                pp.challenge_count
+            )));
+        }
+        // storage-proofs-update's own vanilla verifier: vanilla proofs of another sector or
+        // update make a circuit that is not satisfied (its synthesis stops on an assertion),
+        // so refuse them here, by name, before anything is proved.
+        let k_inputs = PublicInputs { k, ..public_inputs };
+        let valid = EmptySectorUpdate::<Tree>::verify(&pp, &k_inputs, &vanilla)
+            .map_err(|e| bad(format!("vanilla_proofs[{k}] cannot be checked: {e:#}")))?;
+        if !valid {
+            return Err(bad(format!(
+                "vanilla_proofs[{k}] does not verify against comm_r_old, comm_r_new and comm_d_new \
+                 (storage-proofs-update's vanilla verifier): the vanilla proofs are of another \
+                 sector or update than the commitments"
+            )));
+        }
+    }
     Ok(SnapJob {
         update_proof: proof,
         partitions: pp.partition_count as u32,
@@ -301,8 +320,8 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionSource
             .vanilla
             .get(k)
             .ok_or_else(|| fail(format!("there are {} partitions", self.vanilla.len())))?;
-        let vanilla = decode::<Tree>(bytes)
-            .map_err(|e| fail(format!("decoding the vanilla proof: {e}")))?;
+        let vanilla =
+            decode::<Tree>(bytes).map_err(|e| fail(format!("decoding the vanilla proof: {e}")))?;
         let circuit = <EmptySectorUpdateCompound<Tree> as CompoundProof<
             EmptySectorUpdate<Tree>,
             EmptySectorUpdateCircuit<Tree>,
@@ -351,7 +370,10 @@ mod tests {
     fn update_proofs_parse_by_size_name_and_number() {
         use RegisteredUpdateProof::*;
         assert_eq!(parse_update_proof("32GiB").unwrap(), StackedDrg32GiBV1);
-        assert_eq!(parse_update_proof("StackedDrg2KiBV1").unwrap(), StackedDrg2KiBV1);
+        assert_eq!(
+            parse_update_proof("StackedDrg2KiBV1").unwrap(),
+            StackedDrg2KiBV1
+        );
         assert_eq!(parse_update_proof("4").unwrap(), StackedDrg64GiBV1);
         assert!(parse_update_proof("16GiB").is_err());
         assert_eq!(update_proof_name(StackedDrg8MiBV1), "StackedDrg8MiBV1");
@@ -379,7 +401,10 @@ mod tests {
         assert!(err(&serde_json::to_vec(&v).unwrap()).contains("comm_r_new has 3 bytes"));
         // Not partition proofs at all.
         let e = prepare(&input).err().unwrap().to_string();
-        assert!(e.contains("vanilla_proofs[0] is not a bincode PartitionProof"), "{e}");
+        assert!(
+            e.contains("vanilla_proofs[0] is not a bincode PartitionProof"),
+            "{e}"
+        );
         let e = prepare(&SnapInput {
             vanilla_proofs: vec![],
             ..input
@@ -387,6 +412,9 @@ mod tests {
         .err()
         .unwrap()
         .to_string();
-        assert!(e.contains("0 vanilla proofs where StackedDrg2KiBV1 has 1"), "{e}");
+        assert!(
+            e.contains("0 vanilla proofs where StackedDrg2KiBV1 has 1"),
+            "{e}"
+        );
     }
 }

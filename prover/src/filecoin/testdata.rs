@@ -159,7 +159,7 @@ pub fn snap_update(
     let padded = PaddedBytesAmount(u64::from(proof.sector_size()));
     let unpadded = UnpaddedBytesAmount::from(padded);
     let mut data = vec![0u8; u64::from(unpadded) as usize];
-    ChaCha20Rng::seed_from_u64(seed ^ 0x5a4a_9d).fill_bytes(&mut data);
+    ChaCha20Rng::seed_from_u64(seed ^ 0x005a_4a9d).fill_bytes(&mut data);
 
     let cache = work_dir.join("update-cache");
     let staged = work_dir.join("update-staged");
@@ -193,7 +193,9 @@ pub fn snap_update(
         &staged,
         &[piece],
     )
-    .map_err(ProverError::filecoin(step("empty_sector_update_encode_into")))?;
+    .map_err(ProverError::filecoin(step(
+        "empty_sector_update_encode_into",
+    )))?;
     let vanilla = generate_partition_proofs(
         proof,
         comm_r_old,

@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -27,6 +26,7 @@ use proofpipe_crds::{ASSIGNED_POD_LABEL, ProofJob, ProofJobPhase, ProverPool};
 use proofpipe_e2e::binaries::binary;
 use proofpipe_e2e::cluster::TestNamespace;
 use proofpipe_e2e::operator::OperatorProcess;
+use proofpipe_e2e::stand_ins::{proc_status, stand_in_kubelet};
 use serde_json::json;
 use tokio::sync::Semaphore;
 
@@ -271,42 +271,6 @@ async fn main() {
     drop(operator);
 }
 
-/// Marks every new prover pod Running and Ready, once.
-async fn stand_in_kubelet(pods: Api<Pod>, writes: Arc<Semaphore>) {
-    let mut done = HashSet::new();
-    let config = watcher::Config::default().labels("app.kubernetes.io/name=proofpipe-prover");
-    let mut events = watcher(pods.clone(), config)
-        .default_backoff()
-        .applied_objects()
-        .boxed();
-    while let Some(pod) = events.next().await {
-        let Ok(pod) = pod else { continue };
-        let Some(uid) = pod.uid() else { continue };
-        if pod.metadata.deletion_timestamp.is_some() || !done.insert(uid) {
-            continue;
-        }
-        let pods = pods.clone();
-        let permit = writes.clone().acquire_owned().await.expect("never closed");
-        tokio::spawn(async move {
-            let status = json!({"status": {
-                "phase": "Running",
-                "conditions": [{"type": "Ready", "status": "True"}],
-            }});
-            if let Err(err) = pods
-                .patch_status(
-                    &pod.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(&status),
-                )
-                .await
-            {
-                eprintln!("marking {} Ready: {err}", pod.name_any());
-            }
-            drop(permit);
-        });
-    }
-}
-
 /// Answers every assignment with a verified proof of each partition, as the prover on the
 /// assigned pod would (its own field manager, status.proofs only).
 async fn stand_in_provers(
@@ -435,13 +399,6 @@ fn scrape(address: &str) -> Option<String> {
     let mut text = String::new();
     stream.read_to_string(&mut text).ok()?;
     Some(text)
-}
-
-/// A `Vm...:` line of /proc/<pid>/status, in KiB.
-fn proc_status(pid: u32, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|line| line.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// User + system CPU seconds of a process.

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -29,6 +28,8 @@ use tonic::Request;
 use crate::binaries::binary;
 use crate::cluster::TestNamespace;
 use crate::operator::OperatorProcess;
+use crate::process::free_port;
+use crate::stand_ins::{proc_status, stand_in_kubelet};
 
 const TOKEN: &str = "load-test-token";
 const POOL: &str = "load";
@@ -175,7 +176,12 @@ pub async fn run(namespace: &TestNamespace, args: &LoadArgs) -> LoadReport {
         &work.path().join("operator.log"),
     );
     let proved: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
-    tokio::spawn(stand_in_kubelet(Api::namespaced(client.clone(), &ns)));
+    // The status writes of the stand-in kubelet, a few at a time.
+    let writes = Arc::new(tokio::sync::Semaphore::new(32));
+    tokio::spawn(stand_in_kubelet(
+        Api::namespaced(client.clone(), &ns),
+        writes,
+    ));
     tokio::spawn(stand_in_provers(
         Api::namespaced(client.clone(), &ns),
         proved.clone(),
@@ -195,10 +201,7 @@ pub async fn run(namespace: &TestNamespace, args: &LoadArgs) -> LoadReport {
         .expect("create the pool");
 
     std::fs::write(work.path().join("token"), TOKEN).unwrap();
-    let port = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap().port()
-    };
+    let port = free_port();
     let gateway = std::process::Command::new(binary("proofpipe-gateway"))
         .args(["--namespace", &ns, "--pool", POOL, "--artifacts"])
         .arg(format!("file://{}/artifacts", work.path().display()))
@@ -340,40 +343,6 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Marks every new prover pod Running and Ready, once.
-async fn stand_in_kubelet(pods: Api<Pod>) {
-    let mut done = HashSet::new();
-    let config = watcher::Config::default().labels("app.kubernetes.io/name=proofpipe-prover");
-    let mut events = watcher(pods.clone(), config)
-        .default_backoff()
-        .applied_objects()
-        .boxed();
-    while let Some(pod) = events.next().await {
-        let Ok(pod) = pod else { continue };
-        let Some(uid) = pod.uid() else { continue };
-        if pod.metadata.deletion_timestamp.is_some() || !done.insert(uid) {
-            continue;
-        }
-        let pods = pods.clone();
-        tokio::spawn(async move {
-            let status = json!({"status": {
-                "phase": "Running",
-                "conditions": [{"type": "Ready", "status": "True"}],
-            }});
-            if let Err(err) = pods
-                .patch_status(
-                    &pod.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(&status),
-                )
-                .await
-            {
-                eprintln!("marking {} Ready: {err}", pod.name_any());
-            }
-        });
-    }
-}
-
 /// Answers each assignment after `prove_time` with what a prover writes for a 1-partition
 /// Filecoin job: its partition proof and the finished, verified proof, a digest of the job's
 /// input. Counts how often each job was proved.
@@ -433,11 +402,4 @@ async fn stand_in_provers(
             }
         });
     }
-}
-
-/// A `Vm...:` line of /proc/<pid>/status, in KiB.
-fn proc_status(pid: u32, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|line| line.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }

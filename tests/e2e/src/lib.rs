@@ -8,13 +8,17 @@
 //! - [`stack`]: a scenario's whole product (namespace, operator, runner), built from
 //!   [`cluster`], [`fixtures`], [`binaries`], [`operator`] and [`wait`];
 //! - [`assignments`]: the record of ProofJob assignments the restart scenario checks;
-//! - [`verify`]: finished jobs' proofs checked independently of the daemon.
+//! - [`verify`]: finished jobs' proofs checked independently of the daemon;
+//! - [`filecoin`]: the Filecoin scenarios' test data and `verify_seal` check;
+//! - [`stand_ins`], [`gateway_load`]: the kubelet stand-in and /proc reads of the benchmarks,
+//!   and the gateway load run its example and test share.
 
 pub mod assignments;
 pub mod binaries;
 pub mod cgroup;
 pub mod cluster;
 pub mod env;
+pub mod filecoin;
 pub mod fixtures;
 pub mod gateway_load;
 pub mod operator;
@@ -22,6 +26,7 @@ pub mod process;
 pub mod quantity;
 pub mod runner;
 pub mod stack;
+pub mod stand_ins;
 pub mod status;
 pub mod verify;
 pub mod wait;

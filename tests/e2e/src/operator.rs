@@ -1,8 +1,9 @@
 //! `proofpipe-operator run` as a child process of the test.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+use crate::process::free_port;
 
 /// A running operator; dropping it kills it.
 pub struct OperatorProcess {
@@ -72,12 +73,4 @@ impl Drop for OperatorProcess {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// A loopback port nobody listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("bind a loopback port")
-        .port()
 }

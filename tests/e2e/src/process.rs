@@ -96,6 +96,14 @@ pub fn exit_code(status: ExitStatus) -> (i32, Option<i32>) {
     }
 }
 
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("bind a loopback port")
+        .port()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

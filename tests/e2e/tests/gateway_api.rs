@@ -189,6 +189,29 @@ async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
+/// AwaitProof of `job_id` (`timeout_ms` 0: no limit).
+async fn await_job(
+    client: &mut ProvingEngineClient<Channel>,
+    job_id: &str,
+    timeout_ms: u64,
+) -> Result<AwaitProofResponse, tonic::Status> {
+    let request = AwaitProofRequest {
+        job_id: job_id.to_owned(),
+        timeout_ms,
+    };
+    Ok(client.await_proof(authed(request)).await?.into_inner())
+}
+
+/// A caller waiting on `job_id` without a limit, in the background.
+fn spawn_await(
+    client: &ProvingEngineClient<Channel>,
+    job_id: &str,
+) -> tokio::task::JoinHandle<Result<AwaitProofResponse, tonic::Status>> {
+    let mut client = client.clone();
+    let job_id = job_id.to_owned();
+    tokio::spawn(async move { await_job(&mut client, &job_id, 0).await })
+}
+
 fn status_of(response: &AwaitProofResponse) -> AwaitStatus {
     AwaitStatus::try_from(response.status).unwrap()
 }
@@ -255,30 +278,12 @@ async fn submissions_are_idempotent_and_answers_follow_the_job() {
     assert!(critical_job.spec.priority > job.spec.priority);
 
     // Not finished within timeout_ms: TIMEOUT.
-    let waited = client
-        .await_proof(authed(AwaitProofRequest {
-            job_id: first.job_id.clone(),
-            timeout_ms: 300,
-        }))
-        .await
-        .unwrap()
-        .into_inner();
+    let waited = await_job(&mut client, &first.job_id, 300).await.unwrap();
     assert_eq!(status_of(&waited), AwaitStatus::Timeout);
 
     // A caller waiting without a timeout gets the proof once the job succeeds, with timings
     // from the job's status.
-    let waiting = {
-        let mut client = client.clone();
-        let job_id = first.job_id.clone();
-        tokio::spawn(async move {
-            client
-                .await_proof(authed(AwaitProofRequest {
-                    job_id,
-                    timeout_ms: 0,
-                }))
-                .await
-        })
-    };
+    let waiting = spawn_await(&client, &first.job_id);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let created = job.metadata.creation_timestamp.clone().unwrap().0;
     let at = |seconds: i64| {
@@ -300,7 +305,7 @@ async fn submissions_are_idempotent_and_answers_follow_the_job() {
             }),
         )
         .await;
-    let done = waiting.await.unwrap().unwrap().into_inner();
+    let done = waiting.await.unwrap().unwrap();
     assert_eq!(status_of(&done), AwaitStatus::Completed);
     assert_eq!(done.proof, proof);
     assert_eq!((done.queue_wait_ms, done.total_ms), (1000, 5000));
@@ -313,30 +318,14 @@ async fn submissions_are_idempotent_and_answers_follow_the_job() {
             serde_json::json!({"phase": "Failed", "message": "the input's SHA-256 is wrong"}),
         )
         .await;
-    let failed = client
-        .await_proof(authed(AwaitProofRequest {
-            job_id: second.job_id.clone(),
-            timeout_ms: 10_000,
-        }))
+    let failed = await_job(&mut client, &second.job_id, 10_000)
         .await
-        .unwrap()
-        .into_inner();
+        .unwrap();
     assert_eq!(status_of(&failed), AwaitStatus::Failed);
     assert!(failed.error_message.contains("SHA-256"), "{failed:?}");
 
     // Cancelling deletes the job; its waiting caller gets CANCELLED, later ones NOT_FOUND.
-    let waiting = {
-        let mut client = client.clone();
-        let job_id = critical.job_id.clone();
-        tokio::spawn(async move {
-            client
-                .await_proof(authed(AwaitProofRequest {
-                    job_id,
-                    timeout_ms: 0,
-                }))
-                .await
-        })
-    };
+    let waiting = spawn_await(&client, &critical.job_id);
     eventually("the critical job in the cache", || {
         harness.gateway.caches().job(&critical.job_id).is_some()
     })
@@ -350,7 +339,7 @@ async fn submissions_are_idempotent_and_answers_follow_the_job() {
         .unwrap()
         .into_inner();
     assert!(!cancelled.was_running);
-    let answer = waiting.await.unwrap().unwrap().into_inner();
+    let answer = waiting.await.unwrap().unwrap();
     assert_eq!(status_of(&answer), AwaitStatus::Cancelled);
     assert!(
         harness
@@ -360,11 +349,7 @@ async fn submissions_are_idempotent_and_answers_follow_the_job() {
             .unwrap()
             .is_none()
     );
-    let gone = client
-        .await_proof(authed(AwaitProofRequest {
-            job_id: critical.job_id.clone(),
-            timeout_ms: 0,
-        }))
+    let gone = await_job(&mut client, &critical.job_id, 0)
         .await
         .unwrap_err();
     assert_eq!(gone.code(), Code::NotFound);

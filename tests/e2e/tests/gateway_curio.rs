@@ -10,12 +10,14 @@
 //! `PROOFPIPE_GRPC_PYTHON` (python with grpcio and grpcio-tools), which `scripts/test.sh`
 //! exports; under CI their absence fails the test.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use kube::api::{DynamicObject, ListParams};
 use proofpipe_e2e::binaries::binary;
+use proofpipe_e2e::filecoin::{assert_verify_seal, required_env};
+use proofpipe_e2e::process::free_port;
 use proofpipe_e2e::stack::Stack;
 use proofpipe_gateway::job_spec::REQUEST_ID_ANNOTATION;
 use tokio::process::{Child, Command};
@@ -23,24 +25,6 @@ use tokio::process::{Child, Command};
 /// The client proves a 2 KiB PoRep partition (~2^22 constraints) on 2 cores of a test build.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(1200);
 const TOKEN: &str = "curio-test-token";
-
-fn required_env(name: &str, how: &str) -> Option<PathBuf> {
-    match std::env::var_os(name) {
-        Some(value) => Some(PathBuf::from(value)),
-        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("CI must run the gateway's curio-client test: {name} is unset ({how})")
-        }
-        None => {
-            eprintln!("SKIPPED: {name} is unset ({how})");
-            None
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    probe.local_addr().unwrap().port()
-}
 
 /// The gateway binary, killed when dropped.
 async fn start_gateway(namespace: &str, artifacts: &Path, token: &Path, port: u16) -> Child {
@@ -183,19 +167,5 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
     );
 
     // Filecoin's verifier takes the proof the client got back.
-    let verdict = std::process::Command::new(binary("proofpipe-prover"))
-        .args(["--log", "warn", "porep-verify", "--porep-c1"])
-        .arg(&c1)
-        .arg("--proof")
-        .arg(&proof_path)
-        .arg("--params-dir")
-        .arg(&params)
-        .output()
-        .unwrap();
-    assert!(
-        verdict.status.success() && String::from_utf8_lossy(&verdict.stdout).starts_with("VALID"),
-        "verify_seal: {}\n{}",
-        String::from_utf8_lossy(&verdict.stdout),
-        String::from_utf8_lossy(&verdict.stderr)
-    );
+    assert_verify_seal(&c1, &proof_path, &params);
 }

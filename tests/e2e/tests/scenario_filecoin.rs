@@ -9,7 +9,7 @@
 //! `PROOFPIPE_S3_SERVER` (the path of `moto_server`), which `scripts/test.sh` exports; under
 //! CI their absence fails the test.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine;
@@ -19,7 +19,8 @@ use object_store::ObjectStore;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use proofpipe_crds::ProofJobPhase;
-use proofpipe_e2e::binaries::binary;
+use proofpipe_e2e::filecoin::{assert_verify_seal, required_env};
+use proofpipe_e2e::process::free_port;
 use proofpipe_e2e::stack::{Stack, phase};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -29,19 +30,6 @@ const BUCKET: &str = "sectors";
 /// Proving a 2 KiB PoRep partition (~2^22 constraints) on 2 cores of a test build.
 const PROVING_TIMEOUT: Duration = Duration::from_secs(900);
 
-fn required_env(name: &str, how: &str) -> Option<PathBuf> {
-    match std::env::var_os(name) {
-        Some(value) => Some(PathBuf::from(value)),
-        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("CI must run the Filecoin cluster scenario: {name} is unset ({how})")
-        }
-        None => {
-            eprintln!("SKIPPED: {name} is unset ({how})");
-            None
-        }
-    }
-}
-
 /// moto's S3 server on a free loopback port, stopped when dropped.
 struct S3Server {
     _child: Child,
@@ -50,10 +38,7 @@ struct S3Server {
 
 impl S3Server {
     async fn start(moto: &Path) -> Self {
-        let port = {
-            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            probe.local_addr().unwrap().port()
-        };
+        let port = free_port();
         let child = Command::new(moto)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdout(std::process::Stdio::null())
@@ -283,21 +268,7 @@ async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
     let work = tempfile::tempdir().unwrap();
     let proof_path = work.path().join("sector-1.proof");
     std::fs::write(&proof_path, &stored).unwrap();
-    let verdict = std::process::Command::new(binary("proofpipe-prover"))
-        .args(["--log", "warn", "porep-verify", "--porep-c1"])
-        .arg(&c1_path)
-        .arg("--proof")
-        .arg(&proof_path)
-        .arg("--params-dir")
-        .arg(&params)
-        .output()
-        .unwrap();
-    assert!(
-        verdict.status.success() && String::from_utf8_lossy(&verdict.stdout).starts_with("VALID"),
-        "verify_seal: {}\n{}",
-        String::from_utf8_lossy(&verdict.stdout),
-        String::from_utf8_lossy(&verdict.stderr)
-    );
+    assert_verify_seal(&c1_path, &proof_path, &params);
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -1,21 +1,42 @@
 #!/usr/bin/env bash
 # Makes the Filecoin test data once and prints its directory: 2 KiB PoRep parameters from a
 # random setup (NOT Filecoin's: tests only; ~1 GB, ~10 min on 2 cores) and a 2 KiB sector sealed
-# with filecoin-proofs-api, as lotus-bench's commit-2 file (c1-2KiB.json). Kept until removed;
-# rebuilt whole when the C1 file (written last) is missing.
+# with filecoin-proofs-api, as lotus-bench's commit-2 file (c1-2KiB.json); then 2 KiB SnapDeals
+# (EmptySectorUpdate) parameters from a random setup, that sector snap-updated with new data
+# (snap-2KiB.json) and a second sector sealed and snap-updated (snap-2KiB-other.json): the
+# commitments and vanilla partition proofs curio sends for a SnapDeals proof. Kept until
+# removed; the PoRep part is rebuilt whole when the C1 file (written last) is missing, the
+# SnapDeals part when snap.version (written last) is missing or differs from SNAP_VERSION.
 #   usage: scripts/filecoin-testdata.sh [DIR]   (default $PROOFPIPE_FILECOIN_TESTDATA, else target/filecoin-testdata)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Bump when the SnapDeals test data changes, so that kept directories make it again.
+SNAP_VERSION=1
 dir="${1:-${PROOFPIPE_FILECOIN_TESTDATA:-target/filecoin-testdata}}"
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 if [ ! -s "$dir/c1-2KiB.json" ]; then
   # A run cut short may have left a partial parameter file under its final name.
-  rm -rf "$dir/params" "$dir/seal" "$dir/parents"
+  rm -rf "$dir/params" "$dir/seal" "$dir/parents" "$dir/snap.version"
   start=$(date +%s)
   FIL_PROOFS_PARENT_CACHE="$dir/parents" cargo run --locked -q -p proofpipe-prover -- \
     porep-testdata --seal-proof 2KiB --params-dir "$dir/params" --work-dir "$dir/seal" \
     --out "$dir/c1-2KiB.json" --log warn >&2
   echo "filecoin test data made in $(( $(date +%s) - start )) s: $dir" >&2
+fi
+if [ "$(cat "$dir/snap.version" 2>/dev/null)" != "$SNAP_VERSION" ]; then
+  rm -rf "$dir/snap" "$dir/snap-other" "$dir/snap-2KiB.json" "$dir/snap-2KiB-other.json" \
+    "$dir"/params/v28-empty-sector-update-*
+  start=$(date +%s)
+  snap() { FIL_PROOFS_PARENT_CACHE="$dir/parents" cargo run --locked -q -p proofpipe-prover -- \
+    snap-testdata --update-proof 2KiB --params-dir "$dir/params" --log warn "$@" >&2; }
+  # The PoRep test sector, updated.
+  snap --sector-dir "$dir/seal" --porep-c1 "$dir/c1-2KiB.json" --work-dir "$dir/snap" \
+    --out "$dir/snap-2KiB.json"
+  # Another sector (number 2, other data and ticket), sealed and updated: its vanilla proofs
+  # must not prove the first one's update.
+  snap --work-dir "$dir/snap-other" --sector-number 2 --seed 1 --out "$dir/snap-2KiB-other.json"
+  echo "$SNAP_VERSION" > "$dir/snap.version"
+  echo "filecoin SnapDeals test data made in $(( $(date +%s) - start )) s: $dir" >&2
 fi
 echo "$dir"

@@ -8,6 +8,7 @@ mod plan;
 mod porep;
 mod prove;
 mod setup;
+mod snap;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +54,14 @@ enum Command {
     /// Check a PoRep proof file with Filecoin's own verifier (filecoin-proofs-api's
     /// verify_seal): exit 0 if it is valid for the C1 output's sector, 1 if not.
     PorepVerify(porep::VerifyArgs),
+    /// Make Filecoin SnapDeals test data: EmptySectorUpdate parameters from a random setup (NOT
+    /// Filecoin's; tests only) and a sealed sector snap-updated here, written as the vanilla
+    /// partition proofs and commitments `prove --snap-vanilla` reads.
+    SnapTestdata(snap::TestdataArgs),
+    /// Check a SnapDeals proof file with Filecoin's own verifier (filecoin-proofs-api's
+    /// verify_empty_sector_update_proof): exit 0 if it is valid for the input's commitments, 1 if
+    /// not.
+    SnapVerify(snap::VerifyArgs),
 }
 
 /// What to prove.
@@ -132,7 +141,8 @@ struct ProveArgs {
     /// Witness seed: the same seed gives the same statements.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Directory of cached parameters (with --porep-c1: Filecoin's parameter directory).
+    /// Directory of cached parameters (with --porep-c1 or --snap-vanilla: Filecoin's parameter
+    /// directory).
     #[arg(long)]
     params_dir: Option<PathBuf>,
     /// End with one JSON object on the last line of stdout.
@@ -232,9 +242,15 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
     // filecoin-proofs reads its parameter directory from the environment once, on first use:
     // set it now, while this process has one thread.
     let filecoin_dir = match &cli.command {
-        Command::Prove(args) if args.porep.porep_c1.is_some() => Some(args.params_dir.as_deref()),
+        Command::Prove(args)
+            if args.porep.porep_c1.is_some() || args.porep.snap_vanilla.is_some() =>
+        {
+            Some(args.params_dir.as_deref())
+        }
         Command::PorepTestdata(args) => Some(args.params_dir()),
         Command::PorepVerify(args) => Some(args.params_dir()),
+        Command::SnapTestdata(args) => Some(args.params_dir()),
+        Command::SnapVerify(args) => Some(args.params_dir()),
         _ => None,
     };
     if let Some(flag) = filecoin_dir {
@@ -243,16 +259,25 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
     }
     let progress = output::init(&cli.log, cli.log_format);
     match cli.command {
-        Command::Prove(args) => match &args.porep.porep_c1 {
-            Some(c1) => porep::prove(
+        Command::Prove(args) => match (&args.porep.porep_c1, &args.porep.snap_vanilla) {
+            (Some(c1), _) => porep::prove(
                 &args.porep,
                 c1,
                 &args.sizing,
                 args.params_dir.as_deref(),
                 args.json,
             ),
-            None => prove::run(args, &progress),
+            (None, Some(vanilla)) => snap::prove(
+                &args.porep,
+                vanilla,
+                &args.sizing,
+                args.params_dir.as_deref(),
+                args.json,
+            ),
+            (None, None) => prove::run(args, &progress),
         },
+        Command::SnapTestdata(args) => snap::testdata(args),
+        Command::SnapVerify(args) => snap::verify(args),
         Command::PorepTestdata(args) => porep::testdata(args),
         Command::PorepVerify(args) => porep::verify(args),
         Command::Plan(args) => plan::run(args),

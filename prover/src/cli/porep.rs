@@ -24,13 +24,19 @@ pub struct PorepArgs {
     /// Prove this C1 output (lotus-bench's commit-2 file, or the raw SealCommitPhase1Output
     /// JSON) instead of a synthetic circuit. --params-dir is then Filecoin's parameter directory
     /// (default: $FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", group = "filecoin_input")]
     pub porep_c1: Option<PathBuf>,
-    /// Write the proof here: seal_commit_phase2's bytes (192 per partition).
-    #[arg(long, value_name = "PROOF", requires = "porep_c1")]
+    /// Prove a SnapDeals (EmptySectorUpdate) proof from this file of vanilla partition proofs
+    /// and commitments (JSON; docs/filecoin.md) instead. --params-dir as with --porep-c1.
+    #[arg(long, value_name = "FILE", group = "filecoin_input")]
+    pub snap_vanilla: Option<PathBuf>,
+    /// Write the proof here: seal_commit_phase2's bytes (192 per partition), or
+    /// generate_empty_sector_update_proof_with_vanilla's with --snap-vanilla.
+    #[arg(long, value_name = "PROOF", requires = "filecoin_input")]
     pub out: Option<PathBuf>,
-    /// Check the proof with filecoin-proofs-api's verify_seal before reporting success.
-    #[arg(long, requires = "porep_c1")]
+    /// Check the proof with filecoin-proofs-api's verifier (verify_seal, or
+    /// verify_empty_sector_update_proof) before reporting success.
+    #[arg(long, requires = "filecoin_input")]
     pub verify: bool,
     /// The miner's actor id; the prover id is made from it as filecoin-ffi does (default 1000,
     /// lotus-bench's t01000).
@@ -44,17 +50,18 @@ pub struct PorepArgs {
     pub sector_number: Option<u64>,
     /// Hash the .params file while reading it and refuse it unless it has the digest
     /// filecoin-proofs' parameters.json records (production parameters only).
-    #[arg(long, requires = "porep_c1")]
+    #[arg(long, requires = "filecoin_input")]
     pub verify_params_digest: bool,
     /// After our pipeline, prove the same C1 output with stock filecoin-proofs-api
     /// `seal_commit_phase2` (bellperson's prover: on the GPU in a `stock-gpu` build) and report
-    /// both times and their ratio, from the same process and parameters.
-    #[arg(long, requires = "porep_c1")]
+    /// both times and their ratio, from the same process and parameters (with --snap-vanilla:
+    /// stock generate_empty_sector_update_proof_with_vanilla).
+    #[arg(long, requires = "filecoin_input")]
     pub compare_stock: bool,
 }
 
 /// Filecoin's parameter directory: the flag, else filecoin-proofs' own convention.
-pub fn parameter_dir(flag: Option<&Path>) -> PathBuf {
+pub(super) fn parameter_dir(flag: Option<&Path>) -> PathBuf {
     flag.map(Path::to_path_buf)
         .or_else(|| std::env::var_os(filecoin::PARAMETER_CACHE_ENV).map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from(filecoin::DEFAULT_PARAMETER_CACHE))
@@ -257,7 +264,7 @@ pub fn prove(
 
 /// Writes `bytes` to `path` through a temporary file in the same directory, so a reader never
 /// sees half a proof.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ProverError> {
+pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ProverError> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

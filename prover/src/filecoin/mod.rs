@@ -7,15 +7,19 @@
 //! - [`porep`]: partition k's `StackedCircuit`, built by filecoin-proofs exactly as
 //!   `seal_commit_phase2` builds it, synthesized by our workers and proved by our GPU stage;
 //!   the proofs written in `seal_commit_phase2`'s format and checked with `verify_seal`;
+//! - [`snap`]: SnapDeals (EmptySectorUpdate): partition k's `EmptySectorUpdateCircuit` from
+//!   curio's vanilla partition proofs, the same way, checked with
+//!   `verify_empty_sector_update_proof`;
 //! - [`testdata`]: parameters from a random setup and a sector sealed on the spot, for tests
 //!   and trying it out (no machine here can download the real parameters).
 
 pub mod c1;
 pub mod params;
 pub mod porep;
+pub mod snap;
 pub mod testdata;
 
-pub use filecoin_proofs_api::RegisteredSealProof;
+pub use filecoin_proofs_api::{RegisteredSealProof, RegisteredUpdateProof};
 
 use crate::error::ProverError;
 

@@ -17,6 +17,12 @@ use storage_proofs_core::parameter_cache::{
     get_parameter_data, get_verifying_key_data, metadata_id, parameter_id, verifying_key_id,
 };
 
+use filecoin_proofs::with_shape;
+use filecoin_proofs_api::{MerkleTreeTrait, RegisteredUpdateProof};
+use storage_proofs_core::parameter_cache::CacheableParameters;
+use storage_proofs_update::constants::TreeRHasher;
+use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicParams};
+
 use super::RegisteredSealProof;
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
@@ -42,14 +48,28 @@ impl ParamFiles {
         let identifier = proof
             .circuit_identifier()
             .map_err(ProverError::filecoin("naming the PoRep parameters"))?;
-        Ok(Self {
+        Ok(Self::named(identifier, dir))
+    }
+
+    /// The parameter files of `proof`'s SnapDeals circuit in `dir`
+    /// (`v28-empty-sector-update-merkletree-poseidon_hasher-…`).
+    ///
+    /// Named from `EmptySectorUpdateCompound`'s own cache identifier, as filecoin-proofs'
+    /// `get_empty_sector_update_params` finds them: `RegisteredUpdateProof::circuit_identifier`
+    /// in filecoin-proofs-api 19.1 answers with the PoRep circuit's identifier instead.
+    pub fn of_update(proof: RegisteredUpdateProof, dir: &Path) -> Self {
+        Self::named(update_identifier(proof), dir)
+    }
+
+    fn named(identifier: String, dir: &Path) -> Self {
+        Self {
             params: dir.join(parameter_id(&identifier)),
             verifying_key: dir.join(verifying_key_id(&identifier)),
             metadata: dir.join(metadata_id(&identifier)),
             params_digest: get_parameter_data(&identifier).map(|d| d.digest.clone()),
             verifying_key_digest: get_verifying_key_data(&identifier).map(|d| d.digest.clone()),
             identifier,
-        })
+        }
     }
 
     fn expected_digest(&self) -> String {
@@ -78,6 +98,29 @@ pub fn load(
     check: DigestCheck,
 ) -> Result<ProvingKey, ProverError> {
     load_files(&ParamFiles::of(proof, dir)?, dir, check)
+}
+
+/// Reads the SnapDeals proving key of `proof` from `dir`.
+pub fn load_update(
+    proof: RegisteredUpdateProof,
+    dir: &Path,
+    check: DigestCheck,
+) -> Result<ProvingKey, ProverError> {
+    load_files(&ParamFiles::of_update(proof, dir), dir, check)
+}
+
+/// filecoin-proofs' circuit identifier of `proof`'s EmptySectorUpdate circuit.
+pub fn update_identifier(proof: RegisteredUpdateProof) -> String {
+    let size = u64::from(proof.sector_size());
+    with_shape!(size, update_identifier_shape, size)
+}
+
+fn update_identifier_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    size: u64,
+) -> String {
+    <EmptySectorUpdateCompound<Tree> as CacheableParameters<EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(
+        &PublicParams::from_sector_size(size),
+    )
 }
 
 /// Reads the proving key from `files` (in `dir`).
@@ -209,5 +252,47 @@ impl FilecoinParamsCache {
             load_files(&files, &self.dir, self.check).map(Arc::new)
         })?;
         Ok(key)
+    }
+
+    /// The SnapDeals proving key of `proof`, read on first use.
+    pub fn get_update(&self, proof: RegisteredUpdateProof) -> Result<Arc<ProvingKey>, ProverError> {
+        let files = ParamFiles::of_update(proof, &self.dir);
+        let (key, _) = self.loaded.get_or_load(files.identifier.clone(), || {
+            load_files(&files, &self.dir, self.check).map(Arc::new)
+        })?;
+        Ok(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn update_parameters_have_the_names_and_digests_of_parameters_json() {
+        use RegisteredUpdateProof::*;
+        for proof in [
+            StackedDrg2KiBV1,
+            StackedDrg8MiBV1,
+            StackedDrg512MiBV1,
+            StackedDrg32GiBV1,
+            StackedDrg64GiBV1,
+        ] {
+            let files = ParamFiles::of_update(proof, Path::new("/p"));
+            assert!(
+                files
+                    .identifier
+                    .starts_with("empty-sector-update-merkletree-poseidon_hasher-8-"),
+                "{files:?}"
+            );
+            assert!(files.params_digest.is_some(), "{proof:?}: {files:?}");
+            assert!(files.verifying_key_digest.is_some(), "{proof:?}");
+        }
+        assert_eq!(
+            ParamFiles::of_update(StackedDrg32GiBV1, Path::new("/p")).params,
+            Path::new(
+                "/p/v28-empty-sector-update-merkletree-poseidon_hasher-8-8-0-3b7f44a9362e3985369454947bc94022e118211e49fd672d52bec1cbfd599d18.params"
+            )
+        );
     }
 }

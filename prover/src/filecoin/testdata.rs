@@ -1,7 +1,8 @@
-//! Test data no machine here can download: PoRep parameters from a random setup (the routine
-//! filecoin's own paramcache uses, `CacheableParameters::get_groth_params` with an rng), and a
-//! sector sealed on the spot with filecoin-proofs-api (pre-commit 1 and 2, commit 1), giving a
-//! real C1 output.
+//! Test data no machine here can download: PoRep and SnapDeals parameters from a random setup
+//! (the routine filecoin's own paramcache uses, `CacheableParameters::get_groth_params` with an
+//! rng), a sector sealed on the spot with filecoin-proofs-api (pre-commit 1 and 2, commit 1),
+//! giving a real C1 output, and a snap update of a sealed sector (`empty_sector_update_encode_into`
+//! then `generate_partition_proofs`), giving the vanilla proofs curio sends for a SnapDeals proof.
 //!
 //! Parameters from a random setup are NOT Filecoin's: anyone who knows the rng's seed can forge
 //! proofs against them. They carry the production file names (filecoin-proofs names a file by
@@ -25,7 +26,15 @@ use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
+use filecoin_proofs_api::update::{empty_sector_update_encode_into, generate_partition_proofs};
+use filecoin_proofs_api::{PieceInfo, RegisteredUpdateProof};
+use storage_proofs_update::constants::TreeRHasher;
+use storage_proofs_update::{
+    EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicParams,
+};
+
 use super::params::ParamFiles;
+use super::snap::{SnapInput, update_proof_name};
 use super::{PARAMETER_CACHE_ENV, RegisteredSealProof, seal_proof_name};
 use crate::error::ProverError;
 
@@ -37,6 +46,20 @@ pub fn generate_params(
     dir: &Path,
     seed: u64,
 ) -> Result<ParamFiles, ProverError> {
+    check_parameter_dir(dir)?;
+    let size = u64::from(proof.sector_size());
+    let started = std::time::Instant::now();
+    with_shape!(size, generate_shape, proof, seed)?;
+    tracing::info!(
+        proof = %seal_proof_name(proof),
+        seconds = started.elapsed().as_secs_f64(),
+        "PoRep parameters ready (random setup: NOT Filecoin's, for tests only)"
+    );
+    ParamFiles::of(proof, dir)
+}
+
+/// filecoin-proofs writes parameters only to its own directory: it must be `dir`.
+fn check_parameter_dir(dir: &Path) -> Result<(), ProverError> {
     let configured = std::env::var_os(PARAMETER_CACHE_ENV);
     let same_dir = configured.as_ref().is_some_and(|c| {
         let c = Path::new(c);
@@ -52,16 +75,145 @@ pub fn generate_params(
             ),
         });
     }
-    std::fs::create_dir_all(dir).map_err(ProverError::io("creating", dir))?;
+    std::fs::create_dir_all(dir).map_err(ProverError::io("creating", dir))
+}
+
+/// Writes `.params`, `.vk` and `.meta` of `proof`'s EmptySectorUpdate circuit into `dir` (which
+/// must be `FIL_PROOFS_PARAMETER_CACHE`), from a random setup seeded with `seed`, as
+/// [`generate_params`] does for PoRep. Files already there are kept.
+pub fn generate_update_params(
+    proof: RegisteredUpdateProof,
+    dir: &Path,
+    seed: u64,
+) -> Result<ParamFiles, ProverError> {
+    check_parameter_dir(dir)?;
     let size = u64::from(proof.sector_size());
     let started = std::time::Instant::now();
-    with_shape!(size, generate_shape, proof, seed)?;
+    with_shape!(size, generate_update_shape, proof, seed)?;
     tracing::info!(
-        proof = %seal_proof_name(proof),
+        proof = %update_proof_name(proof),
         seconds = started.elapsed().as_secs_f64(),
-        "PoRep parameters ready (random setup: NOT Filecoin's, for tests only)"
+        "SnapDeals parameters ready (random setup: NOT Filecoin's, for tests only)"
     );
-    ParamFiles::of(proof, dir)
+    Ok(ParamFiles::of_update(proof, dir))
+}
+
+fn generate_update_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    proof: RegisteredUpdateProof,
+    seed: u64,
+) -> Result<(), ProverError> {
+    type Compound<Tree> = EmptySectorUpdateCompound<Tree>;
+    let pp = PublicParams::from_sector_size(u64::from(proof.sector_size()));
+    let blank = || {
+        <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, EmptySectorUpdateCircuit<Tree>>>::blank_circuit(&pp)
+    };
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let action = || format!("generating {} parameters", update_proof_name(proof));
+    <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank(), &pp)
+        .map_err(ProverError::filecoin(action()))?;
+    <Compound<Tree> as CacheableParameters<_, _>>::get_groth_params(Some(&mut rng), blank(), &pp)
+        .map_err(ProverError::filecoin(action()))?;
+    <Compound<Tree> as CacheableParameters<_, _>>::get_verifying_key(Some(&mut rng), blank(), &pp)
+        .map_err(ProverError::filecoin(action()))?;
+    Ok(())
+}
+
+/// The V1_1 seal proof of the same sector size as `proof` (what the sector was sealed with).
+pub fn seal_proof_of_update(proof: RegisteredUpdateProof) -> RegisteredSealProof {
+    use RegisteredUpdateProof::*;
+    match proof {
+        StackedDrg2KiBV1 => RegisteredSealProof::StackedDrg2KiBV1_1,
+        StackedDrg8MiBV1 => RegisteredSealProof::StackedDrg8MiBV1_1,
+        StackedDrg512MiBV1 => RegisteredSealProof::StackedDrg512MiBV1_1,
+        StackedDrg32GiBV1 => RegisteredSealProof::StackedDrg32GiBV1_1,
+        StackedDrg64GiBV1 => RegisteredSealProof::StackedDrg64GiBV1_1,
+    }
+}
+
+/// Snap-updates a sealed sector (its `sealed` replica and `cache` directory in `sector_dir`, as
+/// [`seal_sector`] leaves them; `comm_r_old` its sealed commitment) with random data (seeded)
+/// into `work_dir`, and returns what curio would send for its SnapDeals proof: the three
+/// commitments and the bincode vanilla partition proofs of `generate_partition_proofs`.
+pub fn snap_update(
+    proof: RegisteredUpdateProof,
+    sector_dir: &Path,
+    comm_r_old: [u8; 32],
+    work_dir: &Path,
+    seed: u64,
+) -> Result<SnapInput, ProverError> {
+    let name = update_proof_name(proof);
+    let step = |what: &str| format!("snap-updating a {name} test sector: {what}");
+    let sector_key = sector_dir.join("sealed");
+    let sector_key_cache = sector_dir.join("cache");
+    for path in [&sector_key, &sector_key_cache] {
+        if !path.exists() {
+            return Err(ProverError::InvalidArgument {
+                what: "sealed sector",
+                reason: format!(
+                    "{} is missing: give the directory porep-testdata sealed into (--work-dir)",
+                    path.display()
+                ),
+            });
+        }
+    }
+    let padded = PaddedBytesAmount(u64::from(proof.sector_size()));
+    let unpadded = UnpaddedBytesAmount::from(padded);
+    let mut data = vec![0u8; u64::from(unpadded) as usize];
+    ChaCha20Rng::seed_from_u64(seed ^ 0x005a_4a9d).fill_bytes(&mut data);
+
+    let cache = work_dir.join("update-cache");
+    let staged = work_dir.join("update-staged");
+    let replica = work_dir.join("update");
+    std::fs::create_dir_all(&cache).map_err(ProverError::io("creating", &cache))?;
+    let staged_file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&staged)
+        .map_err(ProverError::io("creating", &staged))?;
+    // encode_into maps the new replica for writing: it must exist at the sector's size.
+    File::create(&replica)
+        .and_then(|f| f.set_len(u64::from(padded)))
+        .map_err(ProverError::io("creating", &replica))?;
+    let (piece, _): (PieceInfo, _) = add_piece(
+        seal_proof_of_update(proof),
+        &data[..],
+        staged_file,
+        unpadded,
+        &[],
+    )
+    .map_err(ProverError::filecoin(step("add_piece")))?;
+    let encoded = empty_sector_update_encode_into(
+        proof,
+        &replica,
+        &cache,
+        &sector_key,
+        &sector_key_cache,
+        &staged,
+        &[piece],
+    )
+    .map_err(ProverError::filecoin(step(
+        "empty_sector_update_encode_into",
+    )))?;
+    let vanilla = generate_partition_proofs(
+        proof,
+        comm_r_old,
+        encoded.comm_r_new,
+        encoded.comm_d_new,
+        &sector_key,
+        &sector_key_cache,
+        &replica,
+        &cache,
+    )
+    .map_err(ProverError::filecoin(step("generate_partition_proofs")))?;
+    Ok(SnapInput {
+        update_proof: proof,
+        comm_r_old,
+        comm_r_new: encoded.comm_r_new,
+        comm_d_new: encoded.comm_d_new,
+        vanilla_proofs: vanilla.into_iter().map(|p| p.0).collect(),
+    })
 }
 
 fn generate_shape<Tree: 'static + MerkleTreeTrait>(

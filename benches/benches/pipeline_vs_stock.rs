@@ -66,6 +66,7 @@ fn main() {
             PipelineConfig::from_plan(&plan),
             backend,
             true,
+            &proofpipe_prover::bench::Feed::Synthesis,
         )
         .expect("benchmark run");
         let mib = |b: Option<u64>| {

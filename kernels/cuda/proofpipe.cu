@@ -1,18 +1,23 @@
 // proofpipe's CUDA kernels over BLS12-381, built on sppark's headers.
 //
-// One translation unit instantiates sppark's Pippenger MSM for G1 *and* G2 (sppark itself
-// instantiates only the G1 kernels; a G2 launch without the lines below fails with
-// "invalid device function") and its NTT over Fr, and exports a small C ABI to Rust:
+// One translation unit instantiates sppark's Pippenger MSM and its bitmap batch addition for
+// G1 *and* G2 (sppark itself instantiates only the G1 kernels; a G2 launch without the lines
+// below fails with "invalid device function") and its NTT over Fr, and exports a small C ABI
+// to Rust:
 //   pp_ngpus / pp_gpu_mem         device discovery (safe without a GPU or a driver)
-//   pp_msm_g{1,2}_new / _free     resident base points (uploaded once, reused by every MSM)
-//   pp_msm_g{1,2}_run             MSM over those points with host scalars in Montgomery form
-//                                 (blst_fr, as blstrs stores them: sppark's fr_t layout),
-//                                 converted on the device (invoke's mont = true)
+//   pp_bases_g{1,2}_new / _free   resident base points: our own device buffer (uploaded once,
+//                                 reused by every MSM) and an msm_t engine sized for it
+//   pp_msm_g{1,2}_run             MSM over resident points; scalars in Montgomery form
+//                                 (blst_fr, as blstrs stores them: sppark's fr_t layout) on
+//                                 the host or already on the device (the quotient's h), and,
+//                                 when asked, split: 0/1 scalars summed by a bitmap batch
+//                                 addition, only the rest ("tail") through Pippenger
 //   pp_pinned_alloc / _free       page-locked host staging for MSM scalars (full-speed DMA)
 //   pp_quotient_ws_new / _free    a GPU-stage worker's quotient workspace (stream, buffers)
 //   pp_quotient_upload            a, b, c to the device (outside the device lock)
 //   pp_quotient_compute           h = icoset_ntt((coset_ntt(intt(a))*coset_ntt(intt(b))
 //                                      - coset_ntt(intt(c))) * zinv), in Montgomery form
+//   pp_quotient_h                 the device address of h (for the H MSM, without a copy)
 //   pp_quotient_download          h back to the host (outside the device lock)
 // No entry point converts scalars on the host: Rust passes and gets blst_fr as it is.
 // Every entry point catches sppark's cuda_error and returns it as a RustError.
@@ -51,7 +56,19 @@ template __global__
 void integrate<bucket_fp2_t>(bucket_fp2_t::mem_t buckets_[], uint32_t nwins,
                              uint32_t wbits, uint32_t nbits);
 
+// The bitmap batch addition (sum of the points whose bit is set), as SupraSeal's split MSM
+// instantiates it.
+template __global__
+void batch_addition<bucket_t>(bucket_t::mem_t ret_[], const affine_t::mem_t points_[],
+                              uint32_t npoints, const uint32_t bitmap[], bool accumulate,
+                              uint32_t sid);
+template __global__
+void batch_addition<bucket_fp2_t>(bucket_fp2_t::mem_t ret_[],
+                                  const affine_fp2_t::mem_t points_[], uint32_t npoints,
+                                  const uint32_t bitmap[], bool accumulate, uint32_t sid);
+
 #include <ntt/ntt.cuh>
+#include <cub/device/device_scan.cuh>
 
 #ifndef __CUDA_ARCH__
 # include <string>
@@ -64,6 +81,68 @@ __global__ void pp_pointwise(fr_t* a, const fr_t* b, const fr_t* c, fr_t zinv, s
         fr_t x = a[i] * b[i];
         x = x - c[i];
         a[i] = x * zinv;
+    }
+}
+
+// The split MSM's device passes over n scalars (Montgomery form), in words of 32:
+//   classify: bit j of ones[w] set iff scalar 32w+j is one, of tails[w] iff it is neither zero
+//             nor one; tail_count[w] = popcount(tails[w]); totals[0..2] += ones, tails. Words
+//             past n are written as zero (the batch addition reads whole 1024-bit chunks).
+//   gather:   the tail scalars and their points, compacted in order, from tail_start[w] (the
+//             exclusive prefix sum of tail_count).
+// `one` is 1 in Montgomery form, as the scalars are. (It comes as an argument: fr_t::is_one()
+// reads sppark's constant through a template reference that nvcc 13 cannot compile,
+// "constant expressions are not supported".)
+__global__ void pp_split_classify(uint32_t* ones, uint32_t* tails, uint32_t* tail_count,
+                                  unsigned long long* totals, const fr_t* scalars, size_t n,
+                                  size_t words, fr_t one)
+{
+    static_assert(sizeof(fr_t) == 2 * sizeof(uint4), "a scalar is 32 bytes");
+    const uint4* one_w = reinterpret_cast<const uint4*>(&one);
+    unsigned long long n_ones = 0, n_tail = 0;
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t w = threadIdx.x + (size_t)blockIdx.x * blockDim.x; w < words; w += stride) {
+        uint32_t one_bits = 0, tail_bits = 0;
+        size_t first = w * 32;
+        for (uint32_t j = 0; j < 32 && first + j < n; j++) {
+            // A scalar is 32 bytes: two 16-byte words, compared as they are.
+            const uint4* x = reinterpret_cast<const uint4*>(&scalars[first + j]);
+            uint4 lo = x[0], hi = x[1];
+            bool is_one = lo.x == one_w[0].x && lo.y == one_w[0].y && lo.z == one_w[0].z &&
+                          lo.w == one_w[0].w && hi.x == one_w[1].x && hi.y == one_w[1].y &&
+                          hi.z == one_w[1].z && hi.w == one_w[1].w;
+            bool is_zero = (lo.x | lo.y | lo.z | lo.w | hi.x | hi.y | hi.z | hi.w) == 0;
+            if (is_one)
+                one_bits |= 1u << j;
+            else if (!is_zero)
+                tail_bits |= 1u << j;
+        }
+        ones[w] = one_bits;
+        tails[w] = tail_bits;
+        tail_count[w] = __popc(tail_bits);
+        n_ones += __popc(one_bits);
+        n_tail += __popc(tail_bits);
+    }
+    if (n_ones) atomicAdd(&totals[0], n_ones);
+    if (n_tail) atomicAdd(&totals[1], n_tail);
+}
+
+template<class affine_h>
+__global__ void pp_split_gather(affine_h* tail_points, fr_t* tail_scalars,
+                                const affine_h* points, const fr_t* scalars,
+                                const uint32_t* tails, const uint32_t* tail_start, size_t words)
+{
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t w = threadIdx.x + (size_t)blockIdx.x * blockDim.x; w < words; w += stride) {
+        uint32_t bits = tails[w];
+        size_t out = tail_start[w];
+        while (bits) {
+            uint32_t j = __ffs(bits) - 1;
+            bits &= bits - 1;
+            tail_points[out] = points[w * 32 + j];
+            tail_scalars[out] = scalars[w * 32 + j];
+            out++;
+        }
     }
 }
 
@@ -95,65 +174,202 @@ extern "C" RustError::by_value pp_gpu_mem(int dev, size_t* free_b, size_t* total
     return RustError{cudaSuccess};
 }
 
-// Resident MSMs. sppark's msm_t, made with host points, keeps them in device memory (with
-// its buckets) for its whole life; every invoke() with a null points pointer reads them in
-// place. (Its overload for caller-owned device points recurses forever when affine_t::mem_t
-// differs from affine_t, as it does for these curves: hence one msm_t per base range.)
+// Resident bases: the points of one query range in a device buffer of ours (so that the
+// split MSM's batch addition and tail gather can read them), and one msm_t engine per range,
+// made without points (so it owns only its buckets, sized for n), that every MSM over them
+// runs through. The points are handed to the engine as a non-owning dev_ptr_t<affine_t>:
+// sppark's invoke() template then takes them as device points and calls its plain overload.
+// (Handing it dev_ptr_t<affine_t::mem_t> instead recurses forever: mem_t is not affine_t for
+// these curves, ADR 0005. The two have the same layout, X then Y, checked below.)
 template<class bucket_t, class point_t, class affine_t>
-static RustError::by_value pp_msm_new(int dev, const affine_t* host, size_t n, void** out,
-                                      const char* what)
+struct pp_bases {
+    typedef typename affine_t::mem_t affine_h;
+    typedef msm_t<bucket_t, point_t, affine_t, scalar_t> engine_t;
+    static_assert(sizeof(affine_h) == sizeof(affine_t), "device and host affine layouts differ");
+
+    int dev;
+    size_t n;
+    affine_h* d_points = nullptr;
+    engine_t* engine = nullptr;
+
+    pp_bases(int dev, size_t n) : dev(dev), n(n) {}
+    ~pp_bases()
+    {
+        delete engine;
+        if (d_points) {
+            (void)cudaSetDevice(dev);
+            (void)cudaFree(d_points);
+        }
+    }
+    dev_ptr_t<affine_t> points() const  { return dev_ptr_t<affine_t>((affine_t*)d_points); }
+};
+
+template<class bucket_t, class point_t, class affine_t>
+static RustError::by_value pp_bases_new(int dev, const affine_t* host, size_t n, void** out,
+                                        const char* what)
 {
+    typedef pp_bases<bucket_t, point_t, affine_t> bases_t;
+    bases_t* b = nullptr;
     try {
         const gpu_t& gpu = select_gpu(dev);
-        auto* msm = new msm_t<bucket_t, point_t, affine_t, scalar_t>{host, n, sizeof(affine_t), dev};
+        b = new bases_t{dev, n};
+        CUDA_OK(cudaMalloc(&b->d_points, n * sizeof(affine_t)));
+        CUDA_OK(cudaMemcpy(b->d_points, host, n * sizeof(affine_t), cudaMemcpyHostToDevice));
+        b->engine = new typename bases_t::engine_t{nullptr, n, sizeof(affine_t), dev};
         gpu.sync();
-        *out = msm;
+        *out = b;
     } catch (const cuda_error& e) {
+        delete b;
         return pp_err(e, what);
     }
     return RustError{cudaSuccess};
 }
 
-// `scalars`: n host scalars in Montgomery form (blst_fr); mont = true has sppark's breakdown
-// kernel take them out of Montgomery form on the device.
+// What one MSM did: split or not, and how many of its scalars were one and how many went to
+// the tail (both 0 when not split).
+struct pp_msm_info {
+    unsigned long long ones;
+    unsigned long long tail;
+    uint32_t split;
+};
+
+// A split pays when most scalars are 0 or 1; below this share of ones, or above this share of
+// tail scalars (whose points and scalars are gathered into temporaries), the MSM runs plain.
+static const size_t SPLIT_MIN_ONES_DIV = 16;   // ones >= n/16
+static const size_t SPLIT_MAX_TAIL_DIV = 4;    // tail <= n/4
+
+static RustError::by_value pp_msm_error(const RustError& r, const char* what)
+{
+    std::string m = std::string(what) + ": " +
+        (r.message ? r.message : cudaGetErrorString((cudaError_t)r.code));
+    return RustError{r.code, m};
+}
+
+// `scalars`: n scalars in Montgomery form (mont = true has sppark take them out of it on the
+// device), in host memory or, with `on_device`, in device memory of the bases' GPU; `one`: 1
+// in Montgomery form (host memory), what a split counts as a one.
 template<class bucket_t, class point_t, class affine_t>
 static RustError::by_value pp_msm_run(void* handle, point_t* out, size_t n,
-                                      const scalar_t* scalars, const char* what)
+                                      const scalar_t* scalars, bool on_device, bool split,
+                                      const scalar_t* one, pp_msm_info* info, const char* what)
 {
+    typedef pp_bases<bucket_t, point_t, affine_t> bases_t;
+    typedef typename affine_t::mem_t affine_h;
+    auto* b = static_cast<bases_t*>(handle);
     out->inf();
+    *info = pp_msm_info{0, 0, 0};
     if (n == 0)
         return RustError{cudaSuccess};
+    if (n > b->n)
+        return RustError{cudaErrorInvalidValue, std::string(what) + ": more scalars than resident points"};
     try {
-        auto* msm = static_cast<msm_t<bucket_t, point_t, affine_t, scalar_t>*>(handle);
-        RustError r = msm->invoke(*out, (const affine_t*)nullptr, n, scalars, true);
-        if (r.code != cudaSuccess) {
-            std::string m = std::string(what) + ": " +
-                (r.message ? r.message : cudaGetErrorString((cudaError_t)r.code));
-            return RustError{r.code, m};
+        const gpu_t& gpu = select_gpu(b->dev);
+        RustError r{cudaSuccess};
+        if (!split) {
+            r = on_device
+                ? b->engine->invoke(*out, b->points(), n, dev_ptr_t<scalar_t>((scalar_t*)scalars), true)
+                : b->engine->invoke(*out, b->points(), n, scalars, true);
+            return r.code == cudaSuccess ? RustError{cudaSuccess} : pp_msm_error(r, what);
         }
+
+        // Everything below runs on the stream sppark's invoke() starts on, in order with it.
+        stream_t& s = gpu[2];
+        dev_ptr_t<scalar_t> d_upload{on_device ? 0 : n, s};
+        const scalar_t* d_scalars = on_device ? scalars : (const scalar_t*)d_upload;
+        if (!on_device)
+            s.HtoD(&d_upload[0], scalars, n);
+
+        // Whole 1024-bit chunks of bitmap words: what the batch addition reads at a time.
+        size_t words = (n + 1023) / 1024 * 32;
+        dev_ptr_t<uint32_t> d_words{3 * words, s};
+        uint32_t* d_ones = &d_words[0];
+        uint32_t* d_tails = &d_words[words];
+        uint32_t* d_tail_count = &d_words[2 * words];
+        dev_ptr_t<unsigned long long> d_totals{2, s};
+        s.bzero(&d_totals[0], 2);
+        int grid = gpu.sm_count() * 4;
+        pp_split_classify<<<grid, 256, 0, s>>>(d_ones, d_tails, d_tail_count, &d_totals[0],
+                                               d_scalars, n, words, *one);
+        CUDA_OK(cudaGetLastError());
+        unsigned long long totals[2];
+        s.DtoH(totals, &d_totals[0], 2);
+        s.sync();
+
+        if (totals[0] < n / SPLIT_MIN_ONES_DIV || totals[1] > n / SPLIT_MAX_TAIL_DIV) {
+            r = b->engine->invoke(*out, b->points(), n,
+                                  dev_ptr_t<scalar_t>((scalar_t*)d_scalars), true);
+            return r.code == cudaSuccess ? RustError{cudaSuccess} : pp_msm_error(r, what);
+        }
+        *info = pp_msm_info{totals[0], totals[1], 1};
+
+        // The ones: a bitmap batch addition over all resident points, one partial sum per
+        // warp, added up here.
+        point_t ones_sum;
+        ones_sum.inf();
+        if (totals[0]) {
+            uint32_t nbuckets = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+            dev_ptr_t<typename bucket_t::mem_t> d_partial{nbuckets, s};
+            s.launch_coop(batch_addition<bucket_t>, {gpu.sm_count(), BATCH_ADD_BLOCK_SIZE},
+                          (typename bucket_t::mem_t*)&d_partial[0], (const affine_h*)b->d_points,
+                          (uint32_t)n, (const uint32_t*)d_ones, false, (uint32_t)0);
+            std::vector<bucket_t> partial(nbuckets);
+            s.DtoH(partial, &d_partial[0]);
+            s.sync();
+            ones_sum = sum_up(partial);
+        }
+
+        // The tail: its scalars and points compacted in order, then Pippenger over them.
+        point_t tail_sum;
+        tail_sum.inf();
+        if (totals[1]) {
+            size_t ntail = totals[1];
+            dev_ptr_t<uint32_t> d_tail_start{words, s};
+            size_t scan_bytes = 0;
+            CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, d_tail_count,
+                                                  &d_tail_start[0], (int)words, (cudaStream_t)s));
+            dev_ptr_t<uint8_t> d_scan{scan_bytes, s};
+            CUDA_OK(cub::DeviceScan::ExclusiveSum(&d_scan[0], scan_bytes, d_tail_count,
+                                                  &d_tail_start[0], (int)words, (cudaStream_t)s));
+            dev_ptr_t<affine_h> d_tail_points{ntail, s};
+            dev_ptr_t<scalar_t> d_tail_scalars{ntail, s};
+            pp_split_gather<affine_h><<<grid, 256, 0, s>>>(&d_tail_points[0], &d_tail_scalars[0],
+                                                         b->d_points, d_scalars, d_tails,
+                                                         &d_tail_start[0], words);
+            CUDA_OK(cudaGetLastError());
+            r = b->engine->invoke(tail_sum, dev_ptr_t<affine_t>((affine_t*)&d_tail_points[0]),
+                                  ntail, dev_ptr_t<scalar_t>(&d_tail_scalars[0]), true);
+            if (r.code != cudaSuccess)
+                return pp_msm_error(r, what);
+        }
+        *out = ones_sum;
+        out->add(tail_sum);
     } catch (const cuda_error& e) {
         return pp_err(e, what);
     }
     return RustError{cudaSuccess};
 }
 
-extern "C" RustError::by_value pp_msm_g1_new(int dev, const affine_t* host, size_t n, void** out)
-{   return pp_msm_new<bucket_t, point_t, affine_t>(dev, host, n, out, "uploading G1 bases");   }
+extern "C" RustError::by_value pp_bases_g1_new(int dev, const affine_t* host, size_t n, void** out)
+{   return pp_bases_new<bucket_t, point_t, affine_t>(dev, host, n, out, "uploading G1 bases");   }
 
-extern "C" RustError::by_value pp_msm_g2_new(int dev, const affine_fp2_t* host, size_t n, void** out)
-{   return pp_msm_new<bucket_fp2_t, point_fp2_t, affine_fp2_t>(dev, host, n, out, "uploading G2 bases");   }
+extern "C" RustError::by_value pp_bases_g2_new(int dev, const affine_fp2_t* host, size_t n, void** out)
+{   return pp_bases_new<bucket_fp2_t, point_fp2_t, affine_fp2_t>(dev, host, n, out, "uploading G2 bases");   }
 
-extern "C" RustError::by_value pp_msm_g1_run(void* h, point_t* out, size_t n, const scalar_t* s)
-{   return pp_msm_run<bucket_t, point_t, affine_t>(h, out, n, s, "G1 MSM");   }
+extern "C" RustError::by_value pp_msm_g1_run(void* h, point_t* out, size_t n, const scalar_t* s,
+                                             bool on_device, bool split, const scalar_t* one,
+                                             pp_msm_info* info)
+{   return pp_msm_run<bucket_t, point_t, affine_t>(h, out, n, s, on_device, split, one, info, "G1 MSM");   }
 
-extern "C" RustError::by_value pp_msm_g2_run(void* h, point_fp2_t* out, size_t n, const scalar_t* s)
-{   return pp_msm_run<bucket_fp2_t, point_fp2_t, affine_fp2_t>(h, out, n, s, "G2 MSM");   }
+extern "C" RustError::by_value pp_msm_g2_run(void* h, point_fp2_t* out, size_t n, const scalar_t* s,
+                                             bool on_device, bool split, const scalar_t* one,
+                                             pp_msm_info* info)
+{   return pp_msm_run<bucket_fp2_t, point_fp2_t, affine_fp2_t>(h, out, n, s, on_device, split, one, info, "G2 MSM");   }
 
-extern "C" void pp_msm_g1_free(void* h)
-{   delete static_cast<msm_t<bucket_t, point_t, affine_t, scalar_t>*>(h);   }
+extern "C" void pp_bases_g1_free(void* h)
+{   delete static_cast<pp_bases<bucket_t, point_t, affine_t>*>(h);   }
 
-extern "C" void pp_msm_g2_free(void* h)
-{   delete static_cast<msm_t<bucket_fp2_t, point_fp2_t, affine_fp2_t, scalar_t>*>(h);   }
+extern "C" void pp_bases_g2_free(void* h)
+{   delete static_cast<pp_bases<bucket_fp2_t, point_fp2_t, affine_fp2_t>*>(h);   }
 
 // Page-locked host memory: sppark's scalar uploads from it run as DMA at full link speed
 // (pageable memory goes through the driver's staging copies at a fraction of it).
@@ -254,6 +470,11 @@ extern "C" RustError::by_value pp_quotient_compute(void* h, uint32_t lg, const f
     }
     return RustError{cudaSuccess};
 }
+
+// h, left on the device by pp_quotient_compute: for an MSM with on_device scalars, which
+// must run before the workspace's next upload.
+extern "C" const fr_t* pp_quotient_h(void* h)
+{   return static_cast<pp_quotient_ws*>(h)->d[0];   }
 
 extern "C" RustError::by_value pp_quotient_download(void* h, fr_t* out)
 {

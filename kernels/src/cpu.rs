@@ -10,7 +10,9 @@ use ec_gpu_gen::threadpool::Worker;
 use ff::PrimeField;
 use group::Group;
 
-use crate::{Bases, Density, KernelError, ProvingBackend, used_exponents_map};
+use crate::{
+    Bases, Density, Evaluations, KernelError, ProvingBackend, into_std_vec, used_exponents_map,
+};
 
 /// Runs every kernel on the CPU thread pool shared by the process.
 #[derive(Default)]
@@ -46,7 +48,12 @@ impl ProvingBackend for CpuBackend {
         "cpu"
     }
 
-    fn quotient(&self, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Result<Vec<Fr>, KernelError> {
+    fn quotient(
+        &self,
+        a: Evaluations,
+        b: Evaluations,
+        c: Evaluations,
+    ) -> Result<Vec<Fr>, KernelError> {
         if a.len() != b.len() || b.len() != c.len() {
             return Err(KernelError::MismatchedEvaluations {
                 a: a.len(),
@@ -55,8 +62,11 @@ impl ProvingBackend for CpuBackend {
             });
         }
         let n = a.len();
-        let domain =
-            |v| EvaluationDomain::from_coeffs(v).map_err(|_| KernelError::DomainTooLarge(n));
+        // bellperson's domain takes a std Vec: free for heap evaluations.
+        let domain = |v| {
+            EvaluationDomain::from_coeffs(into_std_vec(v))
+                .map_err(|_| KernelError::DomainTooLarge(n))
+        };
         let (mut a, mut b, mut c) = (domain(a)?, domain(b)?, domain(c)?);
         let mut no_gpu = None;
         let worker = &self.worker;
@@ -118,7 +128,7 @@ impl ProvingBackend for CpuBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::DensityTracker;
+    use crate::{DensityTracker, heap_evaluations};
     use ff::Field;
     use group::Curve;
     use group::prime::PrimeCurveAffine;
@@ -183,13 +193,20 @@ mod tests {
         let a: Vec<Fr> = (0..5).map(|_| Fr::random(&mut rng)).collect();
         let b: Vec<Fr> = (0..5).map(|_| Fr::random(&mut rng)).collect();
         let c: Vec<Fr> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
-        let h = CpuBackend::new().quotient(a, b, c).unwrap();
+        let h = CpuBackend::new()
+            .quotient(
+                heap_evaluations(a),
+                heap_evaluations(b),
+                heap_evaluations(c),
+            )
+            .unwrap();
         assert_eq!(h.len(), 8 - 1);
     }
 
     #[test]
     fn quotient_rejects_mismatched_lengths() {
-        let err = CpuBackend::new().quotient(vec![Fr::ONE; 3], vec![Fr::ONE; 2], vec![Fr::ONE; 3]);
+        let ev = |n| heap_evaluations(vec![Fr::ONE; n]);
+        let err = CpuBackend::new().quotient(ev(3), ev(2), ev(3));
         assert!(matches!(
             err,
             Err(KernelError::MismatchedEvaluations { .. })

@@ -1,14 +1,22 @@
-//! The CUDA backend: sppark's NTT and Pippenger MSM kernels (cuda/proofpipe.cu) behind
-//! [`ProvingBackend`].
+//! The CUDA backend: sppark's NTT, Pippenger MSM and bitmap batch-addition kernels
+//! (cuda/proofpipe.cu) behind [`ProvingBackend`].
 //!
 //! - Base points stay resident: each query's range of a proving-key vector,
 //!   `points[skip..skip + used]`, is uploaded to a device once per process (keyed by the
 //!   vector's `Arc`, which the cache keeps alive so the key cannot be reused, the skip and the
-//!   count, all fixed per circuit) and every later MSM over it reads it in place.
+//!   count, all fixed per circuit) into a device buffer of ours, with one sppark `msm_t`
+//!   engine per range; every later MSM over it reads it in place.
 //! - Exponents go to the device as blstrs stores them, in Montgomery form (`Fr` is
 //!   `#[repr(transparent)]` over `blst_fr`, the layout of sppark's `fr_t`); sppark converts
 //!   them on the device (`msm_t::invoke` with `mont = true`), so a full query costs no host
-//!   work per exponent. The quotient comes back in Montgomery form too, as `Fr`.
+//!   work per exponent.
+//! - The H term ([`ProvingBackend::h_msm`]): the quotient's h stays on the device and is the
+//!   H MSM's scalars there: no download of h, no upload of it back (`GpuOptions::h_on_device`).
+//! - Split MSMs (`GpuOptions::split_msm`): an assignment's scalars are mostly 0 or 1 in
+//!   boolean-heavy circuits (PoRep, SHA-256). On the device they are classified into a bitmap
+//!   of ones and a compacted "tail" of the rest; the ones' bases are summed by sppark's bitmap
+//!   batch addition (one point addition each, against ~15 per point in Pippenger) and only
+//!   the tail goes through Pippenger. An MSM with few ones or a large tail runs plain.
 //! - Sparse queries: the exponents of the variables a query uses are gathered on the host
 //!   (`used_exponents`, on rayon's pool, as the CPU backend does); the bases of a
 //!   sparse query are already dense, so the MSM runs over the resident points as they are.
@@ -18,20 +26,22 @@
 //!   it first got); workers of one device take turns on it through an in-process lock, so
 //!   one worker's host-side work (gathering, staging, copies) overlaps another's kernels. No
 //!   file lock.
-//! - Transfers, not kernels, bound a 2^24 partition, so the lock covers as little as it can:
-//!   the quotient's a/b/c upload and h download run on the worker's own stream and workspace
-//!   (kept across partitions) outside it, only the NTTs inside; MSM scalars (from
-//!   `STAGE_FROM` up) are first copied in parallel into a page-locked buffer of the worker's,
-//!   so sppark's upload under the lock is a full-speed DMA. Both show in `kernel_stats` as
-//!   `*_transfers` (time outside the lock).
+//! - Transfers bound a large partition, so the lock covers as little as it can: the
+//!   quotient's a/b/c upload (and, without h on the device, the h download) run on the
+//!   worker's own stream and workspace (kept across partitions) outside it, only kernels
+//!   inside; MSM scalars (from `STAGE_FROM` up) are first copied in parallel into a
+//!   page-locked buffer of the worker's, so sppark's upload under the lock is a full-speed
+//!   DMA. Both show in `kernel_stats` as `*_transfers` (time outside the lock).
 //! - The CUDA runtime is linked statically and loads the driver at run time: a binary built
 //!   with this backend starts on a machine without a GPU or driver, and [`CudaBackend::new`]
 //!   then reports why it cannot be used.
 
+use std::alloc::Layout;
 use std::any::Any;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -41,7 +51,10 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ff::{Field, PrimeField};
 use group::Group;
 
-use crate::{Bases, Density, GpuDevice, KernelError, KernelStat, ProvingBackend, used_exponents};
+use crate::{
+    Bases, Density, EvalAlloc, Evaluations, GpuDevice, GpuOptions, HostPool, KernelError,
+    KernelStat, ProvingBackend, used_exponents,
+};
 
 mod ffi {
     use std::ffi::c_void;
@@ -58,13 +71,13 @@ mod ffi {
             minor: *mut i32,
             sms: *mut i32,
         ) -> sppark::Error;
-        pub fn pp_msm_g1_new(
+        pub fn pp_bases_g1_new(
             dev: i32,
             host: *const blst_p1_affine,
             n: usize,
             out: *mut *mut c_void,
         ) -> sppark::Error;
-        pub fn pp_msm_g2_new(
+        pub fn pp_bases_g2_new(
             dev: i32,
             host: *const blst_p2_affine,
             n: usize,
@@ -75,15 +88,23 @@ mod ffi {
             out: *mut blst_p1,
             n: usize,
             s: *const blst_fr,
+            on_device: bool,
+            split: bool,
+            one: *const blst_fr,
+            info: *mut MsmInfo,
         ) -> sppark::Error;
         pub fn pp_msm_g2_run(
             h: *mut c_void,
             out: *mut blst_p2,
             n: usize,
             s: *const blst_fr,
+            on_device: bool,
+            split: bool,
+            one: *const blst_fr,
+            info: *mut MsmInfo,
         ) -> sppark::Error;
-        pub fn pp_msm_g1_free(h: *mut c_void);
-        pub fn pp_msm_g2_free(h: *mut c_void);
+        pub fn pp_bases_g1_free(h: *mut c_void);
+        pub fn pp_bases_g2_free(h: *mut c_void);
         pub fn pp_pinned_alloc(bytes: usize, out: *mut *mut c_void) -> sppark::Error;
         pub fn pp_pinned_free(p: *mut c_void);
         pub fn pp_quotient_ws_new(dev: i32, lg: u32, out: *mut *mut c_void) -> sppark::Error;
@@ -97,6 +118,17 @@ mod ffi {
         pub fn pp_quotient_compute(ws: *mut c_void, lg: u32, zinv: *const blst_fr)
         -> sppark::Error;
         pub fn pp_quotient_download(ws: *mut c_void, out: *mut blst_fr) -> sppark::Error;
+        pub fn pp_quotient_h(ws: *mut c_void) -> *const blst_fr;
+    }
+
+    /// What one MSM did (pp_msm_info): split into a batch addition of its ones and a
+    /// Pippenger over the rest, or not.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct MsmInfo {
+        pub ones: u64,
+        pub tail: u64,
+        pub split: u32,
     }
 }
 
@@ -122,7 +154,8 @@ fn unpoisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// sppark's NTT tables cover domains up to 2^28.
 const MAX_LG_DOMAIN: u32 = 28;
 
-/// Base points of one query range, resident on a device inside a sppark `msm_t`.
+/// Base points of one query range, resident on a device (pp_bases: our device buffer and
+/// the sppark `msm_t` engine that runs every MSM over it).
 struct Resident {
     handle: *mut c_void,
     g2: bool,
@@ -152,18 +185,23 @@ trait GpuGroup: Send + Sync + Sized + 'static {
     type Raw: Default;
     /// The blstrs point the backend returns, a `#[repr(transparent)]` wrapper of `Raw`.
     type Projective: Group + AsMut<Self::Raw>;
-    /// Uploads `n` points and returns the msm_t handle.
+    /// Uploads `n` points and returns the resident bases' handle.
     unsafe fn upload(dev: i32, host: *const Self, n: usize, out: *mut *mut c_void)
     -> sppark::Error;
-    /// Runs the MSM of `n` scalars (Montgomery form) over the points resident in `h`.
+    /// Runs the MSM of `n` scalars (Montgomery form; on the host, or on the device with
+    /// `on_device`) over the points resident in `h`, split when `split`.
     unsafe fn run(
         h: *mut c_void,
         out: *mut Self::Raw,
         n: usize,
         s: *const blst_fr,
+        on_device: bool,
+        split: bool,
+        info: *mut ffi::MsmInfo,
     ) -> sppark::Error;
-    /// The statistics the MSM counts in.
+    /// The statistics the MSM counts in: all of its calls, and its split ones' ones and tail.
     fn stat(s: &mut Stats) -> &mut KernelStat;
+    fn split_stats(s: &mut Stats) -> (&mut KernelStat, &mut KernelStat);
 }
 
 impl GpuGroup for G1Affine {
@@ -177,13 +215,25 @@ impl GpuGroup for G1Affine {
         n: usize,
         out: *mut *mut c_void,
     ) -> sppark::Error {
-        unsafe { ffi::pp_msm_g1_new(dev, host.cast(), n, out) }
+        unsafe { ffi::pp_bases_g1_new(dev, host.cast(), n, out) }
     }
-    unsafe fn run(h: *mut c_void, out: *mut blst_p1, n: usize, s: *const blst_fr) -> sppark::Error {
-        unsafe { ffi::pp_msm_g1_run(h, out, n, s) }
+    unsafe fn run(
+        h: *mut c_void,
+        out: *mut blst_p1,
+        n: usize,
+        s: *const blst_fr,
+        on_device: bool,
+        split: bool,
+        info: *mut ffi::MsmInfo,
+    ) -> sppark::Error {
+        let one: *const Fr = &Fr::ONE;
+        unsafe { ffi::pp_msm_g1_run(h, out, n, s, on_device, split, one.cast(), info) }
     }
     fn stat(s: &mut Stats) -> &mut KernelStat {
         &mut s.msm_g1
+    }
+    fn split_stats(s: &mut Stats) -> (&mut KernelStat, &mut KernelStat) {
+        (&mut s.msm_g1_split_ones, &mut s.msm_g1_split_tail)
     }
 }
 
@@ -198,13 +248,25 @@ impl GpuGroup for G2Affine {
         n: usize,
         out: *mut *mut c_void,
     ) -> sppark::Error {
-        unsafe { ffi::pp_msm_g2_new(dev, host.cast(), n, out) }
+        unsafe { ffi::pp_bases_g2_new(dev, host.cast(), n, out) }
     }
-    unsafe fn run(h: *mut c_void, out: *mut blst_p2, n: usize, s: *const blst_fr) -> sppark::Error {
-        unsafe { ffi::pp_msm_g2_run(h, out, n, s) }
+    unsafe fn run(
+        h: *mut c_void,
+        out: *mut blst_p2,
+        n: usize,
+        s: *const blst_fr,
+        on_device: bool,
+        split: bool,
+        info: *mut ffi::MsmInfo,
+    ) -> sppark::Error {
+        let one: *const Fr = &Fr::ONE;
+        unsafe { ffi::pp_msm_g2_run(h, out, n, s, on_device, split, one.cast(), info) }
     }
     fn stat(s: &mut Stats) -> &mut KernelStat {
         &mut s.msm_g2
+    }
+    fn split_stats(s: &mut Stats) -> (&mut KernelStat, &mut KernelStat) {
+        (&mut s.msm_g2_split_ones, &mut s.msm_g2_split_tail)
     }
 }
 
@@ -215,6 +277,12 @@ struct Stats {
     msm_staging_transfers: KernelStat,
     msm_g1: KernelStat,
     msm_g2: KernelStat,
+    /// Split MSMs: their calls, and the scalars summed by the batch addition (ones) or sent
+    /// through Pippenger (tail) as elements. Their time is in msm_g1 / msm_g2.
+    msm_g1_split_ones: KernelStat,
+    msm_g1_split_tail: KernelStat,
+    msm_g2_split_ones: KernelStat,
+    msm_g2_split_tail: KernelStat,
     upload: KernelStat,
 }
 
@@ -246,6 +314,68 @@ impl Drop for Pinned {
     }
 }
 
+/// Page-locked blocks for a/b/c evaluations, handed to synthesis through
+/// [`ProvingBackend::evaluation_alloc`] (see `host_memory`). A block given back is kept for the
+/// next partition of the same size, so the pool holds at most as many as were ever alive at
+/// once (the partition budget bounds that); a request of another size frees the idle ones.
+#[derive(Default)]
+struct EvalPool {
+    live: Mutex<HashMap<usize, Pinned>>,
+    idle: Mutex<Vec<Pinned>>,
+}
+
+/// cudaHostAlloc's blocks are page aligned.
+const PINNED_ALIGN: usize = 4096;
+
+impl HostPool for EvalPool {
+    fn allocate(&self, layout: Layout) -> Option<NonNull<u8>> {
+        if layout.align() > PINNED_ALIGN {
+            return None;
+        }
+        let reused = {
+            let mut idle = unpoisoned(&self.idle);
+            match idle.iter().position(|b| b.bytes == layout.size()) {
+                Some(i) => Some(idle.swap_remove(i)),
+                None => {
+                    idle.clear();
+                    None
+                }
+            }
+        };
+        let block = match reused {
+            Some(b) => b,
+            None => {
+                let mut ptr = std::ptr::null_mut();
+                // SAFETY: `ptr` is an out-pointer.
+                let e = unsafe { ffi::pp_pinned_alloc(layout.size(), &mut ptr) };
+                if e.code != 0 {
+                    tracing::warn!(
+                        bytes = layout.size(),
+                        error = %e,
+                        "no page-locked memory for evaluations: using ordinary memory"
+                    );
+                    return None;
+                }
+                Pinned {
+                    ptr,
+                    bytes: layout.size(),
+                }
+            }
+        };
+        let ptr = NonNull::new(block.ptr.cast::<u8>())?;
+        unpoisoned(&self.live).insert(ptr.as_ptr() as usize, block);
+        Some(ptr)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>) -> bool {
+        let Some(block) = unpoisoned(&self.live).remove(&(ptr.as_ptr() as usize)) else {
+            return false;
+        };
+        unpoisoned(&self.idle).push(block);
+        true
+    }
+}
+
 /// MSMs over fewer scalars read them in place: staging would cost more than it saves.
 const STAGE_FROM: usize = 1 << 16;
 
@@ -266,11 +396,20 @@ impl Drop for QuotientWorkspace {
     }
 }
 
+/// a, b, c of one partition on the device, in a workspace the worker holds.
+struct Uploaded {
+    ws: QuotientWorkspace,
+    lg: u32,
+    upload_seconds: Duration,
+}
+
 /// Runs the quotient's NTTs and the G1/G2 MSMs on CUDA GPUs.
 pub struct CudaBackend {
     devices: Vec<Device>,
     next_device: AtomicUsize,
     stats: Mutex<Stats>,
+    options: GpuOptions,
+    evaluations: Arc<EvalPool>,
 }
 
 thread_local! {
@@ -278,9 +417,15 @@ thread_local! {
 }
 
 impl CudaBackend {
-    /// Finds the usable devices (compute capability 7.0 or newer, cooperative launch).
-    /// Fails, with the reason, if there are none or no driver.
+    /// Finds the usable devices (compute capability 7.0 or newer, cooperative launch), with
+    /// the options from the environment ([`GpuOptions::from_env`]). Fails, with the reason,
+    /// if there are none or no driver.
     pub fn new() -> Result<Self, KernelError> {
+        Self::with_options(GpuOptions::from_env())
+    }
+
+    /// As [`CudaBackend::new`], with these options.
+    pub fn with_options(options: GpuOptions) -> Result<Self, KernelError> {
         // SAFETY: plain query; sppark swallows a missing driver and reports 0 devices.
         let n = unsafe { ffi::pp_ngpus() };
         if n == 0 {
@@ -316,7 +461,13 @@ impl CudaBackend {
             devices,
             next_device: AtomicUsize::new(0),
             stats: Mutex::new(Stats::default()),
+            options,
+            evaluations: Arc::new(EvalPool::default()),
         })
+    }
+
+    pub fn options(&self) -> GpuOptions {
+        self.options
     }
 
     /// The device of the calling GPU-stage worker: round-robin on its first call.
@@ -343,7 +494,7 @@ impl CudaBackend {
         k.elements += elements as u64;
     }
 
-    /// The msm_t holding `points[skip..skip + n]` on device `dev`, uploaded on first use.
+    /// The resident bases `points[skip..skip + n]` on device `dev`, uploaded on first use.
     fn resident<G: GpuGroup>(
         &self,
         dev: usize,
@@ -424,25 +575,60 @@ impl CudaBackend {
         let scalars: *const Fr = staged
             .as_ref()
             .map_or(exps.as_ptr(), |b| b.ptr.cast::<Fr>().cast_const());
-        let mut out = G::Raw::default();
-        let start;
-        let result;
-        {
+        let result = {
             let _busy = self.lock(dev);
-            start = Instant::now();
-            // SAFETY: the resident buffer holds points.len() >= skip + exps.len() points;
-            // `scalars` points at exps.len() live Fr (the staged copy or `exps` itself),
-            // `#[repr(transparent)]` over blst_fr (Montgomery form, which pp_msm_g*_run tells
-            // sppark to convert); `out` is an out-pointer.
-            result = check(G::MSM, dev, unsafe {
-                G::run(handle, &mut out, exps.len(), scalars.cast())
-            });
-        }
+            // SAFETY: the resident buffer holds >= exps.len() points; `scalars` points at
+            // exps.len() live host Fr (the staged copy or `exps` itself), `#[repr(transparent)]`
+            // over blst_fr (Montgomery form, which pp_msm_g*_run tells sppark to convert).
+            unsafe { self.run_locked::<G>(dev, handle, scalars, exps.len(), false, true) }
+        };
         if let Some(buf) = staged {
             self.return_pinned(dev, buf);
         }
-        result?;
-        self.record(G::stat, start.elapsed(), exps.len());
+        result
+    }
+
+    /// Runs one MSM on `dev` while the caller holds its lock, and records it.
+    ///
+    /// # Safety
+    /// `handle` holds resident bases of at least `n` points on `dev`; `scalars` points at `n`
+    /// live `Fr` in host memory, or in `dev`'s memory when `on_device`.
+    unsafe fn run_locked<G: GpuGroup>(
+        &self,
+        dev: usize,
+        handle: *mut c_void,
+        scalars: *const Fr,
+        n: usize,
+        on_device: bool,
+        assignment_scalars: bool,
+    ) -> Result<G::Projective, KernelError> {
+        // Only the assignment's scalars are mostly 0/1; the quotient's (H) are not.
+        let split = self.options.split_msm && assignment_scalars;
+        let mut out = G::Raw::default();
+        let mut info = ffi::MsmInfo::default();
+        let start = Instant::now();
+        // SAFETY: as the caller promises; `out` and `info` are out-pointers.
+        check(G::MSM, dev, unsafe {
+            G::run(
+                handle,
+                &mut out,
+                n,
+                scalars.cast(),
+                on_device,
+                split,
+                &mut info,
+            )
+        })?;
+        let took = start.elapsed();
+        self.record(G::stat, took, n);
+        if info.split != 0 {
+            let mut s = unpoisoned(&self.stats);
+            let (ones, tail) = G::split_stats(&mut s);
+            for (k, count) in [(ones, info.ones), (tail, info.tail)] {
+                k.calls += 1;
+                k.elements += count;
+            }
+        }
         let mut sum = G::Projective::identity();
         *sum.as_mut() = out;
         Ok(sum)
@@ -494,6 +680,69 @@ impl CudaBackend {
         unpoisoned(&self.devices[dev].quotient_workspaces).push(ws);
     }
 
+    /// a, b, c padded to the evaluation domain and uploaded into a workspace of `dev`, on the
+    /// worker's own stream and outside the device lock (the copies overlap the other workers'
+    /// kernels; only the NTTs hold the device): a DMA when they are page-locked (from
+    /// [`ProvingBackend::evaluation_alloc`]). The host vectors are freed here.
+    fn upload_evaluations(
+        &self,
+        dev: usize,
+        mut a: Evaluations,
+        mut b: Evaluations,
+        mut c: Evaluations,
+    ) -> Result<Uploaded, KernelError> {
+        if a.len() != b.len() || b.len() != c.len() {
+            return Err(KernelError::MismatchedEvaluations {
+                a: a.len(),
+                b: b.len(),
+                c: c.len(),
+            });
+        }
+        let n = a.len();
+        let m = crate::domain_size(n);
+        let lg = m.trailing_zeros();
+        if lg > MAX_LG_DOMAIN {
+            return Err(KernelError::DomainTooLarge(n));
+        }
+        for v in [&mut a, &mut b, &mut c] {
+            v.resize(m, Fr::ZERO);
+        }
+        let ws = self.take_workspace(dev, lg)?;
+        let copies = Instant::now();
+        // SAFETY: a, b, c hold m = 2^lg elements; Fr is repr(transparent) over blst_fr
+        // (Montgomery form, the layout of sppark's fr_t); the workspace holds 2^lg.
+        check("uploading a, b, c", dev, unsafe {
+            ffi::pp_quotient_upload(
+                ws.handle,
+                a.as_ptr().cast(),
+                b.as_ptr().cast(),
+                c.as_ptr().cast(),
+            )
+        })?;
+        Ok(Uploaded {
+            ws,
+            lg,
+            upload_seconds: copies.elapsed(),
+        })
+    }
+
+    /// The quotient's NTTs on uploaded evaluations; h is left in the workspace. The caller
+    /// holds `dev`'s lock.
+    fn compute_quotient_locked(&self, dev: usize, up: &Uploaded) -> Result<(), KernelError> {
+        let m = 1u64 << up.lg;
+        // h = (a*b - c) / z on the coset g*H, z(g*w^i) = g^m - 1 for every i.
+        let g = Fr::MULTIPLICATIVE_GENERATOR;
+        let zinv = Option::<Fr>::from((g.pow_vartime([m]) - Fr::ONE).invert())
+            .expect("g^m != 1 for the multiplicative generator");
+        let start = Instant::now();
+        // SAFETY: the workspace holds the uploaded a, b, c of 2^lg elements.
+        check("quotient NTTs", dev, unsafe {
+            ffi::pp_quotient_compute(up.ws.handle, up.lg, (&zinv as *const Fr).cast())
+        })?;
+        self.record(|s| &mut s.quotient, start.elapsed(), m as usize);
+        Ok(())
+    }
+
     /// Bytes of base points resident on each device.
     pub fn resident_bytes(&self) -> Vec<u64> {
         self.devices
@@ -511,12 +760,12 @@ impl Drop for CudaBackend {
         for d in self.devices.iter_mut() {
             let map = d.resident.get_mut().unwrap_or_else(|p| p.into_inner());
             for (_, r) in map.drain() {
-                // SAFETY: made by pp_msm_g*_new, freed once.
+                // SAFETY: made by pp_bases_g*_new, freed once.
                 unsafe {
                     if r.g2 {
-                        ffi::pp_msm_g2_free(r.handle)
+                        ffi::pp_bases_g2_free(r.handle)
                     } else {
-                        ffi::pp_msm_g1_free(r.handle)
+                        ffi::pp_bases_g1_free(r.handle)
                     }
                 };
             }
@@ -529,71 +778,77 @@ impl ProvingBackend for CudaBackend {
         "cuda"
     }
 
+    fn evaluation_alloc(&self) -> EvalAlloc {
+        if self.options.pinned_evaluations {
+            EvalAlloc::pooled(self.evaluations.clone())
+        } else {
+            EvalAlloc::heap()
+        }
+    }
+
     fn quotient(
         &self,
-        mut a: Vec<Fr>,
-        mut b: Vec<Fr>,
-        mut c: Vec<Fr>,
+        a: Evaluations,
+        b: Evaluations,
+        c: Evaluations,
     ) -> Result<Vec<Fr>, KernelError> {
-        if a.len() != b.len() || b.len() != c.len() {
-            return Err(KernelError::MismatchedEvaluations {
-                a: a.len(),
-                b: b.len(),
-                c: c.len(),
-            });
-        }
-        let n = a.len();
-        let m = crate::domain_size(n);
-        let lg = m.trailing_zeros();
-        if lg > MAX_LG_DOMAIN {
-            return Err(KernelError::DomainTooLarge(n));
-        }
-        for v in [&mut a, &mut b, &mut c] {
-            v.resize(m, Fr::ZERO);
-        }
-        // h = (a*b - c) / z on the coset g*H, z(g*w^i) = g^m - 1 for every i.
-        let g = Fr::MULTIPLICATIVE_GENERATOR;
-        let zinv = Option::<Fr>::from((g.pow_vartime([m as u64]) - Fr::ONE).invert())
-            .expect("g^m != 1 for the multiplicative generator");
-        let mut out = vec![Fr::ZERO; m];
         let dev = self.device();
-        let ws = self.take_workspace(dev, lg)?;
-        // Copies on the worker's own stream, outside the device lock: they overlap the other
-        // workers' kernels. Only the NTTs hold the device.
-        let copies = Instant::now();
-        // SAFETY: a, b, c hold m = 2^lg elements; Fr is repr(transparent) over blst_fr
-        // (Montgomery form, the layout of sppark's fr_t); the workspace holds 2^lg.
-        check("uploading a, b, c", dev, unsafe {
-            ffi::pp_quotient_upload(
-                ws.handle,
-                a.as_ptr().cast(),
-                b.as_ptr().cast(),
-                c.as_ptr().cast(),
-            )
-        })?;
-        let mut transfer_seconds = copies.elapsed();
-        drop((a, b, c));
-        let start;
+        let up = self.upload_evaluations(dev, a, b, c)?;
         {
             let _busy = self.lock(dev);
-            start = Instant::now();
-            // SAFETY: the workspace holds the uploaded a, b, c of 2^lg elements.
-            check("quotient NTTs", dev, unsafe {
-                ffi::pp_quotient_compute(ws.handle, lg, (&zinv as *const Fr).cast())
-            })?;
+            self.compute_quotient_locked(dev, &up)?;
         }
-        self.record(|s| &mut s.quotient, start.elapsed(), m);
+        let m = 1usize << up.lg;
+        let mut out = vec![Fr::ZERO; m];
         let copies = Instant::now();
         // SAFETY: out holds m elements of blst_fr layout.
         check("downloading h", dev, unsafe {
-            ffi::pp_quotient_download(ws.handle, out.as_mut_ptr().cast())
+            ffi::pp_quotient_download(up.ws.handle, out.as_mut_ptr().cast())
         })?;
-        transfer_seconds += copies.elapsed();
-        self.return_workspace(dev, ws);
-        self.record(|s| &mut s.quotient_transfers, transfer_seconds, 4 * m);
+        self.record(
+            |s| &mut s.quotient_transfers,
+            up.upload_seconds + copies.elapsed(),
+            4 * m,
+        );
+        self.return_workspace(dev, up.ws);
         // deg(h) = m - 2: the top coefficient is zero and the h query has m - 1 points.
         out.pop();
         Ok(out)
+    }
+
+    fn h_msm(
+        &self,
+        a: Evaluations,
+        b: Evaluations,
+        c: Evaluations,
+        bases: &Bases<G1Affine>,
+    ) -> Result<G1Projective, KernelError> {
+        if !self.options.h_on_device {
+            let h = Arc::new(self.quotient(a, b, c)?);
+            return self.msm(bases, &Density::Full, &h);
+        }
+        let dev = self.device();
+        // The h query has m - 1 points; the top coefficient of h is zero.
+        let used = crate::domain_size(a.len()) - 1;
+        crate::check_bases(bases, used)?;
+        // Uploads on first use (under the lock itself), so before this worker takes it.
+        let handle = self.resident(dev, &bases.points, bases.skip, used)?;
+        let up = self.upload_evaluations(dev, a, b, c)?;
+        let h = {
+            let _busy = self.lock(dev);
+            self.compute_quotient_locked(dev, &up)?;
+            // SAFETY: h is on `dev`, in the workspace we hold, with m >= used elements
+            // (Montgomery form); the resident bases hold `used` points.
+            let h = unsafe { ffi::pp_quotient_h(up.ws.handle) };
+            unsafe { self.run_locked::<G1Affine>(dev, handle, h.cast(), used, true, false)? }
+        };
+        self.record(
+            |s| &mut s.quotient_transfers,
+            up.upload_seconds,
+            3 * (used + 1),
+        );
+        self.return_workspace(dev, up.ws);
+        Ok(h)
     }
 
     fn msm_g1(
@@ -645,6 +900,10 @@ impl ProvingBackend for CudaBackend {
             ("msm_staging_transfers", s.msm_staging_transfers),
             ("msm_g1", s.msm_g1),
             ("msm_g2", s.msm_g2),
+            ("msm_g1_split_ones", s.msm_g1_split_ones),
+            ("msm_g1_split_tail", s.msm_g1_split_tail),
+            ("msm_g2_split_ones", s.msm_g2_split_ones),
+            ("msm_g2_split_tail", s.msm_g2_split_tail),
             ("upload_bases", s.upload),
         ]
     }

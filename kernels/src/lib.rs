@@ -8,6 +8,7 @@ mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
 mod error;
+mod host_memory;
 
 use std::sync::Arc;
 
@@ -19,6 +20,9 @@ pub use cpu::CpuBackend;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaBackend;
 pub use error::KernelError;
+pub use host_memory::{
+    EvalAlloc, Evaluations, HostPool, evaluations, heap_evaluations, into_std_vec,
+};
 
 /// Which bases of a query take part in a multi-scalar multiplication.
 #[derive(Clone, Debug)]
@@ -54,8 +58,35 @@ pub trait ProvingBackend: Send + Sync {
     /// (ready to be passed to [`ProvingBackend::msm_g1`] as they are).
     ///
     /// `a`, `b`, `c` are the constraint evaluations; they are consumed so that their memory is
-    /// released as soon as the polynomial is computed.
-    fn quotient(&self, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Result<Vec<Fr>, KernelError>;
+    /// released as soon as the polynomial is computed (to the allocator they came from:
+    /// [`ProvingBackend::evaluation_alloc`]'s, for evaluations synthesized for this backend).
+    fn quotient(
+        &self,
+        a: Evaluations,
+        b: Evaluations,
+        c: Evaluations,
+    ) -> Result<Vec<Fr>, KernelError>;
+
+    /// Where synthesis should put the a/b/c evaluations this backend will consume: the heap
+    /// by default; page-locked memory for a GPU backend (its upload is then a DMA).
+    fn evaluation_alloc(&self) -> EvalAlloc {
+        EvalAlloc::heap()
+    }
+
+    /// The H term of a proof: the quotient of `a`, `b`, `c` (as [`ProvingBackend::quotient`])
+    /// multiplied out over the h query's `bases` (as [`ProvingBackend::msm_g1`]). A backend
+    /// may keep h where it computed it (the CUDA backend keeps it on the device); this default
+    /// goes through the two calls.
+    fn h_msm(
+        &self,
+        a: Evaluations,
+        b: Evaluations,
+        c: Evaluations,
+        bases: &Bases<G1Affine>,
+    ) -> Result<G1Projective, KernelError> {
+        let h = Arc::new(self.quotient(a, b, c)?);
+        self.msm_g1(bases, &Density::Full, &h)
+    }
 
     /// Multi-scalar multiplication over G1.
     ///
@@ -190,7 +221,7 @@ where
 const PARALLEL_GATHER_MIN: usize = 1 << 14;
 
 /// Fails unless `bases[skip..]` has a point for each of `used` exponents.
-fn check_bases<G>(bases: &Bases<G>, used: usize) -> Result<(), KernelError> {
+pub(crate) fn check_bases<G>(bases: &Bases<G>, used: usize) -> Result<(), KernelError> {
     let available = bases.points.len().saturating_sub(bases.skip);
     if available < used {
         return Err(KernelError::BasesTooShort {
@@ -207,24 +238,121 @@ pub fn domain_size(n: usize) -> usize {
     n.max(1).next_power_of_two()
 }
 
+/// Which of a GPU backend's optimisations are on. All default to on; each can be turned off
+/// (`PROOFPIPE_CUDA_SPLIT_MSM=0`, `PROOFPIPE_CUDA_H_ON_DEVICE=0`,
+/// `PROOFPIPE_CUDA_PINNED_EVALUATIONS=0`, or `bench --gpu-variants`) so that a benchmark
+/// measures what each one does, in the same run, on the same machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuOptions {
+    /// MSMs over assignment scalars (all but H) sum their 0/1 scalars' bases with a bitmap
+    /// batch addition and run Pippenger only over the rest, when most scalars are 0 or 1.
+    pub split_msm: bool,
+    /// The quotient's h stays on the device and feeds the H MSM there (no download of h, no
+    /// upload of it as MSM scalars).
+    pub h_on_device: bool,
+    /// Synthesis writes a/b/c straight into page-locked buffers from a pool of the backend's
+    /// ([`ProvingBackend::evaluation_alloc`]), so their upload is a DMA.
+    pub pinned_evaluations: bool,
+}
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
+impl GpuOptions {
+    pub const SPLIT_MSM_ENV: &'static str = "PROOFPIPE_CUDA_SPLIT_MSM";
+    pub const H_ON_DEVICE_ENV: &'static str = "PROOFPIPE_CUDA_H_ON_DEVICE";
+    pub const PINNED_EVALUATIONS_ENV: &'static str = "PROOFPIPE_CUDA_PINNED_EVALUATIONS";
+    pub const ALL: Self = Self {
+        split_msm: true,
+        h_on_device: true,
+        pinned_evaluations: true,
+    };
+    pub const NONE: Self = Self {
+        split_msm: false,
+        h_on_device: false,
+        pinned_evaluations: false,
+    };
+
+    /// The defaults, with any switched off by its variable set to `0`.
+    pub fn from_env() -> Self {
+        let on = |var: &str| std::env::var(var).map_or(true, |v| v.trim() != "0");
+        Self {
+            split_msm: on(Self::SPLIT_MSM_ENV),
+            h_on_device: on(Self::H_ON_DEVICE_ENV),
+            pinned_evaluations: on(Self::PINNED_EVALUATIONS_ENV),
+        }
+    }
+
+    /// A variant by name: `all`, `none`, or the ones on joined by `+` (`split`, `h`,
+    /// `pinned`), e.g. `split+h`.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name.trim() {
+            "all" => return Ok(Self::ALL),
+            "none" => return Ok(Self::NONE),
+            _ => {}
+        }
+        let mut o = Self::NONE;
+        for part in name.split('+').map(str::trim) {
+            match part {
+                "split" => o.split_msm = true,
+                "h" => o.h_on_device = true,
+                "pinned" => o.pinned_evaluations = true,
+                other => {
+                    return Err(format!(
+                        "unknown GPU option {other:?} in {name:?}: use all, none, or split, h, pinned joined by +"
+                    ));
+                }
+            }
+        }
+        Ok(o)
+    }
+
+    /// The variant's name as [`GpuOptions::parse`] reads it.
+    pub fn name(&self) -> String {
+        match *self {
+            Self::ALL => "all".into(),
+            Self::NONE => "none".into(),
+            o => [
+                (o.split_msm, "split"),
+                (o.h_on_device, "h"),
+                (o.pinned_evaluations, "pinned"),
+            ]
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, n)| *n)
+            .collect::<Vec<_>>()
+            .join("+"),
+        }
+    }
+}
+
 /// Set to `cpu` to keep the GPU stage on the CPU even where a GPU is present.
 pub const BACKEND_ENV: &str = "PROOFPIPE_BACKEND";
 
 /// The backend this process proves with, and why it was chosen (for the one log line that
-/// says so): CUDA when this build has it and a GPU is usable, else the CPU.
+/// says so): CUDA when this build has it and a GPU is usable, else the CPU; a GPU backend's
+/// options from the environment ([`GpuOptions::from_env`]).
 pub fn select_backend() -> (Arc<dyn ProvingBackend>, String) {
+    select_backend_with(GpuOptions::from_env())
+}
+
+/// [`select_backend`] with these GPU options.
+pub fn select_backend_with(options: GpuOptions) -> (Arc<dyn ProvingBackend>, String) {
     if std::env::var(BACKEND_ENV).is_ok_and(|v| v == "cpu") {
         return (
             Arc::new(CpuBackend::new()),
             format!("{BACKEND_ENV}=cpu; the GPU stage runs on the CPU"),
         );
     }
-    select_gpu_backend()
+    select_gpu_backend(options)
 }
 
 #[cfg(feature = "cuda")]
-fn select_gpu_backend() -> (Arc<dyn ProvingBackend>, String) {
-    match CudaBackend::new() {
+fn select_gpu_backend(options: GpuOptions) -> (Arc<dyn ProvingBackend>, String) {
+    match CudaBackend::with_options(options) {
         Ok(b) => {
             let devices = b.gpu_devices();
             let list = devices
@@ -243,7 +371,11 @@ fn select_gpu_backend() -> (Arc<dyn ProvingBackend>, String) {
                 .join(", ");
             (
                 Arc::new(b),
-                format!("CUDA on {} GPU(s): {list}", devices.len()),
+                format!(
+                    "CUDA on {} GPU(s): {list}; GPU options {}",
+                    devices.len(),
+                    options.name()
+                ),
             )
         }
         Err(e) => (
@@ -256,7 +388,7 @@ fn select_gpu_backend() -> (Arc<dyn ProvingBackend>, String) {
 }
 
 #[cfg(not(feature = "cuda"))]
-fn select_gpu_backend() -> (Arc<dyn ProvingBackend>, String) {
+fn select_gpu_backend(_: GpuOptions) -> (Arc<dyn ProvingBackend>, String) {
     (
         Arc::new(CpuBackend::new()),
         "this build has no GPU backend (built without the `cuda` feature); the GPU stage runs on the CPU".into(),
@@ -317,6 +449,22 @@ mod tests {
                 "n={n}"
             );
         }
+    }
+
+    #[test]
+    fn gpu_option_variants_parse_and_name_round_trip() {
+        for name in ["all", "none", "split", "h", "pinned", "split+h", "h+pinned"] {
+            let o = GpuOptions::parse(name).unwrap();
+            assert_eq!(GpuOptions::parse(&o.name()).unwrap(), o, "{name}");
+        }
+        assert_eq!(
+            GpuOptions::parse("split+h+pinned").unwrap(),
+            GpuOptions::ALL
+        );
+        assert_eq!(GpuOptions::parse("split+h").unwrap().name(), "split+h");
+        assert!(!GpuOptions::parse("h").unwrap().split_msm);
+        let err = GpuOptions::parse("split+fast").unwrap_err();
+        assert!(err.contains("\"fast\""), "{err}");
     }
 
     #[test]

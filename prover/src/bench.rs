@@ -15,7 +15,7 @@ use crate::error::ProverError;
 use crate::groth16;
 use crate::params::{CircuitParams, ParamsKind};
 use crate::pipeline::{
-    BusySpan, JobOutcome, JobSpec, Pipeline, PipelineConfig, Stage, TimelinePoint,
+    BusySpan, JobOutcome, JobSpec, Pipeline, PipelineConfig, ReplaySource, Stage, TimelinePoint,
 };
 use crate::rss;
 
@@ -254,6 +254,10 @@ pub struct BenchReport {
     pub params: ParamsKind,
     /// Which stock prover ran: bellperson on the CPU, or with its CUDA kernels (ec-gpu-gen).
     pub stock_prover: &'static str,
+    /// How the pipeline's partitions were made (`replay`: copies of one synthesized partition).
+    pub feed: FeedKind,
+    /// The GPU backend's options in this run (`all`, `none`, `split+h`, ...), None on the CPU.
+    pub gpu_options: Option<String>,
     pub stock: RunResult,
     pub pipeline: PipelineRun,
     /// Per-kernel time of the pipeline run (empty for the CPU backend).
@@ -326,6 +330,46 @@ pub fn run_stock(
     Ok(run_result(seconds, proofs.len(), verified, peak))
 }
 
+/// How the pipeline's partitions are made.
+#[derive(Clone, Default)]
+pub enum Feed {
+    /// Each partition synthesized from its own witness.
+    #[default]
+    Synthesis,
+    /// Partition 0 synthesized once, every partition a copy of it: the stages after synthesis
+    /// at the rate they can go. One source serves every run it is given to.
+    Replay(Arc<ReplaySource>),
+}
+
+impl Feed {
+    /// Replayed partitions of the synthetic job `params` describes (seed `seed`).
+    pub fn replay(params: &CircuitParams, seed: u64) -> Self {
+        Self::Replay(Arc::new(ReplaySource::new(Arc::new(
+            crate::pipeline::SyntheticSource {
+                circuit: params.circuit,
+                constraints: params.constraints,
+                seed,
+                matrices: None,
+            },
+        ))))
+    }
+
+    pub fn kind(&self) -> FeedKind {
+        match self {
+            Feed::Synthesis => FeedKind::Synthesis,
+            Feed::Replay(_) => FeedKind::Replay,
+        }
+    }
+}
+
+/// [`Feed`] as reports name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FeedKind {
+    Synthesis,
+    Replay,
+}
+
 /// The pipeline on the same partitions, in a pipeline of its own.
 pub fn run_pipeline(
     params: Arc<CircuitParams>,
@@ -333,6 +377,7 @@ pub fn run_pipeline(
     seed: u64,
     mut config: PipelineConfig,
     backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+    feed: &Feed,
 ) -> Result<PipelineRun, ProverError> {
     config.record_timeline = true;
     rss::reset_peak_rss();
@@ -341,7 +386,13 @@ pub fn run_pipeline(
     let start = Instant::now();
     let mut spec = JobSpec::new(params.circuit, params.constraints, partitions);
     spec.seed = seed;
-    let report = pipeline.submit(spec, params)?.wait();
+    let handle = match feed {
+        Feed::Synthesis => pipeline.submit(spec, params)?,
+        Feed::Replay(source) => {
+            pipeline.submit_source(source.clone(), params.key.clone(), partitions, 0, &[])?
+        }
+    };
+    let report = handle.wait();
     let seconds = start.elapsed().as_secs_f64();
     let peak = rss::peak_rss_bytes();
     let memory = sampler.finish();
@@ -388,10 +439,18 @@ pub fn compare(
     config: PipelineConfig,
     backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
     warm_up: bool,
+    feed: &Feed,
 ) -> Result<BenchReport, ProverError> {
     let seed = 1;
     if warm_up {
-        run_pipeline(params.clone(), 1, seed + 1, config.clone(), backend.clone())?;
+        run_pipeline(
+            params.clone(),
+            1,
+            seed + 1,
+            config.clone(),
+            backend.clone(),
+            &Feed::Synthesis,
+        )?;
     }
     let stock = if stock_partitions == 0 {
         run_result(0.0, 0, 0, None)
@@ -399,7 +458,14 @@ pub fn compare(
         run_stock(&params, stock_partitions, seed)?
     };
     let before = backend.kernel_stats();
-    let mut pipeline = run_pipeline(params.clone(), partitions, seed, config, backend.clone())?;
+    let mut pipeline = run_pipeline(
+        params.clone(),
+        partitions,
+        seed,
+        config,
+        backend.clone(),
+        feed,
+    )?;
     let kernels = kernel_rows(&before, &backend.kernel_stats());
     let gpus: Vec<(usize, u64)> = backend
         .gpu_devices()
@@ -423,6 +489,8 @@ pub fn compare(
         cpu_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         params: params.kind,
         stock_prover: STOCK_PROVER,
+        feed: feed.kind(),
+        gpu_options: None,
         throughput_ratio: if stock.proofs == 0 {
             0.0
         } else {

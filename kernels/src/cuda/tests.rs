@@ -10,8 +10,17 @@ use group::{Curve, Group};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
-use super::CudaBackend;
-use crate::{Bases, CpuBackend, Density, DensityTracker, ProvingBackend};
+use super::{CudaBackend, unpoisoned};
+use crate::{
+    Bases, CpuBackend, Density, DensityTracker, EvalAlloc, Evaluations, ProvingBackend, evaluations,
+};
+
+/// `values` as evaluations in `alloc`, reserved to the domain size as synthesis reserves them.
+fn ev(alloc: &EvalAlloc, values: &[Fr]) -> Evaluations {
+    let mut e = evaluations(crate::domain_size(values.len()), alloc);
+    e.extend_from_slice(values);
+    e
+}
 
 fn gpu() -> Option<CudaBackend> {
     match CudaBackend::new() {
@@ -172,8 +181,27 @@ fn quotient_matches_cpu_2_10_to_2_16() {
                 }
             })
             .collect();
-        let want = cpu.quotient(a.clone(), b.clone(), c.clone()).unwrap();
-        let got = gpu.quotient(a, b, c).unwrap();
+        let heap = EvalAlloc::heap();
+        let want = cpu
+            .quotient(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c))
+            .unwrap();
+        // In the GPU's own (page-locked) evaluations, as synthesis makes them for it.
+        let pinned = gpu.evaluation_alloc();
+        assert!(pinned.is_pooled());
+        let got = gpu
+            .quotient(ev(&pinned, &a), ev(&pinned, &b), ev(&pinned, &c))
+            .unwrap();
+        assert!(
+            unpoisoned(&gpu.evaluations.live).is_empty(),
+            "the page-locked blocks went back to the pool"
+        );
+        let got_heap = gpu
+            .quotient(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c))
+            .unwrap();
+        assert!(
+            got_heap == want,
+            "quotient from ordinary memory differs at n={n}"
+        );
         assert_eq!(got.len(), want.len(), "n={n}");
         assert!(got == want, "quotient differs at n={n}");
         eprintln!("quotient n={n}: GPU = CPU");
@@ -192,7 +220,207 @@ fn empty_and_mismatched_inputs() {
     let short = Arc::new(vec![Fr::ONE; 3]);
     assert!(gpu.msm_g1(&bases, &Density::Full, &short).is_err());
     assert!(
-        gpu.quotient(vec![Fr::ONE; 3], vec![Fr::ONE; 2], vec![Fr::ONE; 3])
-            .is_err()
+        gpu.quotient(
+            ev(&EvalAlloc::heap(), &[Fr::ONE; 3]),
+            ev(&EvalAlloc::heap(), &[Fr::ONE; 2]),
+            ev(&EvalAlloc::heap(), &[Fr::ONE; 3])
+        )
+        .is_err()
     );
+}
+
+/// Scalars as boolean-heavy witnesses have them: mostly 0 and 1, a share `tail_per_mille`
+/// of other values (random, small, -1).
+fn boolean_heavy(rng: &mut ChaCha8Rng, n: usize, tail_per_mille: u32) -> Arc<Vec<Fr>> {
+    use rand_core::RngCore;
+    Arc::new(
+        (0..n)
+            .map(|_| {
+                let r = rng.next_u32() % 1000;
+                if r < tail_per_mille {
+                    match r % 3 {
+                        0 => Fr::random(&mut *rng),
+                        1 => Fr::from(2 + u64::from(r)),
+                        _ => -Fr::ONE,
+                    }
+                } else if r.is_multiple_of(2) {
+                    Fr::ONE
+                } else {
+                    Fr::ZERO
+                }
+            })
+            .collect(),
+    )
+}
+
+fn stat(gpu: &CudaBackend, kind: &str) -> crate::KernelStat {
+    gpu.kernel_stats()
+        .into_iter()
+        .find(|(k, _)| *k == kind)
+        .unwrap_or_else(|| panic!("no kernel stat {kind}"))
+        .1
+}
+
+fn without_split() -> Option<CudaBackend> {
+    gpu().map(|_| {
+        CudaBackend::with_options(crate::GpuOptions {
+            split_msm: false,
+            h_on_device: false,
+            pinned_evaluations: false,
+        })
+        .unwrap()
+    })
+}
+
+/// The split MSM (bitmap batch addition of the ones + Pippenger over the tail) gives the
+/// CPU's answer for G1 and G2, at sizes that are and are not multiples of the bitmap's
+/// 32-bit words and 1024-bit chunks, with and without a tail, full and sparse; and it is the
+/// split path that ran (the statistics count its ones and tail exactly).
+#[test]
+fn split_msm_matches_cpu() {
+    let Some(gpu) = gpu() else { return };
+    assert!(gpu.options().split_msm, "split MSM is on by default");
+    let plain = without_split().unwrap();
+    let cpu = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut expect_ones = 0u64;
+    let mut expect_tail = 0u64;
+    let mut expect_calls = 0u64;
+    for (n, tail) in [
+        (1usize << 10, 0),
+        ((1 << 13) + 17, 30),
+        (1 << 16, 100),
+        ((1 << 16) - 1, 200),
+        (1000, 1),
+    ] {
+        let pts = Arc::new(points::<G1Projective>(&mut rng, n + 3));
+        let exps = boolean_heavy(&mut rng, n, tail);
+        let bases = Bases::new(pts.clone(), 3);
+        let want = cpu.msm_g1(&bases, &Density::Full, &exps).unwrap();
+        let got = gpu.msm_g1(&bases, &Density::Full, &exps).unwrap();
+        assert_eq!(
+            got.to_affine(),
+            want.to_affine(),
+            "G1 split n={n} tail={tail}"
+        );
+        let got_plain = plain.msm_g1(&bases, &Density::Full, &exps).unwrap();
+        assert_eq!(got_plain.to_affine(), want.to_affine(), "G1 plain n={n}");
+        expect_ones += exps.iter().filter(|e| **e == Fr::ONE).count() as u64;
+        expect_tail += exps
+            .iter()
+            .filter(|e| **e != Fr::ONE && !bool::from(e.is_zero()))
+            .count() as u64;
+        expect_calls += 1;
+        eprintln!("G1 split n={n} tail {tail}/1000: GPU = CPU");
+    }
+    let ones = stat(&gpu, "msm_g1_split_ones");
+    let tail = stat(&gpu, "msm_g1_split_tail");
+    assert_eq!(
+        ones.calls, expect_calls,
+        "every boolean-heavy MSM was split"
+    );
+    assert_eq!(ones.elements, expect_ones);
+    assert_eq!(tail.elements, expect_tail);
+    assert_eq!(stat(&plain, "msm_g1_split_ones").calls, 0);
+
+    // Sparse: the gathered exponents are split the same way.
+    let n = 1 << 14;
+    let pts = Arc::new(points::<G1Projective>(&mut rng, n));
+    let exps = boolean_heavy(&mut rng, n, 50);
+    let (d, used) = sparse(n);
+    let bases = Bases::new(Arc::new(pts[..used].to_vec()), 0);
+    let want = cpu
+        .msm_g1(&bases, &Density::Sparse(d.clone()), &exps)
+        .unwrap();
+    let got = gpu.msm_g1(&bases, &Density::Sparse(d), &exps).unwrap();
+    assert_eq!(got.to_affine(), want.to_affine(), "G1 sparse split");
+
+    // G2, with a tail and without.
+    for (n, tail) in [((1usize << 12) + 5, 0), (1 << 14, 120)] {
+        let pts: Arc<Vec<G2Affine>> = Arc::new(points::<G2Projective>(&mut rng, n));
+        let exps = boolean_heavy(&mut rng, n, tail);
+        let bases = Bases::new(pts, 0);
+        let want = cpu.msm_g2(&bases, &Density::Full, &exps).unwrap();
+        let got = gpu.msm_g2(&bases, &Density::Full, &exps).unwrap();
+        assert_eq!(
+            got.to_affine(),
+            want.to_affine(),
+            "G2 split n={n} tail={tail}"
+        );
+        eprintln!("G2 split n={n} tail {tail}/1000: GPU = CPU");
+    }
+    assert_eq!(stat(&gpu, "msm_g2_split_ones").calls, 2);
+}
+
+/// Where a split would not pay (random scalars: no ones; all zero; a tail over a quarter;
+/// all ones but one), the MSM still gives the CPU's answer, split or not as the rule says.
+#[test]
+fn split_msm_edge_cases_match_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let cpu = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let n = (1 << 12) + 3;
+    let pts = Arc::new(points::<G1Projective>(&mut rng, n));
+    let bases = Bases::new(pts, 0);
+    let cases: Vec<(&str, Vec<Fr>, bool)> = vec![
+        (
+            "random",
+            (0..n).map(|_| Fr::random(&mut rng)).collect(),
+            false,
+        ),
+        ("zero", vec![Fr::ZERO; n], false),
+        ("ones", vec![Fr::ONE; n], true),
+        (
+            "ones but the last",
+            (0..n)
+                .map(|i| if i + 1 == n { Fr::from(7u64) } else { Fr::ONE })
+                .collect(),
+            true,
+        ),
+        ("tail 40%", boolean_heavy(&mut rng, n, 400).to_vec(), false),
+    ];
+    for (name, exps, splits) in cases {
+        let before = stat(&gpu, "msm_g1_split_ones").calls;
+        let exps = Arc::new(exps);
+        let want = cpu.msm_g1(&bases, &Density::Full, &exps).unwrap();
+        let got = gpu.msm_g1(&bases, &Density::Full, &exps).unwrap();
+        assert_eq!(got.to_affine(), want.to_affine(), "{name}");
+        let split = stat(&gpu, "msm_g1_split_ones").calls > before;
+        assert_eq!(split, splits, "{name}: split {split}, expected {splits}");
+    }
+}
+
+/// The H term with h kept on the device equals the CPU's quotient-then-MSM, and so does the
+/// path that brings h back to the host.
+#[test]
+fn h_msm_matches_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let plain = without_split().unwrap();
+    let cpu = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    for n in [(1usize << 12) - 7, 1 << 15] {
+        let m = crate::domain_size(n);
+        let a: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
+        let b: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
+        let c: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
+        let bases = Bases::new(Arc::new(points::<G1Projective>(&mut rng, m - 1)), 0);
+        let heap = EvalAlloc::heap();
+        let want = cpu
+            .h_msm(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c), &bases)
+            .unwrap();
+        let pinned = gpu.evaluation_alloc();
+        let got = gpu
+            .h_msm(ev(&pinned, &a), ev(&pinned, &b), ev(&pinned, &c), &bases)
+            .unwrap();
+        assert_eq!(got.to_affine(), want.to_affine(), "h on device, n={n}");
+        let got = plain
+            .h_msm(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c), &bases)
+            .unwrap();
+        assert_eq!(got.to_affine(), want.to_affine(), "h via the host, n={n}");
+        eprintln!("H term n={n}: GPU = CPU");
+    }
+    // Too few h bases: refused before anything runs.
+    let short = Bases::new(Arc::new(points::<G1Projective>(&mut rng, 10)), 0);
+    let one = |n| ev(&EvalAlloc::heap(), &vec![Fr::ONE; n]);
+    assert!(gpu.h_msm(one(64), one(64), one(64), &short).is_err());
 }

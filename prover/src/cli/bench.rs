@@ -3,8 +3,9 @@
 
 use std::process::ExitCode;
 
+use proofpipe_kernels::GpuOptions;
 use proofpipe_prover::ProverError;
-use proofpipe_prover::bench::compare;
+use proofpipe_prover::bench::{BenchReport, Feed, FeedKind, compare};
 use proofpipe_prover::plot::timeline_svg;
 
 use super::setup::{self, ParamsSource};
@@ -12,8 +13,26 @@ use super::{BenchArgs, store};
 
 pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     let store = store(args.params_dir.clone());
-    let (backend, why) = proofpipe_kernels::select_backend();
-    tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
+    let variants = match &args.gpu_variants {
+        None => vec![GpuOptions::from_env()],
+        Some(list) => list
+            .split(',')
+            .map(GpuOptions::parse)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|reason| ProverError::InvalidArgument {
+                what: "--gpu-variants",
+                reason,
+            })?,
+    };
+    if args.runs == 0 {
+        return Err(ProverError::InvalidArgument {
+            what: "--runs",
+            reason: "at least one run".into(),
+        });
+    }
+    let (first_backend, why) = proofpipe_kernels::select_backend_with(variants[0]);
+    tracing::info!(backend = first_backend.name(), "GPU stage backend: {why}");
+    let on_gpu = !first_backend.gpu_devices().is_empty();
     let source = if args.timing_only_params {
         ParamsSource::TimingOnly
     } else {
@@ -24,18 +43,165 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
         &args.sizing,
         args.synthesis.synthesis,
         source,
-        &backend.gpu_devices(),
+        &first_backend.gpu_devices(),
     )?;
-    let report = compare(
-        prepared.params.clone(),
-        args.job.partitions,
-        args.stock_partitions.unwrap_or(args.job.partitions),
-        prepared.pipeline_config(&args.job),
-        backend,
-        !args.no_warmup,
-    )?;
+    let feed = if args.replay_synthesis {
+        Feed::replay(&prepared.params, 1)
+    } else {
+        Feed::Synthesis
+    };
+    let mut config = prepared.pipeline_config(&args.job);
+    if args.replay_synthesis {
+        // The replayed partition is kept beside the pipeline's own: one permit fewer.
+        config.partition_budget = config.partition_budget.map(|b| b.saturating_sub(1).max(1));
+    }
+    let mut backend = Some(first_backend);
+    let mut stock = None;
+    let mut all_verified = true;
+    let mut summary = Vec::new();
+    for (v, options) in variants.iter().enumerate() {
+        // One backend at a time: the previous one's resident bases leave the GPU first.
+        let backend = match backend.take() {
+            Some(b) => b,
+            None => {
+                let (b, why) = proofpipe_kernels::select_backend_with(*options);
+                tracing::info!(backend = b.name(), "GPU stage backend: {why}");
+                b
+            }
+        };
+        for run in 0..args.runs {
+            let first = v == 0 && run == 0;
+            let mut report = compare(
+                prepared.params.clone(),
+                args.job.partitions,
+                if first {
+                    args.stock_partitions.unwrap_or(args.job.partitions)
+                } else {
+                    0
+                },
+                config.clone(),
+                backend.clone(),
+                !args.no_warmup && run == 0,
+                &feed,
+            )?;
+            // The stock prover runs once; every run's ratio is against that run.
+            let stock_run = stock.get_or_insert_with(|| report.stock.clone()).clone();
+            if stock_run.proofs > 0 {
+                report.throughput_ratio =
+                    report.pipeline.result.proofs_per_second / stock_run.proofs_per_second;
+            }
+            report.stock = stock_run;
+            report.gpu_options = on_gpu.then(|| options.name());
+            all_verified &= print_report(&args, &prepared, &report, v, run)?;
+            summary.push(report);
+        }
+    }
+    if summary.len() > 1 {
+        print_summary(&summary);
+    }
+    Ok(if all_verified {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
 
+/// Median, minimum and maximum.
+fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    let median = if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    };
+    (median, xs[0], xs[n - 1])
+}
+
+/// One line per GPU variant: steady-state seconds per partition and device busy, median of
+/// its runs with their range.
+fn print_summary(reports: &[BenchReport]) {
+    println!("summary (median of runs, min-max):");
+    println!(
+        "{:<14} {:>4} {:>26} {:>26} {:>18}",
+        "gpu options", "runs", "steady s/partition", "whole-run s/partition", "device busy"
+    );
+    let mut names: Vec<String> = Vec::new();
+    for r in reports {
+        let name = r.gpu_options.clone().unwrap_or_else(|| "cpu".into());
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    for name in names {
+        let runs: Vec<&BenchReport> = reports
+            .iter()
+            .filter(|r| r.gpu_options.as_deref().unwrap_or("cpu") == name)
+            .collect();
+        let fmt = |xs: Vec<f64>, pct: bool| {
+            if xs.is_empty() {
+                return "n/a".to_string();
+            }
+            let (m, lo, hi) = spread(xs);
+            if pct {
+                format!("{:.0}% ({:.0}-{:.0}%)", m * 100.0, lo * 100.0, hi * 100.0)
+            } else {
+                format!("{m:.3} ({lo:.3}-{hi:.3})")
+            }
+        };
+        let steady = fmt(
+            runs.iter()
+                .filter_map(|r| r.pipeline.steady.as_ref().map(|s| s.seconds_per_proof))
+                .collect(),
+            false,
+        );
+        let whole = fmt(
+            runs.iter()
+                .map(|r| r.pipeline.result.seconds_per_proof)
+                .collect(),
+            false,
+        );
+        let busy = fmt(
+            runs.iter()
+                .filter_map(|r| r.pipeline.steady.as_ref().and_then(|s| s.device_busy))
+                .collect(),
+            true,
+        );
+        println!(
+            "{:<14} {:>4} {:>26} {:>26} {:>18}",
+            name,
+            runs.len(),
+            steady,
+            whole,
+            busy
+        );
+    }
+}
+
+/// Prints one run's report (and its JSON line with --json); false if a proof that should
+/// verify did not.
+fn print_report(
+    args: &BenchArgs,
+    prepared: &setup::Prepared,
+    report: &BenchReport,
+    variant: usize,
+    run: usize,
+) -> Result<bool, ProverError> {
     if let Some(path) = &args.plot {
+        // The first run's timeline, under the given name; later ones beside it.
+        let path = if variant == 0 && run == 0 {
+            path.clone()
+        } else {
+            let stem = path
+                .file_stem()
+                .map_or("timeline".into(), |s| s.to_string_lossy());
+            path.with_file_name(format!(
+                "{stem}-{}-run{}.svg",
+                report.gpu_options.as_deref().unwrap_or("cpu"),
+                run + 1
+            ))
+        };
+        let path = &path;
         let title = format!(
             "{} x{} constraints, {} partitions: pipeline (pw={}, capacity={}, {})",
             report.circuit,
@@ -63,6 +229,11 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     if !report.params.verifiable() {
         println!(
             "TIMING-ONLY PARAMETERS (no trusted setup): timings are real, no proof can verify"
+        );
+    }
+    if report.feed == FeedKind::Replay {
+        println!(
+            "REPLAYED SYNTHESIS: every partition is a copy of one synthesized partition; the stages after synthesis are measured, synthesis is not"
         );
     }
     println!("stock prover: {}", report.stock_prover);
@@ -157,7 +328,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
         prepared.plan.memory_limit as f64 / (1u64 << 30) as f64,
     );
     if args.json {
-        let mut json = serde_json::to_value(&report).expect("report serializes");
+        let mut json = serde_json::to_value(report).expect("report serializes");
         json["synthesis"] = serde_json::json!(args.synthesis.synthesis);
         json["plan"] = serde_json::to_value(&prepared.plan).expect("plan serializes");
         json["params_bytes"] = serde_json::json!(prepared.params.heap_bytes());
@@ -167,11 +338,6 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     }
     // Timing-only proofs are not checked (they cannot verify); any other unverified proof
     // fails the run.
-    let all_verified = !report.params.verifiable()
-        || (s.verified == s.proofs && p.result.verified == p.result.proofs);
-    Ok(if all_verified {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(!report.params.verifiable()
+        || (s.verified == s.proofs && p.result.verified == p.result.proofs))
 }

@@ -218,6 +218,21 @@ struct BenchArgs {
     /// synthesis at large sizes; the timed run then pays the first base uploads).
     #[arg(long)]
     no_warmup: bool,
+    /// GPU backend variants to run one after another, each with a fresh backend, comma
+    /// separated: `all`, `none`, or options joined by `+` (`split`, `h`, `pinned`), e.g.
+    /// `none,split,split+h,all`: what each optimisation does, in one run. Default: the
+    /// environment's (all on unless PROOFPIPE_CUDA_*=0).
+    #[arg(long)]
+    gpu_variants: Option<String>,
+    /// Timed pipeline runs per variant (the warm-up and the stock prover run once): with 3,
+    /// the summary gives the median and the spread.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// Feed the pipeline copies of one synthesized partition instead of synthesizing each:
+    /// measures the GPU stage (and finalize) at the rate they can go where the host's cores
+    /// cannot synthesize fast enough. The kept partition costs one partition budget permit.
+    #[arg(long)]
+    replay_synthesis: bool,
     #[arg(long)]
     json: bool,
 }

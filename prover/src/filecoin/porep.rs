@@ -14,6 +14,8 @@ use filecoin_proofs_api::{ApiFeature, MerkleTreeTrait};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
+use proofpipe_kernels::EvalAlloc;
+
 use super::c1::C1Input;
 use super::{RegisteredSealProof, seal_proof_name};
 use crate::circuits::CircuitShape;
@@ -126,7 +128,12 @@ struct StackedPartitions<Tree: 'static + MerkleTreeTrait> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionSource for StackedPartitions<Tree> {
-    fn synthesize(&self, partition: u32, shape: CircuitShape) -> Result<Synthesized, ProverError> {
+    fn synthesize(
+        &self,
+        partition: u32,
+        shape: CircuitShape,
+        evaluations: &EvalAlloc,
+    ) -> Result<Synthesized, ProverError> {
         let k = partition as usize;
         let fail = |message: String| ProverError::Synthesis { partition, message };
         let vanilla = self
@@ -145,7 +152,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for StackedPartitions<Tree
             Some(k),
         )
         .map_err(|e| fail(format!("building the StackedCircuit: {e:#}")))?;
-        groth16::synthesize(circuit, shape).map_err(|e| fail(e.to_string()))
+        groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| fail(e.to_string()))
     }
 }
 

@@ -34,6 +34,8 @@ use storage_proofs_update::{
     PublicInputs, PublicParams,
 };
 
+use proofpipe_kernels::EvalAlloc;
+
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
 use crate::groth16::{self, Synthesized};
@@ -313,7 +315,12 @@ struct SnapPartitions<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionSource
     for SnapPartitions<Tree>
 {
-    fn synthesize(&self, partition: u32, shape: CircuitShape) -> Result<Synthesized, ProverError> {
+    fn synthesize(
+        &self,
+        partition: u32,
+        shape: CircuitShape,
+        evaluations: &EvalAlloc,
+    ) -> Result<Synthesized, ProverError> {
         let k = partition as usize;
         let fail = |message: String| ProverError::Synthesis { partition, message };
         let bytes = self
@@ -335,7 +342,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionSource
         )
         .map_err(|e| fail(format!("building the EmptySectorUpdateCircuit: {e:#}")))?;
         drop(vanilla);
-        groth16::synthesize(circuit, shape).map_err(|e| fail(e.to_string()))
+        groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| fail(e.to_string()))
     }
 }
 

@@ -4,17 +4,18 @@
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
 use ff::Field;
-use proofpipe_kernels::{DensityTracker, domain_size};
+use proofpipe_kernels::{DensityTracker, EvalAlloc, Evaluations, domain_size, evaluations};
 
 use crate::circuits::CircuitShape;
 
 /// One synthesized partition: what the GPU stage consumes.
 pub struct Synthesized {
     /// Evaluations of the A, B, C polynomials, one per constraint. Reserved to the FFT domain
-    /// size up front so neither synthesis nor the FFT's zero padding reallocates.
-    pub a: Vec<Fr>,
-    pub b: Vec<Fr>,
-    pub c: Vec<Fr>,
+    /// size up front so neither synthesis nor the FFT's zero padding reallocates, in the
+    /// memory the GPU stage's backend asked for (page-locked for a GPU: a DMA to upload).
+    pub a: Evaluations,
+    pub b: Evaluations,
+    pub c: Evaluations,
     /// Public inputs, the constant ONE first.
     pub inputs: Vec<Fr>,
     pub aux: Vec<Fr>,
@@ -24,12 +25,12 @@ pub struct Synthesized {
 }
 
 impl Synthesized {
-    fn with_shape(shape: CircuitShape) -> Self {
+    fn with_shape(shape: CircuitShape, alloc: &EvalAlloc) -> Self {
         let m = domain_size(shape.constraints);
         Self {
-            a: Vec::with_capacity(m),
-            b: Vec::with_capacity(m),
-            c: Vec::with_capacity(m),
+            a: evaluations(m, alloc),
+            b: evaluations(m, alloc),
+            c: evaluations(m, alloc),
             inputs: Vec::with_capacity(shape.inputs),
             aux: Vec::with_capacity(shape.aux),
             a_aux_density: DensityTracker::new(),
@@ -49,18 +50,49 @@ impl Synthesized {
         (scalars * size_of::<Fr>() + density_bits / 8) as u64
     }
 
+    /// A copy with its a/b/c evaluations in `alloc` (a derived clone would keep them in this
+    /// one's allocator).
+    pub fn copy_in(&self, alloc: &EvalAlloc) -> Self {
+        let copy = |v: &Evaluations| {
+            let mut e = evaluations(v.capacity(), alloc);
+            e.extend_from_slice(v);
+            e
+        };
+        Self {
+            a: copy(&self.a),
+            b: copy(&self.b),
+            c: copy(&self.c),
+            inputs: self.inputs.clone(),
+            aux: self.aux.clone(),
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+        }
+    }
+
     /// The public inputs a verifier needs (without the constant ONE).
     pub fn public_inputs(&self) -> &[Fr] {
         &self.inputs[1..]
     }
 }
 
-/// Synthesizes `circuit`, laid out as `shape`, into a proving assignment.
+/// Synthesizes `circuit`, laid out as `shape`, into a proving assignment (evaluations on the
+/// heap).
 pub fn synthesize<C: Circuit<Fr>>(
     circuit: C,
     shape: CircuitShape,
 ) -> Result<Synthesized, SynthesisError> {
-    let mut cs = Synthesized::with_shape(shape);
+    synthesize_into(circuit, shape, &EvalAlloc::heap())
+}
+
+/// [`synthesize`], with the a/b/c evaluations in `alloc` (the GPU stage backend's
+/// [`proofpipe_kernels::ProvingBackend::evaluation_alloc`], on a pipeline's synthesis worker).
+pub fn synthesize_into<C: Circuit<Fr>>(
+    circuit: C,
+    shape: CircuitShape,
+    alloc: &EvalAlloc,
+) -> Result<Synthesized, SynthesisError> {
+    let mut cs = Synthesized::with_shape(shape, alloc);
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     circuit.synthesize(&mut cs)?;
     let inputs = cs.inputs.len();

@@ -9,7 +9,7 @@
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
 use ff::Field;
-use proofpipe_kernels::{DensityTracker, domain_size};
+use proofpipe_kernels::{DensityTracker, EvalAlloc, Evaluations, domain_size, evaluations};
 
 use super::assignment::{Synthesized, enforce_input_independence};
 use crate::circuits::CircuitShape;
@@ -73,7 +73,7 @@ impl Csr {
     }
 
     /// Appends this matrix times the assignment to `out`, one value per row.
-    fn multiply_into(&self, inputs: &[Fr], aux: &[Fr], out: &mut Vec<Fr>) {
+    fn multiply_into(&self, inputs: &[Fr], aux: &[Fr], out: &mut Evaluations) {
         let (mut column, mut stored) = (0usize, 0usize);
         for &(columns_end, coefficients_end) in &self.row_ends {
             let mut acc = Fr::ZERO;
@@ -206,6 +206,15 @@ pub fn synthesize_from_matrices<C: Circuit<Fr>>(
     circuit: C,
     matrices: &R1csMatrices,
 ) -> Result<Synthesized, SynthesisError> {
+    synthesize_from_matrices_into(circuit, matrices, &EvalAlloc::heap())
+}
+
+/// [`synthesize_from_matrices`], with the a/b/c evaluations in `alloc`.
+pub fn synthesize_from_matrices_into<C: Circuit<Fr>>(
+    circuit: C,
+    matrices: &R1csMatrices,
+    alloc: &EvalAlloc,
+) -> Result<Synthesized, SynthesisError> {
     let shape = matrices.shape;
     let mut witness = Witness {
         inputs: Vec::with_capacity(shape.inputs),
@@ -227,7 +236,7 @@ pub fn synthesize_from_matrices<C: Circuit<Fr>>(
         )));
     }
     let m = domain_size(matrices.a.row_ends.len());
-    let mut products = [(); 3].map(|()| Vec::with_capacity(m));
+    let mut products = [(); 3].map(|()| evaluations(m, alloc));
     for (matrix, out) in [&matrices.a, &matrices.b, &matrices.c]
         .into_iter()
         .zip(&mut products)

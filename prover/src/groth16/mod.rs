@@ -9,8 +9,8 @@ mod assignment;
 mod matrices;
 mod prove;
 
-pub use assignment::{Synthesized, synthesize};
-pub use matrices::{R1csMatrices, synthesize_from_matrices};
+pub use assignment::{Synthesized, synthesize, synthesize_into};
+pub use matrices::{R1csMatrices, synthesize_from_matrices, synthesize_from_matrices_into};
 pub use prove::{G2Placement, Started, finalize, prove_start};
 
 use bellperson::groth16::{PreparedVerifyingKey, Proof, verify_proof};

@@ -78,7 +78,8 @@ fn check_params(params: &Parameters<Bls12>, s: &Synthesized) -> Result<(), Kerne
     )
 }
 
-/// The GPU stage: the quotient polynomial and the G1 MSMs (and the G2 MSM when placed here).
+/// The GPU stage: the quotient polynomial and its H MSM, the other G1 MSMs (and the G2 MSM
+/// when placed here).
 ///
 /// The a/b/c evaluations are consumed by the quotient computation and freed before any MSM
 /// runs, so a partition holds its largest buffers only for the FFT phase.
@@ -100,14 +101,13 @@ pub fn prove_start(
         b_aux_density,
     } = s;
     let public_inputs = inputs[1..].to_vec();
-    let h_exps = Arc::new(backend.quotient(a, b, c)?);
+    // The quotient and its MSM in one call: a GPU backend keeps h on the device.
+    let h = backend.h_msm(a, b, c, &Bases::new(params.h.clone(), 0))?;
     // The exponents stay field elements (Montgomery form): the backend converts them where
     // it must (the GPU on the device, the CPU backend while gathering), not here.
     let inputs = Arc::new(inputs);
     let aux = Arc::new(aux);
 
-    let h = backend.msm_g1(&Bases::new(params.h.clone(), 0), &Density::Full, &h_exps)?;
-    drop(h_exps);
     let l = backend.msm_g1(&Bases::new(params.l.clone(), 0), &Density::Full, &aux)?;
 
     let a_aux_density = Density::Sparse(Arc::new(a_aux_density));

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
+use proofpipe_kernels::EvalAlloc;
 use serde::Serialize;
 
 use crate::circuits::{CircuitKind, CircuitShape};
@@ -48,12 +49,19 @@ impl JobSpec {
 /// Where a job's partitions come from: builds partition `k`'s circuit with its witness and
 /// synthesizes it. Called on a synthesis worker's thread, never on an async runtime.
 pub trait PartitionSource: Send + Sync {
-    /// Partition `partition`, synthesized; `shape` is the proving key's (for reserving).
-    fn synthesize(&self, partition: u32, shape: CircuitShape) -> Result<Synthesized, ProverError>;
+    /// Partition `partition`, synthesized; `shape` is the proving key's (for reserving), and
+    /// the a/b/c evaluations go into `evaluations` (the GPU stage backend's memory: pass it to
+    /// [`groth16::synthesize_into`]).
+    fn synthesize(
+        &self,
+        partition: u32,
+        shape: CircuitShape,
+        evaluations: &EvalAlloc,
+    ) -> Result<Synthesized, ProverError>;
 }
 
 /// The partitions of one of proofpipe's own circuits, witnesses from `(seed, partition)`.
-pub(crate) struct SyntheticSource {
+pub struct SyntheticSource {
     pub circuit: CircuitKind,
     pub constraints: usize,
     pub seed: u64,
@@ -62,18 +70,69 @@ pub(crate) struct SyntheticSource {
 }
 
 impl PartitionSource for SyntheticSource {
-    fn synthesize(&self, partition: u32, shape: CircuitShape) -> Result<Synthesized, ProverError> {
+    fn synthesize(
+        &self,
+        partition: u32,
+        shape: CircuitShape,
+        evaluations: &EvalAlloc,
+    ) -> Result<Synthesized, ProverError> {
         let circuit = self
             .circuit
             .partition(self.constraints, self.seed, partition)?;
         match &self.matrices {
-            Some(matrices) => groth16::synthesize_from_matrices(circuit, matrices),
-            None => groth16::synthesize(circuit, shape),
+            Some(matrices) => {
+                groth16::synthesize_from_matrices_into(circuit, matrices, evaluations)
+            }
+            None => groth16::synthesize_into(circuit, shape, evaluations),
         }
         .map_err(|e| ProverError::Synthesis {
             partition,
             message: e.to_string(),
         })
+    }
+}
+
+/// Every partition a copy of one synthesized partition: measures the stages after synthesis
+/// (the GPU stage above all) at the rate they can go, when synthesis on the host's cores could
+/// not keep up (`bench --replay-synthesis`). Partition 0 of `inner` is synthesized once, by
+/// the first worker to ask, and kept (on the heap); each partition is then a copy of it made
+/// on the synthesis worker into the memory that worker's pipeline asks for, so one source can
+/// feed several pipelines and backends. The kept copy is one partition of host memory beyond
+/// the pipeline's own, which the caller's plan must leave room for. The proofs are all of
+/// partition 0's statement: they verify like it.
+pub struct ReplaySource {
+    inner: Arc<dyn PartitionSource>,
+    first: std::sync::OnceLock<Result<Synthesized, String>>,
+}
+
+impl ReplaySource {
+    pub fn new(inner: Arc<dyn PartitionSource>) -> Self {
+        Self {
+            inner,
+            first: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+impl PartitionSource for ReplaySource {
+    fn synthesize(
+        &self,
+        partition: u32,
+        shape: CircuitShape,
+        evaluations: &EvalAlloc,
+    ) -> Result<Synthesized, ProverError> {
+        let first = self.first.get_or_init(|| {
+            self.inner
+                .synthesize(0, shape, &EvalAlloc::heap())
+                .map_err(|e| e.to_string())
+        });
+        match first {
+            Ok(s) => Ok(s.copy_in(evaluations)),
+            Err(message) => Err(ProverError::Synthesis {
+                partition,
+                message: format!("synthesizing the partition to replay: {message}"),
+            }),
+        }
     }
 }
 

@@ -24,12 +24,12 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use prometheus::Registry;
-use proofpipe_kernels::ProvingBackend;
+use proofpipe_kernels::{EvalAlloc, ProvingBackend};
 use serde::Serialize;
 
 pub use job::{
     JobEvent, JobHandle, JobOutcome, JobReport, JobSpec, PartitionProof, PartitionSource,
-    StageTimings,
+    ReplaySource, StageTimings, SyntheticSource,
 };
 pub use tracker::{BufferSnapshot, BufferTracker, Stage, TimelinePoint};
 
@@ -39,7 +39,7 @@ use crate::groth16::{G2Placement, R1csMatrices};
 use crate::metrics::PipelineMetrics;
 use crate::params::{CircuitParams, ProvingKey};
 use crate::sizing::Plan;
-use job::{Job, SyntheticSource};
+use job::Job;
 use queue::{Task, WorkQueue};
 
 /// How many workers each stage has and how long the channels are.
@@ -163,6 +163,8 @@ pub(crate) struct Shared {
     pub config: PipelineConfig,
     pub permits: Option<Arc<Permits>>,
     pub backend: Arc<dyn ProvingBackend>,
+    /// Where synthesis puts a/b/c: the backend's choice (page-locked for a GPU).
+    pub evaluations: EvalAlloc,
     pub queue: WorkQueue,
     pub tracker: Arc<BufferTracker>,
     pub metrics: PipelineMetrics,
@@ -227,6 +229,7 @@ impl Pipeline {
         let shared = Arc::new(Shared {
             permits: config.partition_budget.map(Permits::new),
             config,
+            evaluations: backend.evaluation_alloc(),
             backend,
             queue: WorkQueue::default(),
             tracker,
@@ -258,6 +261,18 @@ impl Pipeline {
         spec: JobSpec,
         params: Arc<CircuitParams>,
     ) -> Result<JobHandle, ProverError> {
+        let source = self.synthetic_source(&spec, &params)?;
+        self.enqueue(source, params.key.clone(), spec.todo(), spec.priority)
+    }
+
+    /// The partitions of a synthetic job as [`Pipeline::submit`] proves them (two-pass when
+    /// the config has matrices for its circuit and size), for wrapping (e.g. in a
+    /// [`ReplaySource`]) and [`Pipeline::submit_source`].
+    pub fn synthetic_source(
+        &self,
+        spec: &JobSpec,
+        params: &CircuitParams,
+    ) -> Result<Arc<dyn PartitionSource>, ProverError> {
         if spec.partitions == 0 {
             return Err(ProverError::ZeroPartitions);
         }
@@ -271,8 +286,7 @@ impl Pipeline {
                 ),
             });
         }
-        let todo = spec.todo();
-        let source = Arc::new(SyntheticSource {
+        Ok(Arc::new(SyntheticSource {
             circuit: spec.circuit,
             constraints: spec.constraints,
             seed: spec.seed,
@@ -282,8 +296,7 @@ impl Pipeline {
                 .matrices
                 .get(&(spec.circuit, spec.constraints))
                 .cloned(),
-        });
-        self.enqueue(source, params.key.clone(), todo, spec.priority)
+        }))
     }
 
     /// Queues a job whose partitions `0..partitions` come from `source` (a circuit that is not

@@ -3,7 +3,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
-use proofpipe_kernels::{Bases, CpuBackend, Density, KernelError, ProvingBackend};
+use proofpipe_kernels::{Bases, CpuBackend, Density, Evaluations, KernelError, ProvingBackend};
 
 use super::*;
 use crate::circuits::CircuitKind;
@@ -54,7 +54,12 @@ impl ProvingBackend for SlowGpu {
     fn name(&self) -> &'static str {
         "slow-test"
     }
-    fn quotient(&self, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Result<Vec<Fr>, KernelError> {
+    fn quotient(
+        &self,
+        a: Evaluations,
+        b: Evaluations,
+        c: Evaluations,
+    ) -> Result<Vec<Fr>, KernelError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         std::thread::sleep(self.delay);
         match self.fail_len {

@@ -143,7 +143,7 @@ fn synthesis_worker(shared: &Shared, worker: usize, to_gpu: &Handoff<ToGpu>) {
         );
         let start = Instant::now();
         let result = guarded(
-            || job.source.synthesize(partition, shape),
+            || job.source.synthesize(partition, shape, &shared.evaluations),
             |message| ProverError::Synthesis { partition, message },
         );
         let end = Instant::now();

@@ -52,6 +52,9 @@ fi
 "$NVCC" --version | tail -2
 
 cd "$root"
+# Honour CARGO_TARGET_DIR (a separate one keeps this release build from waiting on, or
+# invalidating, a debug build in target/).
+target_dir="${CARGO_TARGET_DIR:-target}"
 if [[ "${1:-}" == "--stock-gpu" ]]; then
     libcuda="$tk/libcuda"
     if [[ ! -e "$libcuda/lib64/libcuda.so" ]]; then
@@ -75,12 +78,12 @@ if [[ "${1:-}" == "--stock-gpu" ]]; then
     CUDA_LIBRARY_PATH="$libcuda" \
         cargo build --release -p proofpipe-prover --features cuda,stock-gpu
     mkdir -p device-bin
-    cp target/release/proofpipe-prover device-bin/proofpipe-prover-stock-gpu
+    cp "$target_dir/release/proofpipe-prover" device-bin/proofpipe-prover-stock-gpu
     strip device-bin/proofpipe-prover-stock-gpu
 fi
 cargo build --release -p proofpipe-prover --features cuda
 mkdir -p device-bin
-cp target/release/proofpipe-prover device-bin/
+cp "$target_dir/release/proofpipe-prover" device-bin/
 # Without the line tables the binary is ~18 MB instead of ~110 (the run tool carries 64 MiB).
 strip device-bin/proofpipe-prover
 if [[ "${CUDA_BUILD_TESTS:-0}" == 1 ]]; then

@@ -71,6 +71,7 @@ void batch_addition<bucket_fp2_t>(bucket_fp2_t::mem_t ret_[],
 #include <cub/device/device_scan.cuh>
 
 #ifndef __CUDA_ARCH__
+# include <map>
 # include <string>
 #endif
 
@@ -191,17 +192,37 @@ struct pp_bases {
     size_t n;
     affine_h* d_points = nullptr;
     engine_t* engine = nullptr;
+    // Engines for split MSMs' tails, by the power of two at or above the tail's size: sppark
+    // sizes its windows (and buckets) from the point count an engine is made for, and a tail
+    // far smaller than n would otherwise pay the full MSM's bucket reduction. Made once each
+    // (an msm_t's destructor frees with a device-wide synchronisation).
+    std::map<size_t, engine_t*> tail_engines;
 
     pp_bases(int dev, size_t n) : dev(dev), n(n) {}
     ~pp_bases()
     {
         delete engine;
+        for (auto& t : tail_engines)
+            delete t.second;
         if (d_points) {
             (void)cudaSetDevice(dev);
             (void)cudaFree(d_points);
         }
     }
     dev_ptr_t<affine_t> points() const  { return dev_ptr_t<affine_t>((affine_t*)d_points); }
+
+    engine_t* tail_engine(size_t ntail)
+    {
+        size_t size_class = 1;
+        while (size_class < ntail)
+            size_class <<= 1;
+        auto it = tail_engines.find(size_class);
+        if (it != tail_engines.end())
+            return it->second;
+        auto* e = new engine_t{nullptr, size_class, sizeof(affine_t), dev};
+        tail_engines[size_class] = e;
+        return e;
+    }
 };
 
 template<class bucket_t, class point_t, class affine_t>
@@ -327,6 +348,8 @@ static RustError::by_value pp_msm_run(void* handle, point_t* out, size_t n,
             size_t scan_bytes = 0;
             CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, d_tail_count,
                                                   &d_tail_start[0], (int)words, (cudaStream_t)s));
+            // A null buffer would make the second call another size query.
+            scan_bytes = std::max(scan_bytes, (size_t)1);
             dev_ptr_t<uint8_t> d_scan{scan_bytes, s};
             CUDA_OK(cub::DeviceScan::ExclusiveSum(&d_scan[0], scan_bytes, d_tail_count,
                                                   &d_tail_start[0], (int)words, (cudaStream_t)s));
@@ -336,8 +359,9 @@ static RustError::by_value pp_msm_run(void* handle, point_t* out, size_t n,
                                                          b->d_points, d_scalars, d_tails,
                                                          &d_tail_start[0], words);
             CUDA_OK(cudaGetLastError());
-            r = b->engine->invoke(tail_sum, dev_ptr_t<affine_t>((affine_t*)&d_tail_points[0]),
-                                  ntail, dev_ptr_t<scalar_t>(&d_tail_scalars[0]), true);
+            r = b->tail_engine(ntail)->invoke(tail_sum,
+                                              dev_ptr_t<affine_t>((affine_t*)&d_tail_points[0]),
+                                              ntail, dev_ptr_t<scalar_t>(&d_tail_scalars[0]), true);
             if (r.code != cudaSuccess)
                 return pp_msm_error(r, what);
         }

@@ -14,15 +14,11 @@ use super::{BenchArgs, store};
 pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     let store = store(args.params_dir.clone());
     let variants = match &args.gpu_variants {
-        None => vec![GpuOptions::from_env()],
-        Some(list) => list
-            .split(',')
-            .map(GpuOptions::parse)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|reason| ProverError::InvalidArgument {
-                what: "--gpu-variants",
-                reason,
-            })?,
+        None => vec![(GpuOptions::from_env(), 1)],
+        Some(list) => gpu_variants(list).map_err(|reason| ProverError::InvalidArgument {
+            what: "--gpu-variants",
+            reason,
+        })?,
     };
     if args.runs == 0 {
         return Err(ProverError::InvalidArgument {
@@ -30,7 +26,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
             reason: "at least one run".into(),
         });
     }
-    let (first_backend, why) = proofpipe_kernels::select_backend_with(variants[0]);
+    let (first_backend, why) = proofpipe_kernels::select_backend_with(variants[0].0);
     tracing::info!(backend = first_backend.name(), "GPU stage backend: {why}");
     let on_gpu = !first_backend.gpu_devices().is_empty();
     let source = if args.timing_only_params {
@@ -59,7 +55,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     let mut stock = None;
     let mut all_verified = true;
     let mut summary = Vec::new();
-    for (v, options) in variants.iter().enumerate() {
+    for (v, (options, repeats)) in variants.iter().enumerate() {
         // One backend at a time: the previous one's resident bases leave the GPU first.
         let backend = match backend.take() {
             Some(b) => b,
@@ -69,7 +65,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
                 b
             }
         };
-        for run in 0..args.runs {
+        for run in 0..args.runs * repeats {
             let first = v == 0 && run == 0;
             let mut report = compare(
                 prepared.params.clone(),
@@ -104,6 +100,21 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The variants of `--gpu-variants` in the order they first appear, each with how many times
+/// it is named: `none,all,all,all` runs `none` once and `all` three times (one backend and one
+/// warm-up per variant).
+fn gpu_variants(list: &str) -> Result<Vec<(GpuOptions, usize)>, String> {
+    let mut out: Vec<(GpuOptions, usize)> = Vec::new();
+    for name in list.split(',') {
+        let o = GpuOptions::parse(name)?;
+        match out.iter_mut().find(|(v, _)| *v == o) {
+            Some((_, n)) => *n += 1,
+            None => out.push((o, 1)),
+        }
+    }
+    Ok(out)
 }
 
 /// Median, minimum and maximum.
@@ -340,4 +351,26 @@ fn print_report(
     // fails the run.
     Ok(!report.params.verifiable()
         || (s.verified == s.proofs && p.result.verified == p.result.proofs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_variants_are_grouped_in_first_order() {
+        let v = gpu_variants("none,all,split,all,all").unwrap();
+        let names: Vec<(String, usize)> = v.iter().map(|(o, n)| (o.name(), *n)).collect();
+        assert_eq!(
+            names,
+            [("none".into(), 1), ("all".into(), 3), ("split".into(), 1)]
+        );
+        assert!(gpu_variants("all,turbo").is_err());
+    }
+
+    #[test]
+    fn spread_is_median_min_max() {
+        assert_eq!(spread(vec![3.0, 1.0, 2.0]), (2.0, 1.0, 3.0));
+        assert_eq!(spread(vec![4.0, 1.0]), (2.5, 1.0, 4.0));
+    }
 }

@@ -220,7 +220,8 @@ struct BenchArgs {
     no_warmup: bool,
     /// GPU backend variants to run one after another, each with a fresh backend, comma
     /// separated: `all`, `none`, or options joined by `+` (`split`, `h`, `pinned`), e.g.
-    /// `none,split,split+h,all`: what each optimisation does, in one run. Default: the
+    /// `none,split,split+h,all`: what each optimisation does, in one run. A variant named
+    /// again runs again (`none,all,all,all`: `all` three times, one warm-up). Default: the
     /// environment's (all on unless PROOFPIPE_CUDA_*=0).
     #[arg(long)]
     gpu_variants: Option<String>,

@@ -215,6 +215,31 @@ impl PostInput {
             ))),
         }
         .map_err(|e| bad(format!("registered_proof: {e}")))?;
+        // curio's request carries these too: when passed through, they must agree.
+        if let Some(size) = obj.get("sector_size") {
+            let expected = u64::from(post_proof.sector_size());
+            if size.as_u64() != Some(expected) {
+                return Err(bad(format!(
+                    "sector_size is {size}, but {} is of {expected}-byte sectors",
+                    post_proof_name(post_proof)
+                )));
+            }
+        }
+        if let Some(kind) = obj.get("proof_kind") {
+            let expected = match post_proof.typ() {
+                PostKind::Window => ("WINDOW_POST_PARTITION", 3),
+                PostKind::Winning => ("WINNING_POST", 4),
+            };
+            if kind.as_str() != Some(expected.0) && kind.as_u64() != Some(expected.1) {
+                return Err(bad(format!(
+                    "proof_kind is {kind}, but {} is a {} proof ({} or {})",
+                    post_proof_name(post_proof),
+                    kind_name(&post_proof.typ()),
+                    expected.0,
+                    expected.1
+                )));
+            }
+        }
         let (prover_id, miner_id) = match (obj.get("miner_id"), obj.get("prover_id")) {
             (Some(_), Some(_)) => {
                 return Err(bad("give miner_id or prover_id, not both"));
@@ -339,7 +364,8 @@ pub struct PostJob {
 
 /// Checks a PoSt input (the vanilla proofs decode as sector proofs of its sector size, of the
 /// right shape and count, in ascending sector order, and verify against the randomness) and
-/// prepares its partitions.
+/// prepares its partitions. CPU work (decoding and verifying every vanilla proof, on rayon):
+/// call it off any async runtime.
 pub fn prepare(input: &PostInput) -> Result<PostJob, ProverError> {
     let size = u64::from(input.post_proof.sector_size());
     with_shape!(size, prepare_shape, input)
@@ -516,7 +542,8 @@ fn prepare_shape<Tree: 'static + MerkleTreeTrait>(
         if !source.vanilla_verifies(p)? {
             return Err(refused(
                 "do not verify against the randomness (storage-proofs-post's vanilla verifier): \
-                 they were made for another randomness, or are of other sectors than they name"
+                 they were made for other challenges (another randomness or PoSt proof version), \
+                 or are of other sectors than they name"
                     .into(),
             ));
         }
@@ -924,6 +951,19 @@ mod tests {
         let winning_p1 = String::from_utf8_lossy(winning)
             .replace("\"partition_index\": 0", "\"partition_index\": 1");
         assert!(err(winning_p1.as_bytes()).contains("a WinningPoSt has one partition"));
+        // curio's other request fields, when passed through, must agree.
+        let mut v: Value = serde_json::from_slice(&input.to_json()).unwrap();
+        v["sector_size"] = 2048.into();
+        v["proof_kind"] = "WINDOW_POST_PARTITION".into();
+        assert_eq!(
+            PostInput::parse(&serde_json::to_vec(&v).unwrap()).unwrap(),
+            input
+        );
+        v["proof_kind"] = 4.into();
+        assert!(err(&serde_json::to_vec(&v).unwrap()).contains("proof_kind is 4"));
+        v["proof_kind"] = 3.into();
+        v["sector_size"] = 34359738368u64.into();
+        assert!(err(&serde_json::to_vec(&v).unwrap()).contains("sector_size is 34359738368"));
     }
 
     #[test]

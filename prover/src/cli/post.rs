@@ -405,6 +405,10 @@ pub struct TestdataArgs {
     /// Write the PoSt input (vanilla proofs, randomness, miner id; JSON) here.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// WindowPoSt: write only curio's request for this partition of the sectors (its sectors'
+    /// vanilla proofs and `partition_index`) instead of the whole WindowPoSt.
+    #[arg(long)]
+    partition_index: Option<u32>,
     /// Only generate the parameters.
     #[arg(long, conflicts_with = "out")]
     params_only: bool,
@@ -495,12 +499,20 @@ pub fn testdata(args: TestdataArgs) -> Result<ExitCode, ProverError> {
         args.miner_id,
         post_testdata::randomness_from_seed(args.seed),
     )?;
+    let partitions = post::partitions_for(args.post_proof, sectors.len());
+    let input = match args.partition_index {
+        Some(k) => input.window_partition(k)?,
+        None => input,
+    };
     write_atomically(out, &input.to_json())?;
     println!(
-        "{} input of sectors {:?} ({} partitions) made in {:.1}s: {}",
+        "{} input of sectors {:?} ({}) made in {:.1}s: {}",
         post_proof_name(args.post_proof),
         sectors.iter().map(|s| s.sector_number).collect::<Vec<_>>(),
-        post::partitions_for(args.post_proof, sectors.len()),
+        match args.partition_index {
+            Some(k) => format!("partition {k} of {partitions}"),
+            None => format!("{partitions} partitions"),
+        },
         started.elapsed().as_secs_f64(),
         out.display()
     );

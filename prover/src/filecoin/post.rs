@@ -166,6 +166,23 @@ fn b64() -> base64::engine::GeneralPurpose {
     base64::engine::general_purpose::STANDARD
 }
 
+/// `registered_proof` → `registeredProof` (proto3 JSON's field names).
+fn snake_to_camel(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for c in name.chars() {
+        match (c, upper) {
+            ('_', _) => upper = true,
+            (c, true) => {
+                out.extend(c.to_uppercase());
+                upper = false;
+            }
+            (c, false) => out.push(c),
+        }
+    }
+    out
+}
+
 /// 32 bytes as base64 or 64 hex digits.
 fn bytes32(v: &Value, name: &str) -> Result<[u8; 32], ProverError> {
     let s = v
@@ -193,6 +210,10 @@ impl PostInput {
         })
     }
 
+    /// Parses the JSON of this module's documentation. curio's request in proto3's JSON
+    /// mapping reads the same: field names in lowerCamelCase (`registeredProof`), 64-bit numbers
+    /// as decimal strings, and `partitionIndex` left out when it is 0 (then
+    /// `proofKind: WINDOW_POST_PARTITION` says it is partition 0, not a whole WindowPoSt).
     pub fn parse(bytes: &[u8]) -> Result<Self, ProverError> {
         let v: Value = serde_json::from_slice(bytes).map_err(|e| {
             bad(format!(
@@ -203,9 +224,18 @@ impl PostInput {
         let obj = v
             .as_object()
             .ok_or_else(|| bad("not a JSON object with registered_proof, miner_id, …"))?;
-        let field = |name: &str| {
+        // A field by its name, or by proto3 JSON's lowerCamelCase name.
+        let get = |name: &str| -> Option<&Value> {
             obj.get(name)
-                .ok_or_else(|| bad(format!("the field {name:?} is missing")))
+                .or_else(|| obj.get(&snake_to_camel(name)))
+                .filter(|v| !v.is_null())
+        };
+        let field =
+            |name: &str| get(name).ok_or_else(|| bad(format!("the field {name:?} is missing")));
+        let number = |name: &str, v: &Value| -> Result<u64, ProverError> {
+            v.as_u64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                .ok_or_else(|| bad(format!("{name} is {v}, not a number")))
         };
         let post_proof = match field("registered_proof")? {
             Value::String(s) => parse_post_proof(s),
@@ -215,39 +245,40 @@ impl PostInput {
             ))),
         }
         .map_err(|e| bad(format!("registered_proof: {e}")))?;
+        let kind = post_proof.typ();
         // curio's request carries these too: when passed through, they must agree.
-        if let Some(size) = obj.get("sector_size") {
+        if let Some(size) = get("sector_size") {
             let expected = u64::from(post_proof.sector_size());
-            if size.as_u64() != Some(expected) {
+            if number("sector_size", size)? != expected {
                 return Err(bad(format!(
                     "sector_size is {size}, but {} is of {expected}-byte sectors",
                     post_proof_name(post_proof)
                 )));
             }
         }
-        if let Some(kind) = obj.get("proof_kind") {
-            let expected = match post_proof.typ() {
-                PostKind::Window => ("WINDOW_POST_PARTITION", 3),
-                PostKind::Winning => ("WINNING_POST", 4),
-            };
-            if kind.as_str() != Some(expected.0) && kind.as_u64() != Some(expected.1) {
-                return Err(bad(format!(
-                    "proof_kind is {kind}, but {} is a {} proof ({} or {})",
-                    post_proof_name(post_proof),
-                    kind_name(&post_proof.typ()),
-                    expected.0,
-                    expected.1
-                )));
-            }
+        let expected_kind = match kind {
+            PostKind::Window => ("WINDOW_POST_PARTITION", 3),
+            PostKind::Winning => ("WINNING_POST", 4),
+        };
+        let proof_kind = get("proof_kind");
+        if let Some(k) = proof_kind
+            && k.as_str() != Some(expected_kind.0)
+            && k.as_u64() != Some(expected_kind.1)
+        {
+            return Err(bad(format!(
+                "proof_kind is {k}, but {} is a {} proof ({} or {})",
+                post_proof_name(post_proof),
+                kind_name(&kind),
+                expected_kind.0,
+                expected_kind.1
+            )));
         }
-        let (prover_id, miner_id) = match (obj.get("miner_id"), obj.get("prover_id")) {
+        let (prover_id, miner_id) = match (get("miner_id"), get("prover_id")) {
             (Some(_), Some(_)) => {
                 return Err(bad("give miner_id or prover_id, not both"));
             }
             (Some(m), None) => {
-                let m = m
-                    .as_u64()
-                    .ok_or_else(|| bad(format!("miner_id is {m}, not an actor id (a number)")))?;
+                let m = number("miner_id", m)?;
                 (prover_id_of_miner(m), Some(m))
             }
             (None, Some(p)) => (bytes32(p, "prover_id")?, None),
@@ -258,14 +289,15 @@ impl PostInput {
             }
         };
         let randomness = bytes32(field("randomness")?, "randomness")?;
-        let partition_index =
-            match obj.get("partition_index") {
-                None | Some(Value::Null) => None,
-                Some(p) => Some(p.as_u64().and_then(|p| u32::try_from(p).ok()).ok_or_else(
-                    || bad(format!("partition_index is {p}, not a partition number")),
-                )?),
-            };
-        let partition_index = match (post_proof.typ(), partition_index) {
+        let partition_index = get("partition_index")
+            .map(|p| {
+                number("partition_index", p)
+                    .ok()
+                    .and_then(|p| u32::try_from(p).ok())
+                    .ok_or_else(|| bad(format!("partition_index is {p}, not a partition number")))
+            })
+            .transpose()?;
+        let partition_index = match (&kind, partition_index) {
             // proto3 sends 0 for "unset": a WinningPoSt request passed through has it.
             (PostKind::Winning, None | Some(0)) => None,
             (PostKind::Winning, Some(p)) => {
@@ -273,6 +305,9 @@ impl PostInput {
                     "partition_index is {p}, but a WinningPoSt has one partition"
                 )));
             }
+            // A WINDOW_POST_PARTITION request is always one partition; proto3's JSON leaves a
+            // partition index of 0 out.
+            (PostKind::Window, None) if proof_kind.is_some() => Some(0),
             (PostKind::Window, p) => p,
         };
         let list = field("vanilla_proofs")?
@@ -964,6 +999,25 @@ mod tests {
         v["proof_kind"] = 3.into();
         v["sector_size"] = 34359738368u64.into();
         assert!(err(&serde_json::to_vec(&v).unwrap()).contains("sector_size is 34359738368"));
+    }
+
+    #[test]
+    fn curios_request_in_proto3_json_reads_the_same() {
+        // What a proto3 JSON mapping makes of SubmitProofRequest: lowerCamelCase names, uint64
+        // as strings, a partition index of 0 left out, enums by name.
+        let request = br#"{"requestId": "wdpost-1000-0-1", "proofKind": "WINDOW_POST_PARTITION",
+            "sectorSize": "2048", "registeredProof": "10", "priority": "HIGH",
+            "vanillaProofs": ["AQID"], "minerId": "1000",
+            "randomness": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="}"#;
+        let parsed = PostInput::parse(request).unwrap();
+        assert_eq!(
+            parsed,
+            PostInput {
+                partition_index: Some(0),
+                ..input()
+            }
+        );
+        assert_eq!(snake_to_camel("partition_index"), "partitionIndex");
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod output;
 mod params;
 mod plan;
 mod porep;
+mod post;
 mod prove;
 mod setup;
 mod snap;
@@ -16,6 +17,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use proofpipe_prover::ProverError;
 use proofpipe_prover::circuits::CircuitKind;
+use proofpipe_prover::filecoin::post::PostKind;
 use proofpipe_prover::params::ParamsStore;
 use proofpipe_prover::sizing::{Overrides, parse_memory_size};
 
@@ -62,6 +64,18 @@ enum Command {
     /// verify_empty_sector_update_proof): exit 0 if it is valid for the input's commitments, 1 if
     /// not.
     SnapVerify(snap::VerifyArgs),
+    /// Make Filecoin PoSt test data: WindowPoSt or WinningPoSt parameters from a random setup
+    /// (NOT Filecoin's; tests only) and the vanilla sector proofs of sealed sectors, written as
+    /// the input `prove --window-post-vanilla` / `--winning-post-vanilla` reads.
+    PostTestdata(post::TestdataArgs),
+    /// Check a WindowPoSt proof file with Filecoin's own verifier (filecoin-proofs-api's
+    /// verify_window_post): exit 0 if it is valid for the input's sectors and randomness, 1 if
+    /// not.
+    WindowPostVerify(post::VerifyArgs),
+    /// Check a WinningPoSt proof file with Filecoin's own verifier (filecoin-proofs-api's
+    /// verify_winning_post): exit 0 if it is valid for the input's sector and randomness, 1 if
+    /// not.
+    WinningPostVerify(post::VerifyArgs),
 }
 
 /// What to prove.
@@ -141,8 +155,8 @@ struct ProveArgs {
     /// Witness seed: the same seed gives the same statements.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Directory of cached parameters (with --porep-c1 or --snap-vanilla: Filecoin's parameter
-    /// directory).
+    /// Directory of cached parameters (with --porep-c1, --snap-vanilla or a PoSt input:
+    /// Filecoin's parameter directory).
     #[arg(long)]
     params_dir: Option<PathBuf>,
     /// End with one JSON object on the last line of stdout.
@@ -259,7 +273,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
     // set it now, while this process has one thread.
     let filecoin_dir = match &cli.command {
         Command::Prove(args)
-            if args.porep.porep_c1.is_some() || args.porep.snap_vanilla.is_some() =>
+            if args.porep.porep_c1.is_some()
+                || args.porep.snap_vanilla.is_some()
+                || args.porep.window_post_vanilla.is_some()
+                || args.porep.winning_post_vanilla.is_some() =>
         {
             Some(args.params_dir.as_deref())
         }
@@ -267,6 +284,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
         Command::PorepVerify(args) => Some(args.params_dir()),
         Command::SnapTestdata(args) => Some(args.params_dir()),
         Command::SnapVerify(args) => Some(args.params_dir()),
+        Command::PostTestdata(args) => Some(args.params_dir()),
+        Command::WindowPostVerify(args) | Command::WinningPostVerify(args) => {
+            Some(args.params_dir())
+        }
         _ => None,
     };
     if let Some(flag) = filecoin_dir {
@@ -275,23 +296,43 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
     }
     let progress = output::init(&cli.log, cli.log_format);
     match cli.command {
-        Command::Prove(args) => match (&args.porep.porep_c1, &args.porep.snap_vanilla) {
-            (Some(c1), _) => porep::prove(
-                &args.porep,
-                c1,
-                &args.sizing,
-                args.params_dir.as_deref(),
-                args.json,
-            ),
-            (None, Some(vanilla)) => snap::prove(
-                &args.porep,
-                vanilla,
-                &args.sizing,
-                args.params_dir.as_deref(),
-                args.json,
-            ),
-            (None, None) => prove::run(args, &progress),
-        },
+        Command::Prove(args) => {
+            let filecoin = &args.porep;
+            let post_input = [
+                (&filecoin.window_post_vanilla, PostKind::Window),
+                (&filecoin.winning_post_vanilla, PostKind::Winning),
+            ]
+            .into_iter()
+            .find_map(|(path, kind)| path.as_ref().map(|p| (p, kind)));
+            match (&filecoin.porep_c1, &filecoin.snap_vanilla, post_input) {
+                (Some(c1), _, _) => porep::prove(
+                    filecoin,
+                    c1,
+                    &args.sizing,
+                    args.params_dir.as_deref(),
+                    args.json,
+                ),
+                (None, Some(vanilla), _) => snap::prove(
+                    filecoin,
+                    vanilla,
+                    &args.sizing,
+                    args.params_dir.as_deref(),
+                    args.json,
+                ),
+                (None, None, Some((input, kind))) => post::prove(
+                    filecoin,
+                    input,
+                    kind,
+                    &args.sizing,
+                    args.params_dir.as_deref(),
+                    args.json,
+                ),
+                (None, None, None) => prove::run(args, &progress),
+            }
+        }
+        Command::PostTestdata(args) => post::testdata(args),
+        Command::WindowPostVerify(args) => post::verify(args, PostKind::Window),
+        Command::WinningPostVerify(args) => post::verify(args, PostKind::Winning),
         Command::SnapTestdata(args) => snap::testdata(args),
         Command::SnapVerify(args) => snap::verify(args),
         Command::PorepTestdata(args) => porep::testdata(args),

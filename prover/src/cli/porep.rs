@@ -30,12 +30,24 @@ pub struct PorepArgs {
     /// and commitments (JSON; docs/filecoin.md) instead. --params-dir as with --porep-c1.
     #[arg(long, value_name = "FILE", group = "filecoin_input")]
     pub snap_vanilla: Option<PathBuf>,
+    /// Prove a WindowPoSt from this file of vanilla sector proofs, randomness and miner id
+    /// (JSON, curio's request; docs/filecoin.md): one partition when it names one
+    /// (`partition_index`), else every partition of its sectors. --params-dir as with --porep-c1.
+    #[arg(long, value_name = "FILE", group = "filecoin_input")]
+    pub window_post_vanilla: Option<PathBuf>,
+    /// Prove a WinningPoSt from this file of vanilla sector proofs (JSON, as
+    /// --window-post-vanilla).
+    #[arg(long, value_name = "FILE", group = "filecoin_input")]
+    pub winning_post_vanilla: Option<PathBuf>,
     /// Write the proof here: seal_commit_phase2's bytes (192 per partition), or
-    /// generate_empty_sector_update_proof_with_vanilla's with --snap-vanilla.
+    /// generate_empty_sector_update_proof_with_vanilla's with --snap-vanilla, or the PoSt
+    /// proof's (as generate_window_post_with_vanilla, generate_single_window_post_with_vanilla or
+    /// generate_winning_post_with_vanilla return it).
     #[arg(long, value_name = "PROOF", requires = "filecoin_input")]
     pub out: Option<PathBuf>,
-    /// Check the proof with filecoin-proofs-api's verifier (verify_seal, or
-    /// verify_empty_sector_update_proof) before reporting success.
+    /// Check the proof with filecoin-proofs-api's verifier (verify_seal,
+    /// verify_empty_sector_update_proof, verify_window_post or verify_winning_post) before
+    /// reporting success.
     #[arg(long, requires = "filecoin_input")]
     pub verify: bool,
     /// The miner's actor id; the prover id is made from it as filecoin-ffi does (default 1000,
@@ -55,7 +67,8 @@ pub struct PorepArgs {
     /// After our pipeline, prove the same C1 output with stock filecoin-proofs-api
     /// `seal_commit_phase2` (bellperson's prover: on the GPU in a `stock-gpu` build) and report
     /// both times and their ratio, from the same process and parameters (with --snap-vanilla:
-    /// stock generate_empty_sector_update_proof_with_vanilla).
+    /// stock generate_empty_sector_update_proof_with_vanilla; with a PoSt input, its stock
+    /// generate_*_post_with_vanilla).
     #[arg(long, requires = "filecoin_input")]
     pub compare_stock: bool,
 }

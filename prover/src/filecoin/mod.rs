@@ -10,16 +10,21 @@
 //! - [`snap`]: SnapDeals (EmptySectorUpdate): partition k's `EmptySectorUpdateCircuit` from
 //!   curio's vanilla partition proofs, the same way, checked with
 //!   `verify_empty_sector_update_proof`;
+//! - [`post`]: WindowPoSt and WinningPoSt: partition k's `FallbackPoStCircuit` from curio's
+//!   vanilla sector proofs, the same way, checked with `verify_window_post` /
+//!   `verify_winning_post`; [`post_testdata`] makes their test inputs from sealed sectors;
 //! - [`testdata`]: parameters from a random setup and a sector sealed on the spot, for tests
 //!   and trying it out (no machine here can download the real parameters).
 
 pub mod c1;
 pub mod params;
 pub mod porep;
+pub mod post;
+pub mod post_testdata;
 pub mod snap;
 pub mod testdata;
 
-pub use filecoin_proofs_api::{RegisteredSealProof, RegisteredUpdateProof};
+pub use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 
 use crate::error::ProverError;
 

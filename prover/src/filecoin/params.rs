@@ -18,7 +18,7 @@ use storage_proofs_core::parameter_cache::{
 };
 
 use filecoin_proofs::with_shape;
-use filecoin_proofs_api::{MerkleTreeTrait, RegisteredUpdateProof};
+use filecoin_proofs_api::{MerkleTreeTrait, RegisteredPoStProof, RegisteredUpdateProof};
 use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicParams};
@@ -59,6 +59,16 @@ impl ParamFiles {
     /// in filecoin-proofs-api 19.1 answers with the PoRep circuit's identifier instead.
     pub fn of_update(proof: RegisteredUpdateProof, dir: &Path) -> Self {
         Self::named(update_identifier(proof), dir)
+    }
+
+    /// The parameter files of `proof`'s FallbackPoSt circuit in `dir`
+    /// (`v28-proof-of-spacetime-fallback-merkletree-poseidon_hasher-8-…`; WindowPoSt V1 and
+    /// V1_2 share them, as their circuits are the same).
+    pub fn of_post(proof: RegisteredPoStProof, dir: &Path) -> Result<Self, ProverError> {
+        let identifier = proof
+            .circuit_identifier()
+            .map_err(ProverError::filecoin("naming the PoSt parameters"))?;
+        Ok(Self::named(identifier, dir))
     }
 
     fn named(identifier: String, dir: &Path) -> Self {
@@ -107,6 +117,15 @@ pub fn load_update(
     check: DigestCheck,
 ) -> Result<ProvingKey, ProverError> {
     load_files(&ParamFiles::of_update(proof, dir), dir, check)
+}
+
+/// Reads the WindowPoSt or WinningPoSt proving key of `proof` from `dir`.
+pub fn load_post(
+    proof: RegisteredPoStProof,
+    dir: &Path,
+    check: DigestCheck,
+) -> Result<ProvingKey, ProverError> {
+    load_files(&ParamFiles::of_post(proof, dir)?, dir, check)
 }
 
 /// filecoin-proofs' circuit identifier of `proof`'s EmptySectorUpdate circuit.
@@ -264,9 +283,61 @@ impl FilecoinParamsCache {
     }
 }
 
+impl FilecoinParamsCache {
+    /// The WindowPoSt or WinningPoSt proving key of `proof`, read on first use.
+    pub fn get_post(&self, proof: RegisteredPoStProof) -> Result<Arc<ProvingKey>, ProverError> {
+        let files = ParamFiles::of_post(proof, &self.dir)?;
+        let (key, _) = self.loaded.get_or_load(files.identifier.clone(), || {
+            load_files(&files, &self.dir, self.check).map(Arc::new)
+        })?;
+        Ok(key)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn post_parameters_have_the_names_and_digests_of_parameters_json() {
+        use RegisteredPoStProof::*;
+        for proof in [
+            StackedDrgWinning2KiBV1,
+            StackedDrgWinning8MiBV1,
+            StackedDrgWinning512MiBV1,
+            StackedDrgWinning32GiBV1,
+            StackedDrgWinning64GiBV1,
+            StackedDrgWindow2KiBV1,
+            StackedDrgWindow8MiBV1,
+            StackedDrgWindow512MiBV1,
+            StackedDrgWindow32GiBV1,
+            StackedDrgWindow64GiBV1,
+            StackedDrgWindow2KiBV1_2,
+            StackedDrgWindow8MiBV1_2,
+            StackedDrgWindow512MiBV1_2,
+            StackedDrgWindow32GiBV1_2,
+            StackedDrgWindow64GiBV1_2,
+        ] {
+            let files = ParamFiles::of_post(proof, Path::new("/p")).unwrap();
+            assert!(
+                files
+                    .identifier
+                    .starts_with("proof-of-spacetime-fallback-merkletree-poseidon_hasher-8-"),
+                "{files:?}"
+            );
+            assert!(files.params_digest.is_some(), "{proof:?}: {files:?}");
+            assert!(files.verifying_key_digest.is_some(), "{proof:?}");
+        }
+        // V1 and V1_2 WindowPoSt prove the same circuit: one parameter set.
+        assert_eq!(
+            ParamFiles::of_post(StackedDrgWindow32GiBV1, Path::new("/p")).unwrap(),
+            ParamFiles::of_post(StackedDrgWindow32GiBV1_2, Path::new("/p")).unwrap()
+        );
+        assert_ne!(
+            ParamFiles::of_post(StackedDrgWinning32GiBV1, Path::new("/p")).unwrap(),
+            ParamFiles::of_post(StackedDrgWindow32GiBV1_2, Path::new("/p")).unwrap()
+        );
+    }
 
     #[test]
     fn update_parameters_have_the_names_and_digests_of_parameters_json() {

@@ -59,7 +59,7 @@ pub fn generate_params(
 }
 
 /// filecoin-proofs writes parameters only to its own directory: it must be `dir`.
-fn check_parameter_dir(dir: &Path) -> Result<(), ProverError> {
+pub(super) fn check_parameter_dir(dir: &Path) -> Result<(), ProverError> {
     let configured = std::env::var_os(PARAMETER_CACHE_ENV);
     let same_dir = configured.as_ref().is_some_and(|c| {
         let c = Path::new(c);

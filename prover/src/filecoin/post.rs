@@ -1,0 +1,1073 @@
+//! WindowPoSt and WinningPoSt proofs through the pipeline: partition k's `FallbackPoStCircuit`,
+//! built by storage-proofs-post the way filecoin-proofs builds it
+//! (`FallbackPoStCompound::circuit` from partition k's vanilla proof, as
+//! `generate_window_post_with_vanilla`, `generate_single_window_post_with_vanilla` and
+//! `generate_winning_post_with_vanilla` do), synthesized by our workers, proved by our GPU stage
+//! and finalized by us. The proof is laid out as filecoin-proofs returns it (one 192-byte Groth16
+//! proof per partition, in order), so `verify_window_post` / `verify_winning_post` (and the chain)
+//! accept it.
+//!
+//! The input is what curio sends the seed engine for a PoSt SNARK (`SubmitProofRequest` with
+//! `WINDOW_POST_PARTITION` or `WINNING_POST`): the registered PoSt proof (curio's number, or
+//! filecoin-proofs-api's name), the miner id (the prover id is made from it as curio and
+//! filecoin-ffi do), the 32-byte randomness, the partition index of a WindowPoSt partition, and one
+//! bincode-serialized `FallbackPoStSectorProof` per sector (filecoin-proofs-api's
+//! `generate_single_vanilla_proof`), here in a JSON file:
+//!
+//! ```json
+//! {"registered_proof": 13, "miner_id": 1000, "randomness": "<base64>", "partition_index": 0,
+//!  "vanilla_proofs": ["<base64 of bincode(FallbackPoStSectorProof)>", ...]}
+//! ```
+//!
+//! A WindowPoSt input with `partition_index` is one partition (what curio sends: one request
+//! per partition, merged by `merge_window_post_partition_proofs`), proved as
+//! `generate_single_window_post_with_vanilla` proves it; without it, the vanilla proofs of every
+//! sector make a whole WindowPoSt of `ceil(sectors / sectors_per_partition)` partitions, proved
+//! as `generate_window_post_with_vanilla` proves it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use base64::Engine;
+use bincode::Options;
+use filecoin_proofs::parameters::{window_post_public_params, winning_post_public_params};
+use filecoin_proofs::{
+    FallbackPoStSectorProof, PoStConfig, as_safe_commitment, commitment_from_fr,
+    single_partition_vanilla_proofs, with_shape,
+};
+use filecoin_proofs_api::{
+    ChallengeSeed, Hasher, MerkleTreeTrait, ProverId, PublicReplicaInfo, RegisteredPoStProof,
+    SectorId,
+};
+use serde_json::Value;
+use storage_proofs_core::api_version::ApiVersion;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleProofTrait;
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_core::util::NODE_SIZE;
+use storage_proofs_post::fallback::{
+    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
+};
+
+use super::c1::prover_id_of_miner;
+use crate::circuits::CircuitShape;
+use crate::error::ProverError;
+use crate::groth16::{self, Synthesized};
+use crate::pipeline::{self, PartitionSource};
+
+pub use super::porep::PARTITION_PROOF_BYTES;
+
+/// Window or Winning.
+pub use filecoin_proofs_api::PoStType as PostKind;
+
+/// A registered PoSt proof as an input names it: filecoin-proofs-api's name
+/// (`StackedDrgWindow32GiBV1_2`, `StackedDrgWinning32GiBV1`), filecoin-ffi's and go-state-types'
+/// name for the current WindowPoSt (`StackedDrgWindow32GiBV1_1`, which filecoin-ffi maps to
+/// filecoin-proofs-api's `V1_2`), or the number curio sends (go-state-types'
+/// `abi.RegisteredPoStProof`: 0-4 Winning 2 KiB … 64 GiB, 5-9 Window V1, 10-14 Window V1_1, mapped
+/// as the seed engine and filecoin-ffi map them).
+pub fn parse_post_proof(s: &str) -> Result<RegisteredPoStProof, ProverError> {
+    use RegisteredPoStProof::*;
+    const BY_NUMBER: [RegisteredPoStProof; 15] = [
+        StackedDrgWinning2KiBV1,
+        StackedDrgWinning8MiBV1,
+        StackedDrgWinning512MiBV1,
+        StackedDrgWinning32GiBV1,
+        StackedDrgWinning64GiBV1,
+        StackedDrgWindow2KiBV1,
+        StackedDrgWindow8MiBV1,
+        StackedDrgWindow512MiBV1,
+        StackedDrgWindow32GiBV1,
+        StackedDrgWindow64GiBV1,
+        StackedDrgWindow2KiBV1_2,
+        StackedDrgWindow8MiBV1_2,
+        StackedDrgWindow512MiBV1_2,
+        StackedDrgWindow32GiBV1_2,
+        StackedDrgWindow64GiBV1_2,
+    ];
+    let by_number = s
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| BY_NUMBER.get(n).copied());
+    // filecoin-ffi's StackedDrgWindow*V1_1 is filecoin-proofs-api's V1_2 (the grindability fix).
+    let ffi_name = s
+        .strip_prefix("StackedDrgWindow")
+        .and_then(|rest| rest.strip_suffix("V1_1"))
+        .map(|size| format!("StackedDrgWindow{size}V1_2"));
+    by_number
+        .or_else(|| {
+            let name = ffi_name.as_deref().unwrap_or(s);
+            serde_json::from_value(Value::String(name.to_string())).ok()
+        })
+        .ok_or_else(|| ProverError::InvalidArgument {
+            what: "registered PoSt proof",
+            reason: format!(
+                "{s:?} is neither a registered PoSt proof name (StackedDrgWindow32GiBV1_2, \
+                 StackedDrgWindow32GiBV1_1 as filecoin-ffi calls it, StackedDrgWinning32GiBV1, …) \
+                 nor the number curio sends (0-14, go-state-types' abi.RegisteredPoStProof)"
+            ),
+        })
+}
+
+/// A registered PoSt proof's name as filecoin-proofs-api spells it.
+pub fn post_proof_name(proof: RegisteredPoStProof) -> String {
+    serde_json::to_value(proof)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{proof:?}"))
+}
+
+/// "WindowPoSt" or "WinningPoSt".
+pub fn kind_name(kind: &PostKind) -> &'static str {
+    match kind {
+        PostKind::Window => "WindowPoSt",
+        PostKind::Winning => "WinningPoSt",
+    }
+}
+
+/// Sectors in one WindowPoSt partition (filecoin-proofs' `WINDOW_POST_SECTOR_COUNT`: 2349 at
+/// 32 GiB, 2300 at 64 GiB, 2 for the small test sizes); 1 for WinningPoSt.
+pub fn sectors_per_partition(proof: RegisteredPoStProof) -> usize {
+    proof.sector_count()
+}
+
+/// The partitions of a whole WindowPoSt over `sectors` sectors, as filecoin-proofs counts them
+/// (`get_num_partition_for_fallback_post`); 1 for WinningPoSt.
+pub fn partitions_for(proof: RegisteredPoStProof, sectors: usize) -> u32 {
+    filecoin_proofs::get_num_partition_for_fallback_post(&proof.as_v1_config(), sectors) as u32
+}
+
+/// What a PoSt proof is made from: curio's request to the seed engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostInput {
+    pub post_proof: RegisteredPoStProof,
+    pub prover_id: ProverId,
+    /// The miner's actor id, when the prover id was made from it.
+    pub miner_id: Option<u64>,
+    /// The challenge randomness (curio clears its top two bits: a field element).
+    pub randomness: ChallengeSeed,
+    /// WindowPoSt: the partition these sectors are (curio's `WINDOW_POST_PARTITION`); `None`:
+    /// every sector of a whole WindowPoSt. Always `None` for WinningPoSt.
+    pub partition_index: Option<u32>,
+    /// One bincode-serialized `FallbackPoStSectorProof` per sector, in ascending sector order.
+    /// Shared, not copied, with the partitions prepared from it.
+    pub vanilla_proofs: Arc<[Vec<u8>]>,
+}
+
+fn bad(reason: impl Into<String>) -> ProverError {
+    ProverError::InvalidArgument {
+        what: "PoSt input",
+        reason: reason.into(),
+    }
+}
+
+fn b64() -> base64::engine::GeneralPurpose {
+    base64::engine::general_purpose::STANDARD
+}
+
+/// `registered_proof` → `registeredProof` (proto3 JSON's field names).
+fn snake_to_camel(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for c in name.chars() {
+        match (c, upper) {
+            ('_', _) => upper = true,
+            (c, true) => {
+                out.extend(c.to_uppercase());
+                upper = false;
+            }
+            (c, false) => out.push(c),
+        }
+    }
+    out
+}
+
+/// 32 bytes as base64 or 64 hex digits.
+fn bytes32(v: &Value, name: &str) -> Result<[u8; 32], ProverError> {
+    let s = v
+        .as_str()
+        .ok_or_else(|| bad(format!("{name} is not a string")))?;
+    let bytes = if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        hex::decode(s).ok()
+    } else {
+        b64().decode(s).ok()
+    }
+    .ok_or_else(|| bad(format!("{name} is neither base64 nor 64 hex digits")))?;
+    <[u8; 32]>::try_from(bytes.as_slice())
+        .map_err(|_| bad(format!("{name} has {} bytes, not 32", bytes.len())))
+}
+
+impl PostInput {
+    /// Reads the JSON file described in this module's documentation.
+    pub fn read(path: &Path) -> Result<Self, ProverError> {
+        let bytes = std::fs::read(path).map_err(ProverError::io("reading the PoSt input", path))?;
+        Self::parse(&bytes).map_err(|e| match e {
+            ProverError::InvalidArgument { reason, .. } => {
+                bad(format!("{}: {reason}", path.display()))
+            }
+            other => other,
+        })
+    }
+
+    /// Parses the JSON of this module's documentation. curio's request in proto3's JSON
+    /// mapping reads the same: field names in lowerCamelCase (`registeredProof`), 64-bit numbers
+    /// as decimal strings, and `partitionIndex` left out when it is 0 (then
+    /// `proofKind: WINDOW_POST_PARTITION` says it is partition 0, not a whole WindowPoSt).
+    pub fn parse(bytes: &[u8]) -> Result<Self, ProverError> {
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| {
+            bad(format!(
+                "not JSON ({e}); expected {{\"registered_proof\", \"miner_id\", \"randomness\", \
+                 \"vanilla_proofs\"[, \"partition_index\"]}}"
+            ))
+        })?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| bad("not a JSON object with registered_proof, miner_id, …"))?;
+        // A field by its name, or by proto3 JSON's lowerCamelCase name.
+        let get = |name: &str| -> Option<&Value> {
+            obj.get(name)
+                .or_else(|| obj.get(&snake_to_camel(name)))
+                .filter(|v| !v.is_null())
+        };
+        let field =
+            |name: &str| get(name).ok_or_else(|| bad(format!("the field {name:?} is missing")));
+        let number = |name: &str, v: &Value| -> Result<u64, ProverError> {
+            v.as_u64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                .ok_or_else(|| bad(format!("{name} is {v}, not a number")))
+        };
+        let post_proof = match field("registered_proof")? {
+            Value::String(s) => parse_post_proof(s),
+            Value::Number(n) => parse_post_proof(&n.to_string()),
+            other => Err(bad(format!(
+                "registered_proof is {other}, not a name or number"
+            ))),
+        }
+        .map_err(|e| bad(format!("registered_proof: {e}")))?;
+        let kind = post_proof.typ();
+        // curio's request carries these too: when passed through, they must agree.
+        if let Some(size) = get("sector_size") {
+            let expected = u64::from(post_proof.sector_size());
+            if number("sector_size", size)? != expected {
+                return Err(bad(format!(
+                    "sector_size is {size}, but {} is of {expected}-byte sectors",
+                    post_proof_name(post_proof)
+                )));
+            }
+        }
+        let expected_kind = match kind {
+            PostKind::Window => ("WINDOW_POST_PARTITION", 3),
+            PostKind::Winning => ("WINNING_POST", 4),
+        };
+        let proof_kind = get("proof_kind");
+        if let Some(k) = proof_kind
+            && k.as_str() != Some(expected_kind.0)
+            && k.as_u64() != Some(expected_kind.1)
+        {
+            return Err(bad(format!(
+                "proof_kind is {k}, but {} is a {} proof ({} or {})",
+                post_proof_name(post_proof),
+                kind_name(&kind),
+                expected_kind.0,
+                expected_kind.1
+            )));
+        }
+        let (prover_id, miner_id) = match (get("miner_id"), get("prover_id")) {
+            (Some(_), Some(_)) => {
+                return Err(bad("give miner_id or prover_id, not both"));
+            }
+            (Some(m), None) => {
+                let m = number("miner_id", m)?;
+                (prover_id_of_miner(m), Some(m))
+            }
+            (None, Some(p)) => (bytes32(p, "prover_id")?, None),
+            (None, None) => {
+                return Err(bad(
+                    "the field \"miner_id\" is missing (or give prover_id, 32 bytes)",
+                ));
+            }
+        };
+        let randomness = bytes32(field("randomness")?, "randomness")?;
+        let partition_index = get("partition_index")
+            .map(|p| {
+                number("partition_index", p)
+                    .ok()
+                    .and_then(|p| u32::try_from(p).ok())
+                    .ok_or_else(|| bad(format!("partition_index is {p}, not a partition number")))
+            })
+            .transpose()?;
+        let partition_index = match (&kind, partition_index) {
+            // proto3 sends 0 for "unset": a WinningPoSt request passed through has it.
+            (PostKind::Winning, None | Some(0)) => None,
+            (PostKind::Winning, Some(p)) => {
+                return Err(bad(format!(
+                    "partition_index is {p}, but a WinningPoSt has one partition"
+                )));
+            }
+            // A WINDOW_POST_PARTITION request is always one partition; proto3's JSON leaves a
+            // partition index of 0 out.
+            (PostKind::Window, None) if proof_kind.is_some() => Some(0),
+            (PostKind::Window, p) => p,
+        };
+        let list = field("vanilla_proofs")?
+            .as_array()
+            .ok_or_else(|| bad("vanilla_proofs is not a list"))?;
+        let vanilla_proofs = list
+            .iter()
+            .enumerate()
+            .map(|(k, p)| {
+                p.as_str()
+                    .and_then(|s| b64().decode(s).ok())
+                    .ok_or_else(|| bad(format!("vanilla_proofs[{k}] is not a base64 string")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            post_proof,
+            prover_id,
+            miner_id,
+            randomness,
+            partition_index,
+            vanilla_proofs: vanilla_proofs.into(),
+        })
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut v = serde_json::json!({
+            "registered_proof": post_proof_name(self.post_proof),
+            "randomness": b64().encode(self.randomness),
+            "vanilla_proofs": self.vanilla_proofs.iter().map(|p| b64().encode(p)).collect::<Vec<_>>(),
+        });
+        match self.miner_id {
+            Some(m) if prover_id_of_miner(m) == self.prover_id => v["miner_id"] = m.into(),
+            _ => v["prover_id"] = hex::encode(self.prover_id).into(),
+        }
+        if let Some(p) = self.partition_index {
+            v["partition_index"] = p.into();
+        }
+        serde_json::to_vec_pretty(&v).expect("JSON serializes")
+    }
+
+    pub fn kind(&self) -> PostKind {
+        self.post_proof.typ()
+    }
+
+    /// The same input with only the vanilla proofs of WindowPoSt partition `k` of this whole
+    /// WindowPoSt, as curio sends them (its sectors, in order, and `partition_index: k`).
+    pub fn window_partition(&self, k: u32) -> Result<Self, ProverError> {
+        if self.kind() != PostKind::Window || self.partition_index.is_some() {
+            return Err(bad(
+                "only a whole WindowPoSt input has partitions to take apart",
+            ));
+        }
+        let per = sectors_per_partition(self.post_proof);
+        let chunk = self
+            .vanilla_proofs
+            .chunks(per)
+            .nth(k as usize)
+            .ok_or_else(|| {
+                bad(format!(
+                    "it has {} partitions, no partition {k}",
+                    partitions_for(self.post_proof, self.vanilla_proofs.len())
+                ))
+            })?;
+        Ok(Self {
+            partition_index: Some(k),
+            vanilla_proofs: chunk.to_vec().into(),
+            ..self.clone()
+        })
+    }
+}
+
+/// A sector a PoSt proves: what its verifier is given for it (from the chain, on chain).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PostSector {
+    pub sector_number: u64,
+    pub comm_r: [u8; 32],
+}
+
+/// A PoSt input made ready for the pipeline.
+pub struct PostJob {
+    pub post_proof: RegisteredPoStProof,
+    /// Partitions proved: 1 for WinningPoSt and for one WindowPoSt partition; a whole
+    /// WindowPoSt has one per `sectors_per_partition` sectors.
+    pub partitions: u32,
+    /// The sectors proved, in order (their vanilla proofs' sector numbers and comm_r).
+    pub sectors: Vec<PostSector>,
+    pub source: Arc<dyn PartitionSource>,
+}
+
+/// Checks a PoSt input (the vanilla proofs decode as sector proofs of its sector size, of the
+/// right shape and count, in ascending sector order, and verify against the randomness) and
+/// prepares its partitions. CPU work (decoding and verifying every vanilla proof, on rayon):
+/// call it off any async runtime.
+pub fn prepare(input: &PostInput) -> Result<PostJob, ProverError> {
+    let size = u64::from(input.post_proof.sector_size());
+    with_shape!(size, prepare_shape, input)
+}
+
+type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+
+/// bincode as filecoin-proofs-api writes it, but refusing bytes left over.
+fn decode<Tree: 'static + MerkleTreeTrait>(
+    bytes: &[u8],
+) -> Result<FallbackPoStSectorProof<Tree>, bincode::Error> {
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .reject_trailing_bytes()
+        .deserialize(bytes)
+}
+
+/// The vanilla proof public parameters filecoin-proofs sets a PoSt up with.
+fn public_params<Tree: 'static + MerkleTreeTrait>(
+    config: &PoStConfig,
+) -> Result<fallback::PublicParams, ProverError> {
+    match config.typ {
+        PostKind::Window => window_post_public_params::<Tree>(config),
+        PostKind::Winning => winning_post_public_params::<Tree>(config),
+    }
+    .map_err(ProverError::filecoin(
+        "setting up the PoSt public parameters",
+    ))
+}
+
+fn prepare_shape<Tree: 'static + MerkleTreeTrait>(
+    input: &PostInput,
+) -> Result<PostJob, ProverError> {
+    let proof = input.post_proof;
+    let name = post_proof_name(proof);
+    let kind = proof.typ();
+    let config = proof.as_v1_config();
+    let pp = public_params::<Tree>(&config)?;
+    let randomness: Domain<Tree> =
+        as_safe_commitment(&input.randomness, "randomness").map_err(|_| {
+            bad(
+                "randomness is not a field element: curio clears its top two bits \
+                 (randomness[31] &= 0x3f) before sending it",
+            )
+        })?;
+    let prover_id: Domain<Tree> = as_safe_commitment(&input.prover_id, "prover_id")
+        .map_err(|_| bad("prover_id is not a field element"))?;
+    let per_partition = config.sector_count;
+    let n = input.vanilla_proofs.len();
+    if n == 0 {
+        return Err(bad("vanilla_proofs is empty: there is no sector to prove"));
+    }
+    match (&kind, input.partition_index) {
+        (PostKind::Winning, _) if n != per_partition => {
+            return Err(bad(format!(
+                "it has {n} vanilla proofs where a WinningPoSt has {per_partition} (the \
+                 challenged sector's)"
+            )));
+        }
+        (PostKind::Window, Some(k)) if n > per_partition => {
+            return Err(bad(format!(
+                "it has {n} vanilla proofs for WindowPoSt partition {k}, but a {name} partition \
+                 has at most {per_partition} sectors"
+            )));
+        }
+        _ => {}
+    }
+    // Each vanilla proof, decoded and checked for shape: one sector proof with one inclusion
+    // proof per challenge, each path of this sector size's tree height.
+    let nodes = u64::from(proof.sector_size()) as usize / NODE_SIZE;
+    // A WinningPoSt sector's 66 challenges are unrolled into one circuit sector each later.
+    let challenges = config.challenge_count;
+    let mut sectors = Vec::with_capacity(n);
+    for (i, bytes) in input.vanilla_proofs.iter().enumerate() {
+        let vanilla = decode::<Tree>(bytes).map_err(|e| {
+            bad(format!(
+                "vanilla_proofs[{i}] is not a bincode FallbackPoStSectorProof of a {name} sector: {e}"
+            ))
+        })?;
+        let sector_proofs = &vanilla.vanilla_proof.sectors;
+        let shape_ok = sector_proofs.len() == 1
+            && sector_proofs[0].inclusion_proofs.len() == challenges
+            && sector_proofs[0]
+                .inclusion_proofs
+                .iter()
+                .all(|p| p.path().len() == p.expected_len(nodes));
+        if !shape_ok {
+            return Err(bad(format!(
+                "vanilla_proofs[{i}] (sector {}) is not of a {name} sector: {} sector proofs with \
+                 {} inclusion proofs (a {name} vanilla proof has 1 with {challenges}), or Merkle \
+                 paths of another tree height",
+                u64::from(vanilla.sector_id),
+                sector_proofs.len(),
+                sector_proofs
+                    .first()
+                    .map_or(0, |s| s.inclusion_proofs.len()),
+            )));
+        }
+        sectors.push(PublicSector::<Domain<Tree>> {
+            id: vanilla.sector_id,
+            comm_r: vanilla.comm_r,
+        });
+    }
+    // verify_window_post takes its sectors ordered by number, and partition j is the j-th run
+    // of `per_partition` of them: vanilla proofs in another order, or twice for one sector,
+    // cannot make a proof it accepts.
+    if let Some(w) = sectors.windows(2).find(|w| w[0].id >= w[1].id) {
+        return Err(bad(format!(
+            "the vanilla proofs are not in ascending sector order (sector {} before sector {}): \
+             verify_window_post reads its sectors sorted by number, each once",
+            u64::from(w[0].id),
+            u64::from(w[1].id)
+        )));
+    }
+
+    let public_inputs = fallback::PublicInputs {
+        randomness,
+        prover_id,
+        sectors: sectors.clone(),
+        k: input.partition_index.map(|k| k as usize),
+    };
+    // The partitions as filecoin-proofs proves them: (index of the partition within the
+    // sector set, the vanilla proofs of its sectors, the index its circuit is built with).
+    let plan: Vec<PartitionPlan> = match (&kind, input.partition_index) {
+        // generate_window_post_with_vanilla: partition j is sectors chunk j; circuit k = j.
+        (PostKind::Window, None) => (0..n.div_ceil(per_partition))
+            .map(|j| PartitionPlan {
+                index: j,
+                sectors: j * per_partition..((j + 1) * per_partition).min(n),
+                circuit_k: j,
+            })
+            .collect(),
+        // generate_single_window_post_with_vanilla: the given sectors are partition k; the one
+        // circuit is built with k = 0 (the first of the vanilla proofs it was given).
+        (PostKind::Window, Some(k)) => vec![PartitionPlan {
+            index: k as usize,
+            sectors: 0..n,
+            circuit_k: 0,
+        }],
+        // generate_winning_post_with_vanilla: one partition.
+        (PostKind::Winning, _) => vec![PartitionPlan {
+            index: 0,
+            sectors: 0..n,
+            circuit_k: 0,
+        }],
+    };
+    let source = FallbackPartitions::<Tree> {
+        config,
+        public_params: pp,
+        public_inputs,
+        vanilla: Arc::clone(&input.vanilla_proofs),
+        plan,
+    };
+    // storage-proofs-post's vanilla verifier on every partition before proving (as
+    // filecoin-proofs does, milliseconds): vanilla proofs of other challenges (another
+    // randomness, or another sector than they claim) make circuits no verifier accepts.
+    for p in 0..source.plan.len() {
+        let plan = &source.plan[p];
+        let numbers = || {
+            source.public_inputs.sectors[plan.sectors.clone()]
+                .iter()
+                .map(|s| u64::from(s.id).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let refused = |why: String| {
+            bad(format!(
+                "the vanilla proofs of {} partition {} (sectors {}) {why}",
+                kind_name(&kind),
+                plan.index,
+                numbers()
+            ))
+        };
+        if !source.vanilla_verifies(p)? {
+            return Err(refused(
+                "do not verify against the randomness (storage-proofs-post's vanilla verifier): \
+                 they were made for other challenges (another randomness or PoSt proof version), \
+                 or are of other sectors than they name"
+                    .into(),
+            ));
+        }
+    }
+    Ok(PostJob {
+        post_proof: proof,
+        partitions: source.plan.len() as u32,
+        sectors: sectors
+            .iter()
+            .map(|s| PostSector {
+                sector_number: u64::from(s.id),
+                comm_r: commitment_from_fr(s.comm_r.into()),
+            })
+            .collect(),
+        source: Arc::new(source),
+    })
+}
+
+/// One partition to prove.
+struct PartitionPlan {
+    /// The partition's index in the WindowPoSt (0 for WinningPoSt).
+    index: usize,
+    /// Its sectors' positions in the input's vanilla proofs.
+    sectors: std::ops::Range<usize>,
+    /// The partition index its circuit is built with (filecoin-proofs' `Some(k)`).
+    circuit_k: usize,
+}
+
+/// The partitions of one PoSt, each decoded and built on the synthesis worker that proves it
+/// (the vanilla proofs stay bincode bytes until then).
+struct FallbackPartitions<Tree: 'static + MerkleTreeTrait> {
+    config: PoStConfig,
+    public_params: fallback::PublicParams,
+    /// As the filecoin-proofs function proving this input has them: every sector, and the
+    /// partition index for one WindowPoSt partition.
+    public_inputs: fallback::PublicInputs<Domain<Tree>>,
+    vanilla: Arc<[Vec<u8>]>,
+    plan: Vec<PartitionPlan>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> FallbackPartitions<Tree> {
+    /// The public inputs of plan entry `p` alone, as filecoin-proofs' `partition_vanilla_proofs`
+    /// and `single_partition_vanilla_proofs` see them.
+    fn partition_inputs(&self, p: usize) -> fallback::PublicInputs<Domain<Tree>> {
+        let plan = &self.plan[p];
+        fallback::PublicInputs {
+            sectors: self.public_inputs.sectors[plan.sectors.clone()].to_vec(),
+            k: Some(plan.index),
+            ..self.public_inputs.clone()
+        }
+    }
+
+    /// Partition `p`'s sector proofs, decoded.
+    fn decoded(&self, p: usize) -> Result<Vec<FallbackPoStSectorProof<Tree>>, bincode::Error> {
+        self.vanilla[self.plan[p].sectors.clone()]
+            .iter()
+            .map(|bytes| decode::<Tree>(bytes))
+            .collect()
+    }
+
+    /// Partition `p`'s vanilla proof in the circuit's shape (padded to the partition's sector
+    /// count by repeating the last sector; a WinningPoSt sector's challenges unrolled into one
+    /// circuit sector each), by filecoin-proofs' own `single_partition_vanilla_proofs` (which
+    /// runs the vanilla verifier on it again).
+    fn partition_vanilla_proof(
+        &self,
+        p: usize,
+    ) -> anyhow::Result<filecoin_proofs::VanillaProof<Tree>> {
+        single_partition_vanilla_proofs(
+            &self.config,
+            &self.public_params,
+            &self.partition_inputs(p),
+            &self.decoded(p)?,
+        )
+    }
+
+    /// Whether partition `p`'s vanilla proofs verify for every challenge its verifier checks
+    /// (storage-proofs-post's `FallbackPoSt::verify`). They are arranged as
+    /// `single_partition_vanilla_proofs` arranges them, which says only that they failed;
+    /// and where filecoin-proofs' own check of a WinningPoSt sees only the first of its
+    /// challenges (its public inputs name the sector once), this names the sector once per
+    /// challenge, as `verify_winning_post` does.
+    fn vanilla_verifies(&self, p: usize) -> Result<bool, ProverError> {
+        let cannot = |e: String| {
+            bad(format!(
+                "the vanilla proofs of partition {} cannot be checked: {e}",
+                self.plan[p].index
+            ))
+        };
+        let decoded = self.decoded(p).map_err(|e| cannot(e.to_string()))?;
+        let per_partition = self.public_params.sector_count;
+        let mut sectors: Vec<_> = match self.config.typ {
+            PostKind::Window => decoded
+                .iter()
+                .flat_map(|v| v.vanilla_proof.sectors.iter().cloned())
+                .collect(),
+            PostKind::Winning => {
+                let sector = &decoded[0].vanilla_proof.sectors[0];
+                sector
+                    .inclusion_proofs
+                    .iter()
+                    .map(|proof| fallback::SectorProof {
+                        inclusion_proofs: vec![proof.clone()],
+                        comm_c: sector.comm_c,
+                        comm_r_last: sector.comm_r_last,
+                    })
+                    .collect()
+            }
+        };
+        while sectors.len() < per_partition {
+            sectors.push(sectors[sectors.len() - 1].clone());
+        }
+        let mut inputs = self.partition_inputs(p);
+        if self.config.typ == PostKind::Winning {
+            inputs.sectors = vec![inputs.sectors[0].clone(); per_partition];
+        }
+        FallbackPoSt::<Tree>::verify(&self.public_params, &inputs, &fallback::Proof { sectors })
+            .map_err(|e| cannot(format!("{e:#}")))
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PartitionSource for FallbackPartitions<Tree> {
+    fn synthesize(&self, partition: u32, shape: CircuitShape) -> Result<Synthesized, ProverError> {
+        let p = partition as usize;
+        let fail = |message: String| ProverError::Synthesis { partition, message };
+        if p >= self.plan.len() {
+            return Err(fail(format!("there are {} partitions", self.plan.len())));
+        }
+        let vanilla = self
+            .partition_vanilla_proof(p)
+            .map_err(|e| fail(format!("arranging the vanilla proofs: {e:#}")))?;
+        let circuit = <FallbackPoStCompound<Tree> as CompoundProof<
+            FallbackPoSt<'_, Tree>,
+            FallbackPoStCircuit<Tree>,
+        >>::circuit(
+            &self.public_inputs,
+            Default::default(),
+            &vanilla,
+            &self.public_params,
+            Some(self.plan[p].circuit_k),
+        )
+        .map_err(|e| fail(format!("building the FallbackPoStCircuit: {e:#}")))?;
+        drop(vanilla);
+        groth16::synthesize(circuit, shape).map_err(|e| fail(e.to_string()))
+    }
+}
+
+/// The proof bytes filecoin-proofs would return: every partition's proof, in order (what
+/// `merge_window_post_partition_proofs` makes of partition proofs).
+pub fn assemble(
+    proofs: &[pipeline::PartitionProof],
+    partitions: u32,
+) -> Result<Vec<u8>, ProverError> {
+    super::porep::assemble(proofs, partitions)
+}
+
+/// The sectors `input`'s vanilla proofs are of (sector number and comm_r), in order.
+pub fn sectors(input: &PostInput) -> Result<Vec<PostSector>, ProverError> {
+    let size = u64::from(input.post_proof.sector_size());
+    with_shape!(size, sectors_shape, input)
+}
+
+fn sectors_shape<Tree: 'static + MerkleTreeTrait>(
+    input: &PostInput,
+) -> Result<Vec<PostSector>, ProverError> {
+    input
+        .vanilla_proofs
+        .iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            let v = decode::<Tree>(bytes).map_err(|e| {
+                bad(format!(
+                    "vanilla_proofs[{i}] is not a bincode FallbackPoStSectorProof of a {} sector: {e}",
+                    post_proof_name(input.post_proof)
+                ))
+            })?;
+            Ok(PostSector {
+                sector_number: u64::from(v.sector_id),
+                comm_r: commitment_from_fr(v.comm_r.into()),
+            })
+        })
+        .collect()
+}
+
+/// Filecoin's own verdict on `proof` for this input's sectors and randomness:
+/// `filecoin_proofs_api::post::verify_window_post` (a whole WindowPoSt, or one partition of the
+/// current V1_2 proofs, whose public inputs do not depend on the partition's index) or
+/// `verify_winning_post`, with the verifying key from filecoin-proofs' parameter directory.
+/// A partition k > 0 of a V1 WindowPoSt is checked with storage-proofs-post's own public
+/// inputs for partition k (see [`verify_v1_partition`]).
+pub fn verify(input: &PostInput, proof: &[u8]) -> Result<bool, ProverError> {
+    let sectors = sectors(input)?;
+    verify_sectors(input, &sectors, proof)
+}
+
+/// [`verify`] against these sectors (what the chain knows of them).
+pub fn verify_sectors(
+    input: &PostInput,
+    sectors: &[PostSector],
+    proof: &[u8],
+) -> Result<bool, ProverError> {
+    let replicas: BTreeMap<SectorId, PublicReplicaInfo> = sectors
+        .iter()
+        .map(|s| {
+            (
+                SectorId::from(s.sector_number),
+                PublicReplicaInfo::new(input.post_proof, s.comm_r),
+            )
+        })
+        .collect();
+    if replicas.len() != sectors.len() {
+        return Err(bad("a sector is named twice"));
+    }
+    // Bytes that are not Groth16 proofs at all are a proof that does not verify, not an error.
+    if let Some(k) = undecodable_partition(proof) {
+        tracing::warn!(partition = k, "the proof's bytes are not a Groth16 proof");
+        return Ok(false);
+    }
+    match (input.kind(), input.partition_index) {
+        (PostKind::Winning, _) => filecoin_proofs_api::post::verify_winning_post(
+            &input.randomness,
+            proof,
+            &replicas,
+            input.prover_id,
+        )
+        .map_err(ProverError::filecoin("verify_winning_post")),
+        (PostKind::Window, Some(k))
+            if k > 0 && input.post_proof.version() != ApiVersion::V1_2_0 =>
+        {
+            verify_v1_partition(input, sectors, k, proof)
+        }
+        (PostKind::Window, _) => filecoin_proofs_api::post::verify_window_post(
+            &input.randomness,
+            &[(input.post_proof, proof)],
+            &replicas,
+            input.prover_id,
+        )
+        .map_err(ProverError::filecoin("verify_window_post")),
+    }
+}
+
+/// The first 192-byte partition of `proof` that does not decode as a Groth16 proof.
+fn undecodable_partition(proof: &[u8]) -> Option<usize> {
+    proof
+        .chunks(PARTITION_PROOF_BYTES)
+        .position(|c| bellperson::groth16::Proof::<blstrs::Bls12>::read(c).is_err())
+}
+
+/// Partition k > 0 of a V1 WindowPoSt, alone: its challenges depend on its sectors' positions in
+/// the whole sector set (V1_2 fixed that), so `verify_window_post` over its sectors alone
+/// derives other challenges. storage-proofs-post's `generate_public_inputs` for partition k of a
+/// sector set whose earlier partitions are placeholders (it reads only partition k's sectors)
+/// gives the public inputs `verify_window_post` checks partition k of the whole proof against.
+pub fn verify_v1_partition(
+    input: &PostInput,
+    sectors: &[PostSector],
+    k: u32,
+    proof: &[u8],
+) -> Result<bool, ProverError> {
+    let size = u64::from(input.post_proof.sector_size());
+    with_shape!(size, verify_v1_partition_shape, input, sectors, k, proof)
+}
+
+fn verify_v1_partition_shape<Tree: 'static + MerkleTreeTrait>(
+    input: &PostInput,
+    sectors: &[PostSector],
+    k: u32,
+    proof: &[u8],
+) -> Result<bool, ProverError> {
+    let config = input.post_proof.as_v1_config();
+    let pp = public_params::<Tree>(&config)?;
+    let domain = |bytes: &[u8; 32], what: &str| -> Result<Domain<Tree>, ProverError> {
+        as_safe_commitment(bytes, what).map_err(|e| bad(format!("{what}: {e:#}")))
+    };
+    let placeholder = PublicSector {
+        id: SectorId::from(0),
+        comm_r: Domain::<Tree>::default(),
+    };
+    let mut all = vec![placeholder; k as usize * config.sector_count];
+    for s in sectors {
+        all.push(PublicSector {
+            id: SectorId::from(s.sector_number),
+            comm_r: domain(&s.comm_r, "comm_r")?,
+        });
+    }
+    let public_inputs = fallback::PublicInputs {
+        randomness: domain(&input.randomness, "randomness")?,
+        prover_id: domain(&input.prover_id, "prover_id")?,
+        sectors: all,
+        k: None,
+    };
+    let inputs = <FallbackPoStCompound<Tree> as CompoundProof<
+        FallbackPoSt<'_, Tree>,
+        FallbackPoStCircuit<Tree>,
+    >>::generate_public_inputs(&public_inputs, &pp, Some(k as usize))
+    .map_err(ProverError::filecoin("the public inputs of the partition"))?;
+    let vk = <FallbackPoStCompound<Tree> as CompoundProof<
+        FallbackPoSt<'_, Tree>,
+        FallbackPoStCircuit<Tree>,
+    >>::verifying_key::<rand_chacha::ChaCha20Rng>(None, &pp)
+    .map_err(ProverError::filecoin("reading the PoSt verifying key"))?;
+    let pvk = bellperson::groth16::prepare_verifying_key(&vk);
+    if proof.len() != PARTITION_PROOF_BYTES {
+        return Ok(false);
+    }
+    let proof = match bellperson::groth16::Proof::<blstrs::Bls12>::read(proof) {
+        Ok(p) => p,
+        Err(_) => return Ok(false),
+    };
+    bellperson::groth16::verify_proof(&pvk, &proof, &inputs).map_err(|e| ProverError::Filecoin {
+        action: "verifying the partition proof".into(),
+        message: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn post_proofs_parse_by_name_ffi_name_and_curio_number() {
+        use RegisteredPoStProof::*;
+        assert_eq!(
+            parse_post_proof("StackedDrgWindow32GiBV1_2").unwrap(),
+            StackedDrgWindow32GiBV1_2
+        );
+        // filecoin-ffi's and go-state-types' V1_1 is filecoin-proofs-api's V1_2.
+        assert_eq!(
+            parse_post_proof("StackedDrgWindow32GiBV1_1").unwrap(),
+            StackedDrgWindow32GiBV1_2
+        );
+        assert_eq!(
+            parse_post_proof("StackedDrgWinning2KiBV1").unwrap(),
+            StackedDrgWinning2KiBV1
+        );
+        // The seed engine's registered_post_proof_from_u64.
+        assert_eq!(parse_post_proof("0").unwrap(), StackedDrgWinning2KiBV1);
+        assert_eq!(parse_post_proof("3").unwrap(), StackedDrgWinning32GiBV1);
+        assert_eq!(parse_post_proof("8").unwrap(), StackedDrgWindow32GiBV1);
+        assert_eq!(parse_post_proof("10").unwrap(), StackedDrgWindow2KiBV1_2);
+        assert_eq!(parse_post_proof("13").unwrap(), StackedDrgWindow32GiBV1_2);
+        assert_eq!(parse_post_proof("14").unwrap(), StackedDrgWindow64GiBV1_2);
+        assert!(parse_post_proof("15").is_err());
+        assert!(parse_post_proof("StackedDrgWinning32GiBV1_1").is_err());
+        assert_eq!(
+            post_proof_name(StackedDrgWindow8MiBV1_2),
+            "StackedDrgWindow8MiBV1_2"
+        );
+    }
+
+    #[test]
+    fn partition_counts_are_filecoin_proofs() {
+        use RegisteredPoStProof::*;
+        assert_eq!(sectors_per_partition(StackedDrgWindow32GiBV1_2), 2349);
+        assert_eq!(sectors_per_partition(StackedDrgWindow64GiBV1_2), 2300);
+        assert_eq!(sectors_per_partition(StackedDrgWindow2KiBV1_2), 2);
+        assert_eq!(partitions_for(StackedDrgWindow32GiBV1_2, 2349), 1);
+        assert_eq!(partitions_for(StackedDrgWindow32GiBV1_2, 2350), 2);
+        assert_eq!(partitions_for(StackedDrgWindow2KiBV1_2, 3), 2);
+        assert_eq!(partitions_for(StackedDrgWinning32GiBV1, 1), 1);
+    }
+
+    fn input() -> PostInput {
+        PostInput {
+            post_proof: RegisteredPoStProof::StackedDrgWindow2KiBV1_2,
+            prover_id: prover_id_of_miner(1000),
+            miner_id: Some(1000),
+            randomness: [7; 32],
+            partition_index: Some(1),
+            vanilla_proofs: vec![vec![1, 2, 3]].into(),
+        }
+    }
+
+    #[test]
+    fn inputs_round_trip_and_bad_ones_are_named() {
+        let input = input();
+        assert_eq!(PostInput::parse(&input.to_json()).unwrap(), input);
+        let whole = PostInput {
+            partition_index: None,
+            miner_id: None,
+            prover_id: [9; 32],
+            ..input.clone()
+        };
+        assert_eq!(PostInput::parse(&whole.to_json()).unwrap(), whole);
+        let err = |bytes: &[u8]| PostInput::parse(bytes).unwrap_err().to_string();
+        assert!(err(b"{\"registered_proof\"").contains("not JSON"));
+        assert!(err(b"{}").contains("\"registered_proof\" is missing"));
+        let mut v: Value = serde_json::from_slice(&input.to_json()).unwrap();
+        v["randomness"] = "AAAA".into();
+        assert!(err(&serde_json::to_vec(&v).unwrap()).contains("randomness has 3 bytes"));
+        let mut v: Value = serde_json::from_slice(&input.to_json()).unwrap();
+        v["registered_proof"] = 99.into();
+        assert!(err(&serde_json::to_vec(&v).unwrap()).contains("registered_proof"));
+        let mut v: Value = serde_json::from_slice(&input.to_json()).unwrap();
+        v.as_object_mut().unwrap().remove("miner_id");
+        assert!(err(&serde_json::to_vec(&v).unwrap()).contains("\"miner_id\" is missing"));
+        // curio's numbers and a proto3 zero partition index for WinningPoSt.
+        let winning = br#"{"registered_proof": 0, "miner_id": 1000, "partition_index": 0,
+            "randomness": "0707070707070707070707070707070707070707070707070707070707070707",
+            "vanilla_proofs": []}"#;
+        let parsed = PostInput::parse(winning).unwrap();
+        assert_eq!(parsed.kind(), PostKind::Winning);
+        assert_eq!(parsed.partition_index, None);
+        assert_eq!(parsed.randomness, [7; 32]);
+        let winning_p1 = String::from_utf8_lossy(winning)
+            .replace("\"partition_index\": 0", "\"partition_index\": 1");
+        assert!(err(winning_p1.as_bytes()).contains("a WinningPoSt has one partition"));
+        // curio's other request fields, when passed through, must agree.
+        let mut v: Value = serde_json::from_slice(&input.to_json()).unwrap();
+        v["sector_size"] = 2048.into();
+        v["proof_kind"] = "WINDOW_POST_PARTITION".into();
+        assert_eq!(
+            PostInput::parse(&serde_json::to_vec(&v).unwrap()).unwrap(),
+            input
+        );
+        v["proof_kind"] = 4.into();
+        assert!(err(&serde_json::to_vec(&v).unwrap()).contains("proof_kind is 4"));
+        v["proof_kind"] = 3.into();
+        v["sector_size"] = 34359738368u64.into();
+        assert!(err(&serde_json::to_vec(&v).unwrap()).contains("sector_size is 34359738368"));
+    }
+
+    #[test]
+    fn curios_request_in_proto3_json_reads_the_same() {
+        // What a proto3 JSON mapping makes of SubmitProofRequest: lowerCamelCase names, uint64
+        // as strings, a partition index of 0 left out, enums by name.
+        let request = br#"{"requestId": "wdpost-1000-0-1", "proofKind": "WINDOW_POST_PARTITION",
+            "sectorSize": "2048", "registeredProof": "10", "priority": "HIGH",
+            "vanillaProofs": ["AQID"], "minerId": "1000",
+            "randomness": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="}"#;
+        let parsed = PostInput::parse(request).unwrap();
+        assert_eq!(
+            parsed,
+            PostInput {
+                partition_index: Some(0),
+                ..input()
+            }
+        );
+        assert_eq!(snake_to_camel("partition_index"), "partitionIndex");
+    }
+
+    #[test]
+    fn bad_vanilla_proofs_are_refused_before_proving() {
+        let e = |input: &PostInput| prepare(input).err().unwrap().to_string();
+        let input = input();
+        assert!(
+            e(&input).contains("vanilla_proofs[0] is not a bincode FallbackPoStSectorProof"),
+            "{}",
+            e(&input)
+        );
+        let empty = PostInput {
+            vanilla_proofs: Vec::new().into(),
+            ..input.clone()
+        };
+        assert!(e(&empty).contains("vanilla_proofs is empty"));
+        let many = PostInput {
+            vanilla_proofs: vec![vec![0]; 3].into(),
+            ..input.clone()
+        };
+        assert!(
+            e(&many).contains("partition has at most 2 sectors"),
+            "{}",
+            e(&many)
+        );
+        let unsafe_randomness = PostInput {
+            randomness: [0xff; 32],
+            ..input.clone()
+        };
+        assert!(e(&unsafe_randomness).contains("randomness is not a field element"));
+        let winning = PostInput {
+            post_proof: RegisteredPoStProof::StackedDrgWinning2KiBV1,
+            partition_index: None,
+            vanilla_proofs: vec![vec![0]; 2].into(),
+            ..input
+        };
+        assert!(e(&winning).contains("2 vanilla proofs where a WinningPoSt has 1"));
+    }
+
+    #[test]
+    fn a_whole_window_post_is_taken_apart_as_curio_sends_it() {
+        let whole = PostInput {
+            partition_index: None,
+            vanilla_proofs: vec![vec![1], vec![2], vec![3]].into(),
+            ..input()
+        };
+        let p1 = whole.window_partition(1).unwrap();
+        assert_eq!(p1.partition_index, Some(1));
+        assert_eq!(&p1.vanilla_proofs[..], &[vec![3]]);
+        assert!(whole.window_partition(2).is_err());
+        assert!(p1.window_partition(0).is_err());
+    }
+}

@@ -152,9 +152,10 @@ pub async fn run_job(
     };
     let mut outcome = outcome;
     if let (JobOutcome::Succeeded, Some(run)) = (&outcome, filecoin_run) {
+        let verifier = run.verifier();
         match filecoin::finish(run, ledger.proofs(), pod).await {
             Ok(result) => {
-                tracing::info!(job = %name, bytes = result.proof_bytes, verified = result.verified, output = ?result.output_url, "Filecoin proof assembled and checked with verify_seal");
+                tracing::info!(job = %name, bytes = result.proof_bytes, verified = result.verified, output = ?result.output_url, "Filecoin proof assembled and checked with {verifier}");
                 ledger.set_filecoin(result);
             }
             Err(err) => outcome = JobOutcome::Failed(err.to_string()),
@@ -183,18 +184,18 @@ async fn start_job(
             Ok((pipeline, handle, None))
         }
         Some(filecoin_work) => {
-            let (run, porep, key) = filecoin::prepare(daemon, job, filecoin_work).await?;
-            let skip = proved_partitions(job.status.as_ref(), porep.partitions);
-            let todo = porep.partitions as usize - skip.len();
-            let pipeline = start_pipeline(daemon, work, todo, &key)?;
+            let prepared = filecoin::prepare(daemon, job, filecoin_work).await?;
+            let skip = proved_partitions(job.status.as_ref(), prepared.partitions);
+            let todo = prepared.partitions as usize - skip.len();
+            let pipeline = start_pipeline(daemon, work, todo, &prepared.key)?;
             let handle = pipeline.get().submit_source(
-                porep.source,
-                key,
-                porep.partitions,
+                prepared.source,
+                prepared.key,
+                prepared.partitions,
                 job.spec.priority,
                 &skip,
             )?;
-            Ok((pipeline, handle, Some(run)))
+            Ok((pipeline, handle, Some(prepared.run)))
         }
     }
 }

@@ -108,7 +108,7 @@ pub struct Submission {
 }
 
 /// A checked submission and the input the provers will read: the C1 output as sent for a
-/// PoRep; for SnapDeals, the JSON the prover's SnapDeals input takes (see [`snap_input`]).
+/// PoRep; for SnapDeals, the JSON the prover's SnapDeals input takes (`SnapInput` below).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Planned {
     pub submission: Submission,

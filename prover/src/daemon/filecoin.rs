@@ -19,12 +19,13 @@ use kube::ResourceExt;
 use proofpipe_crds::{FilecoinProofKind, FilecoinResult, FilecoinWork, ProofJob};
 
 use super::Daemon;
+use super::resident::ParamSet;
+use super::sizing::HEADROOM;
 use crate::artifacts;
 use crate::error::ProverError;
 use crate::filecoin::c1::{self, C1Input, SectorIdentity};
-use crate::filecoin::params::FilecoinParamsCache;
 use crate::filecoin::snap::{self, SnapInput, update_proof_name};
-use crate::filecoin::{RegisteredSealProof, RegisteredUpdateProof, porep, seal_proof_name};
+use crate::filecoin::{porep, seal_proof_name};
 use crate::params::ProvingKey;
 use crate::pipeline::{PartitionProof, PartitionSource};
 
@@ -32,29 +33,6 @@ use crate::pipeline::{PartitionProof, PartitionSource};
 enum Input {
     PoRep(C1Input),
     Snap(SnapInput),
-}
-
-/// The parameter set a job needs.
-#[derive(Clone, Copy, Debug)]
-enum ParamsOf {
-    Seal(RegisteredSealProof),
-    Update(RegisteredUpdateProof),
-}
-
-impl ParamsOf {
-    fn load(self, cache: &FilecoinParamsCache) -> Result<Arc<ProvingKey>, ProverError> {
-        match self {
-            Self::Seal(proof) => cache.get(proof),
-            Self::Update(proof) => cache.get_update(proof),
-        }
-    }
-
-    fn name(self) -> String {
-        match self {
-            Self::Seal(proof) => seal_proof_name(proof),
-            Self::Update(proof) => update_proof_name(proof),
-        }
-    }
 }
 
 /// What the daemon keeps of a Filecoin job while its partitions are proved.
@@ -73,6 +51,10 @@ pub struct Prepared {
     pub source: Arc<dyn PartitionSource>,
     pub partitions: u32,
     pub key: Arc<ProvingKey>,
+    /// The key's circuit identifier (its entry among the prover's resident keys).
+    pub identifier: String,
+    /// Bytes of the other parameter sets resident beside the key: the plan counts them.
+    pub others_bytes: u64,
 }
 
 /// Parses `bytes` as the input of `work` and checks it is of the job's registered proof; then
@@ -81,7 +63,7 @@ fn parse_input(
     work: &FilecoinWork,
     url: &str,
     bytes: &[u8],
-) -> Result<(Input, Arc<dyn PartitionSource>, u32, ParamsOf), ProverError> {
+) -> Result<(Input, Arc<dyn PartitionSource>, u32, ParamSet), ProverError> {
     artifacts::check_sha256(url, bytes, &work.input.sha256)?;
     let expected = work.registered_proof().unwrap_or_default();
     match work.kind {
@@ -102,7 +84,7 @@ fn parse_input(
                 });
             }
             let job = porep::prepare(&input)?;
-            let params = ParamsOf::Seal(job.seal_proof);
+            let params = ParamSet::Seal(job.seal_proof);
             Ok((Input::PoRep(input), job.source, job.partitions, params))
         }
         FilecoinProofKind::SnapDealsUpdate => {
@@ -125,7 +107,7 @@ fn parse_input(
                 });
             }
             let job = snap::prepare(&input).map_err(with_url)?;
-            let params = ParamsOf::Update(job.update_proof);
+            let params = ParamSet::Update(job.update_proof);
             Ok((Input::Snap(input), job.source, job.partitions, params))
         }
     }
@@ -148,8 +130,11 @@ pub async fn prepare(
                 action: format!("reading the {}", kind.input_name()),
                 message: e.to_string(),
             })??;
-    let cache = daemon.filecoin_params.clone();
-    let key = tokio::task::spawn_blocking(move || params.load(&cache))
+    let resident = daemon.filecoin_params.clone();
+    // What a parameter set may take beside the ones already resident: the limit less the
+    // plan's headroom.
+    let budget = (daemon.memory_limit as f64 * (1.0 - HEADROOM)) as u64;
+    let loaded = tokio::task::spawn_blocking(move || resident.get(params, budget))
         .await
         .map_err(|e| ProverError::Filecoin {
             action: format!("loading the parameters of {}", params.name()),
@@ -180,7 +165,9 @@ pub async fn prepare(
         },
         source,
         partitions,
-        key,
+        key: loaded.key,
+        identifier: loaded.identifier,
+        others_bytes: loaded.others_bytes,
     })
 }
 
@@ -264,6 +251,7 @@ mod tests {
     use proofpipe_crds::{UPDATE_PROOFS, update_proof_partitions};
 
     use super::*;
+    use crate::filecoin::RegisteredUpdateProof;
 
     #[test]
     fn the_api_table_of_update_proofs_matches_storage_proofs_update() {

@@ -26,56 +26,182 @@ pub const SEAL_PROOFS: &[(&str, i32)] = &[
 
 /// Partitions of a registered seal proof, if it is one a ProofJob may name.
 pub fn seal_proof_partitions(name: &str) -> Option<i32> {
-    SEAL_PROOFS
+    partitions_in(SEAL_PROOFS, name)
+}
+
+/// The registered update proofs (SnapDeals) a ProofJob may name, with their partition counts,
+/// as storage-proofs-update 19.1 counts them (the prover holds this table to that crate in a
+/// test).
+pub const UPDATE_PROOFS: &[(&str, i32)] = &[
+    ("StackedDrg2KiBV1", 1),
+    ("StackedDrg8MiBV1", 4),
+    ("StackedDrg512MiBV1", 16),
+    ("StackedDrg32GiBV1", 16),
+    ("StackedDrg64GiBV1", 16),
+];
+
+/// Partitions of a registered update proof, if it is one a ProofJob may name.
+pub fn update_proof_partitions(name: &str) -> Option<i32> {
+    partitions_in(UPDATE_PROOFS, name)
+}
+
+fn partitions_in(table: &[(&str, i32)], name: &str) -> Option<i32> {
+    table
         .iter()
         .find(|(known, _)| *known == name)
         .map(|&(_, partitions)| partitions)
 }
 
 /// What kind of Filecoin proof a job makes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[schemars(description = "")]
 pub enum FilecoinProofKind {
     /// A sector's PoRep commit proof (C2), from the C1 output that lotus or curio produced.
     PoRepC2,
+    /// A SnapDeals (EmptySectorUpdate) proof, from curio's vanilla partition proofs and the
+    /// sector's three commitments.
+    SnapDealsUpdate,
+}
+
+/// Fields of `spec.filecoin` that belong to one kind or another; `kind`, `input` and `output`
+/// belong to every kind.
+pub const KIND_FIELDS: &[&str] = &[
+    "sealProof",
+    "minerId",
+    "proverId",
+    "sectorNumber",
+    "updateProof",
+];
+
+impl FilecoinProofKind {
+    /// Every kind, in the order the API lists them.
+    pub const ALL: &[Self] = &[Self::PoRepC2, Self::SnapDealsUpdate];
+
+    /// The kind's name, as it is serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PoRepC2 => "PoRepC2",
+            Self::SnapDealsUpdate => "SnapDealsUpdate",
+        }
+    }
+
+    /// The fields of [`KIND_FIELDS`] a job of this kind must set.
+    pub fn required_fields(self) -> &'static [&'static str] {
+        match self {
+            Self::PoRepC2 => &["sealProof"],
+            Self::SnapDealsUpdate => &["updateProof"],
+        }
+    }
+
+    /// The fields of [`KIND_FIELDS`] a job of this kind may set; it must leave the others
+    /// unset.
+    pub fn allowed_fields(self) -> &'static [&'static str] {
+        match self {
+            Self::PoRepC2 => &["sealProof", "minerId", "proverId", "sectorNumber"],
+            Self::SnapDealsUpdate => &["updateProof"],
+        }
+    }
+
+    /// What the kind's required fields are, for the message of a job that lacks one.
+    fn requirement(self) -> &'static str {
+        match self {
+            Self::PoRepC2 => {
+                "a PoRepC2 job needs sealProof, the sector's registered seal proof (e.g. StackedDrg32GiBV1_1)"
+            }
+            Self::SnapDealsUpdate => {
+                "a SnapDealsUpdate job needs updateProof, the sector's registered update proof (e.g. StackedDrg32GiBV1)"
+            }
+        }
+    }
+
+    /// Why a job of this kind has none of the other kinds' fields, for the message of one
+    /// that sets some.
+    fn forbidden_reason(self) -> &'static str {
+        match self {
+            Self::PoRepC2 => "a PoRepC2 job names its proof by sealProof",
+            Self::SnapDealsUpdate => {
+                "a SnapDealsUpdate job names its proof by updateProof, and its sector by the \
+                 commitments in its input"
+            }
+        }
+    }
+
+    /// The name of Filecoin's verifier whose yes finishes a job of this kind.
+    pub fn verifier(self) -> &'static str {
+        match self {
+            Self::PoRepC2 => "verify_seal",
+            Self::SnapDealsUpdate => "verify_empty_sector_update_proof",
+        }
+    }
+
+    /// What the input at `spec.filecoin.input` is for this kind.
+    pub fn input_name(self) -> &'static str {
+        match self {
+            Self::PoRepC2 => "C1 output",
+            Self::SnapDealsUpdate => "SnapDeals input",
+        }
+    }
 }
 
 /// A Filecoin proof to make.
+///
+/// Which fields a job sets depends on its `kind`; CEL rules, generated from
+/// [`FilecoinProofKind::required_fields`] and [`FilecoinProofKind::allowed_fields`], refuse a
+/// job that lacks one its kind needs or sets one its kind does not take, naming the fields.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("!(has(self.minerId) && has(self.proverId))")
     .message("give minerId or proverId, not both"))]
+#[x_kube(validation = kind_requires_rule(FilecoinProofKind::PoRepC2))]
+#[x_kube(validation = kind_forbids_rule(FilecoinProofKind::PoRepC2))]
+#[x_kube(validation = kind_requires_rule(FilecoinProofKind::SnapDealsUpdate))]
+#[x_kube(validation = kind_forbids_rule(FilecoinProofKind::SnapDealsUpdate))]
 pub struct FilecoinWork {
-    /// The kind of proof: `PoRepC2`.
+    /// The kind of proof: `PoRepC2` (a sector's commit proof, the default) or
+    /// `SnapDealsUpdate` (a SnapDeals update proof).
     #[serde(default = "default_kind")]
     pub kind: FilecoinProofKind,
 
-    /// The registered seal proof of the sector, e.g. `StackedDrg32GiBV1_1`; the C1 output must
-    /// be of this proof (checked before proving).
-    #[x_kube(validation = seal_proof_rule())]
-    pub seal_proof: String,
+    /// PoRepC2: the registered seal proof of the sector, e.g. `StackedDrg32GiBV1_1`; the C1
+    /// output must be of this proof (checked before proving). Its partitions (10 at 32 GiB)
+    /// are the job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = proof_name_rule("sealProof", SEAL_PROOFS))]
+    pub seal_proof: Option<String>,
 
-    /// The miner's actor id (the number of its `f0…` address); the prover id is made from it
-    /// as filecoin-ffi does. Default 1000 (lotus-bench's `t01000`) unless `proverId` is given.
+    /// SnapDealsUpdate: the registered update proof of the sector, e.g. `StackedDrg32GiBV1`;
+    /// the input must be of this proof (checked before proving). Its partitions (16 at
+    /// 32 GiB) are the job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = proof_name_rule("updateProof", UPDATE_PROOFS))]
+    pub update_proof: Option<String>,
+
+    /// PoRepC2: the miner's actor id (the number of its `f0…` address); the prover id is made
+    /// from it as filecoin-ffi does. Default 1000 (lotus-bench's `t01000`) unless `proverId`
+    /// is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub miner_id: Option<i64>,
 
-    /// The prover id whole: 64 lowercase hex digits.
+    /// PoRepC2: the prover id whole, 64 lowercase hex digits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[0-9a-f]{64}$"))]
     pub prover_id: Option<String>,
 
-    /// The sector number. Required when the input is a raw C1 output; a lotus-bench commit-2
-    /// file carries its own (and must agree with this one if both are given).
+    /// PoRepC2: the sector number. Required when the input is a raw C1 output; a lotus-bench
+    /// commit-2 file carries its own (and must agree with this one if both are given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub sector_number: Option<i64>,
 
-    /// The C1 output: lotus-bench's commit-2 file or the raw SealCommitPhase1Output JSON.
+    /// The input. PoRepC2: the C1 output (lotus-bench's commit-2 file or the raw
+    /// SealCommitPhase1Output JSON). SnapDealsUpdate: the JSON of curio's request
+    /// (`registered_proof`, `comm_r_old`, `comm_r_new`, `comm_d_new`, `vanilla_proofs`;
+    /// docs/filecoin.md), so the SHA-256 covers the commitments too.
     pub input: InputRef,
 
-    /// Where the proof is written (seal_commit_phase2's bytes). Unset: status only.
+    /// Where the proof is written (the bytes Filecoin's prover would return: 192 per
+    /// partition). Unset: status only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<OutputRef>,
 }
@@ -84,12 +210,78 @@ fn default_kind() -> FilecoinProofKind {
     FilecoinProofKind::PoRepC2
 }
 
-/// The CEL rule that keeps `sealProof` within [`SEAL_PROOFS`].
-fn seal_proof_rule() -> Rule {
-    let names: Vec<&str> = SEAL_PROOFS.iter().map(|(name, _)| *name).collect();
+impl FilecoinWork {
+    /// The registered proof the work names (`sealProof` or `updateProof`, by kind), if set.
+    pub fn registered_proof(&self) -> Option<&str> {
+        match self.kind {
+            FilecoinProofKind::PoRepC2 => self.seal_proof.as_deref(),
+            FilecoinProofKind::SnapDealsUpdate => self.update_proof.as_deref(),
+        }
+    }
+
+    /// Partitions of the proof, from its registered proof; `None` for work the API server
+    /// would not have admitted.
+    pub fn partitions(&self) -> Option<i32> {
+        let name = self.registered_proof()?;
+        match self.kind {
+            FilecoinProofKind::PoRepC2 => seal_proof_partitions(name),
+            FilecoinProofKind::SnapDealsUpdate => update_proof_partitions(name),
+        }
+    }
+}
+
+/// The CEL rule that keeps a registered-proof field within `table`.
+fn proof_name_rule(field: &str, table: &[(&str, i32)]) -> Rule {
+    let names: Vec<&str> = table.iter().map(|(name, _)| *name).collect();
     let quoted: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
     Rule::new(format!("self in [{}]", quoted.join(", ")))
-        .message(format!("sealProof must be one of {}", names.join(", ")).as_str())
+        .message(format!("{field} must be one of {}", names.join(", ")).as_str())
+}
+
+/// The CEL rule that a job of `kind` sets every field its kind requires.
+fn kind_requires_rule(kind: FilecoinProofKind) -> Rule {
+    let has: Vec<String> = kind
+        .required_fields()
+        .iter()
+        .map(|field| format!("has(self.{field})"))
+        .collect();
+    Rule::new(format!(
+        "self.kind != '{}' || ({})",
+        kind.as_str(),
+        has.join(" && ")
+    ))
+    .message(kind.requirement())
+}
+
+/// The fields of [`KIND_FIELDS`] a job of `kind` must leave unset.
+pub fn forbidden_fields(kind: FilecoinProofKind) -> Vec<&'static str> {
+    KIND_FIELDS
+        .iter()
+        .copied()
+        .filter(|field| !kind.allowed_fields().contains(field))
+        .collect()
+}
+
+/// The CEL rule that a job of `kind` sets none of the other kinds' fields.
+fn kind_forbids_rule(kind: FilecoinProofKind) -> Rule {
+    let fields = forbidden_fields(kind);
+    let has: Vec<String> = fields
+        .iter()
+        .map(|field| format!("has(self.{field})"))
+        .collect();
+    Rule::new(format!(
+        "self.kind != '{}' || !({})",
+        kind.as_str(),
+        has.join(" || ")
+    ))
+    .message(
+        format!(
+            "{}: leave {} unset (fields of other kinds)",
+            kind.forbidden_reason(),
+            fields.join(", ")
+        )
+        .as_str(),
+    )
 }
 
 /// An artifact to read, by URL, with the digest it must have.
@@ -124,11 +316,13 @@ pub struct OutputRef {
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct FilecoinResult {
-    /// The proof as seal_commit_phase2 writes it (192 bytes per partition), base64.
+    /// The proof as Filecoin's own prover returns it (`seal_commit_phase2`,
+    /// `generate_empty_sector_update_proof_with_vanilla`: 192 bytes per partition), base64.
     pub proof: String,
     /// Its length in bytes.
     pub proof_bytes: i64,
-    /// Whether filecoin-proofs-api's `verify_seal` accepted it.
+    /// Whether Filecoin's verifier for the job's kind accepted it (filecoin-proofs-api's
+    /// `verify_seal` for PoRepC2, `verify_empty_sector_update_proof` for SnapDealsUpdate).
     pub verified: bool,
     /// Where it was written (`spec.filecoin.output.url`), once written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -142,19 +336,123 @@ mod tests {
     use super::*;
 
     #[test]
-    fn partitions_come_from_the_seal_proof() {
+    fn partitions_come_from_the_registered_proof() {
         assert_eq!(seal_proof_partitions("StackedDrg32GiBV1_1"), Some(10));
         assert_eq!(seal_proof_partitions("StackedDrg2KiBV1_1"), Some(1));
         assert_eq!(seal_proof_partitions("StackedDrg16GiBV1_1"), None);
+        assert_eq!(update_proof_partitions("StackedDrg32GiBV1"), Some(16));
+        assert_eq!(update_proof_partitions("StackedDrg8MiBV1"), Some(4));
+        assert_eq!(update_proof_partitions("StackedDrg32GiBV1_1"), None);
     }
 
     #[test]
-    fn the_seal_proof_rule_lists_every_proof() {
-        let rule = seal_proof_rule();
+    fn the_proof_name_rules_list_every_proof() {
+        let rule = proof_name_rule("sealProof", SEAL_PROOFS);
         assert!(
             rule.rule
                 .contains("'StackedDrg64GiBV1_1_Feat_SyntheticPoRep'")
         );
         assert_eq!(rule.rule.matches("'StackedDrg").count(), SEAL_PROOFS.len());
+        let rule = proof_name_rule("updateProof", UPDATE_PROOFS);
+        assert_eq!(
+            rule.rule,
+            "self in ['StackedDrg2KiBV1', 'StackedDrg8MiBV1', 'StackedDrg512MiBV1', \
+             'StackedDrg32GiBV1', 'StackedDrg64GiBV1']"
+        );
+    }
+
+    fn work(kind: FilecoinProofKind) -> FilecoinWork {
+        serde_json::from_value(serde_json::json!({
+            "kind": kind.as_str(),
+            "sealProof": "StackedDrg32GiBV1_1",
+            "updateProof": "StackedDrg32GiBV1",
+            "input": {"url": "s3://b/k", "sha256": "00".repeat(32)},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn each_kind_takes_its_partitions_from_its_own_proof() {
+        assert_eq!(work(FilecoinProofKind::PoRepC2).partitions(), Some(10));
+        assert_eq!(
+            work(FilecoinProofKind::SnapDealsUpdate).partitions(),
+            Some(16)
+        );
+        let mut unnamed = work(FilecoinProofKind::SnapDealsUpdate);
+        unnamed.update_proof = None;
+        assert_eq!(unnamed.partitions(), None);
+    }
+
+    #[test]
+    fn kinds_serialize_as_their_names() {
+        for &kind in FilecoinProofKind::ALL {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+    }
+
+    #[test]
+    fn every_kind_field_belongs_to_a_kind_and_every_kind_needs_its_own() {
+        for field in KIND_FIELDS {
+            assert!(
+                FilecoinProofKind::ALL
+                    .iter()
+                    .any(|kind| kind.allowed_fields().contains(field)),
+                "{field} belongs to no kind"
+            );
+        }
+        for &kind in FilecoinProofKind::ALL {
+            for field in kind.required_fields() {
+                assert!(kind.allowed_fields().contains(field), "{kind:?} {field}");
+            }
+            for field in kind.allowed_fields() {
+                assert!(KIND_FIELDS.contains(field), "{kind:?} {field}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_kind_rules_name_the_fields() {
+        let requires = kind_requires_rule(FilecoinProofKind::SnapDealsUpdate);
+        assert_eq!(
+            requires.rule,
+            "self.kind != 'SnapDealsUpdate' || (has(self.updateProof))"
+        );
+        let forbids = kind_forbids_rule(FilecoinProofKind::SnapDealsUpdate);
+        assert_eq!(
+            forbids.rule,
+            "self.kind != 'SnapDealsUpdate' || !(has(self.sealProof) || has(self.minerId) || \
+             has(self.proverId) || has(self.sectorNumber))"
+        );
+        let message = serde_json::to_value(&forbids).unwrap()["message"].clone();
+        assert_eq!(
+            message,
+            "a SnapDealsUpdate job names its proof by updateProof, and its sector by the \
+             commitments in its input: leave sealProof, minerId, proverId, sectorNumber unset \
+             (fields of other kinds)"
+        );
+        assert_eq!(
+            forbidden_fields(FilecoinProofKind::PoRepC2),
+            ["updateProof"]
+        );
+    }
+
+    /// Every kind's two rules are in the generated schema of `spec.filecoin`.
+    #[test]
+    fn the_schema_holds_the_rules_of_every_kind() {
+        let crd =
+            serde_json::to_value(<crate::ProofJob as kube::CustomResourceExt>::crd()).unwrap();
+        let rules = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["properties"]["filecoin"]["x-kubernetes-validations"];
+        let rules: Vec<&str> = rules
+            .as_array()
+            .expect("filecoin has CEL rules")
+            .iter()
+            .filter_map(|r| r["rule"].as_str())
+            .collect();
+        for &kind in FilecoinProofKind::ALL {
+            for rule in [kind_requires_rule(kind), kind_forbids_rule(kind)] {
+                assert!(rules.contains(&rule.rule.as_str()), "{kind:?}: {rules:#?}");
+            }
+        }
     }
 }

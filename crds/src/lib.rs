@@ -19,8 +19,8 @@ use kube::CustomResourceExt;
 
 pub use conditions::{CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN};
 pub use filecoin::{
-    FilecoinProofKind, FilecoinResult, FilecoinWork, InputRef, OutputRef, SEAL_PROOFS,
-    seal_proof_partitions,
+    FilecoinProofKind, FilecoinResult, FilecoinWork, InputRef, KIND_FIELDS, OutputRef, SEAL_PROOFS,
+    UPDATE_PROOFS, forbidden_fields, seal_proof_partitions, update_proof_partitions,
 };
 pub use pipeline::{InvalidPipelineOverride, PipelineOverride, parse_pipeline_override};
 pub use pod_template::{

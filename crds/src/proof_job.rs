@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::conditions::condition_constraints;
-use crate::filecoin::{FilecoinResult, FilecoinWork, seal_proof_partitions};
+use crate::filecoin::{FilecoinResult, FilecoinWork};
 use crate::prover_pool::{MAX_POOL_NAME, POOL_NAME_PATTERN};
 
 /// The circuits a ProofJob may name in `spec.circuit`.
@@ -113,7 +113,7 @@ pub const MAX_PARTITIONS: i32 = 1024;
     "!has(self.circuit) || (has(self.constraints) && has(self.partitions))"
 ).message("a synthetic job needs circuit, constraints and partitions"))]
 #[x_kube(validation = Rule::new("!has(self.filecoin) || (!has(self.constraints) && !has(self.partitions))")
-    .message("a Filecoin job takes its partitions from filecoin.sealProof: leave constraints and partitions unset"))]
+    .message("a Filecoin job takes its partitions from its registered proof (filecoin.sealProof or filecoin.updateProof): leave constraints and partitions unset"))]
 #[x_kube(validation = Rule::new(
     "has(self.filecoin) == has(oldSelf.filecoin) && has(self.circuit) == has(oldSelf.circuit) \
      && has(self.constraints) == has(oldSelf.constraints) \
@@ -128,9 +128,9 @@ pub struct ProofJobSpec {
     #[schemars(length(min = 1, max = MAX_POOL_NAME), regex(pattern = POOL_NAME_PATTERN))]
     pub pool: String,
 
-    /// A Filecoin proof: the kind, the sector's registered seal proof, and its input and
-    /// output by reference. Its partitions are the seal proof's (10 for a 32 GiB PoRep).
-    /// Immutable.
+    /// A Filecoin proof: the kind (`PoRepC2` or `SnapDealsUpdate`), the sector's registered
+    /// proof, and its input and output by reference. Its partitions are the registered
+    /// proof's (10 for a 32 GiB PoRep, 16 for a 32 GiB SnapDeals update). Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = immutable("filecoin"))]
     pub filecoin: Option<FilecoinWork>,
@@ -198,11 +198,11 @@ fn default_backoff_limit() -> i32 {
 }
 
 impl ProofJobSpec {
-    /// Partitions the job is split into: the seal proof's for Filecoin work, else
+    /// Partitions the job is split into: the registered proof's for Filecoin work, else
     /// `spec.partitions` (0 for a spec the API server would not have admitted).
     pub fn partition_count(&self) -> i32 {
         match &self.filecoin {
-            Some(work) => seal_proof_partitions(&work.seal_proof).unwrap_or(0),
+            Some(work) => work.partitions().unwrap_or(0),
             None => self.partitions.unwrap_or(0),
         }
     }
@@ -210,7 +210,11 @@ impl ProofJobSpec {
     /// What the job proves, for logs and messages: the circuit, or the Filecoin proof.
     pub fn work_name(&self) -> String {
         match (&self.filecoin, &self.circuit) {
-            (Some(work), _) => format!("{:?} {}", work.kind, work.seal_proof),
+            (Some(work), _) => format!(
+                "{} {}",
+                work.kind.as_str(),
+                work.registered_proof().unwrap_or("(no registered proof)")
+            ),
             (None, Some(circuit)) => format!("{circuit} x {}", self.constraints.unwrap_or(0)),
             (None, None) => "nothing".into(),
         }

@@ -209,6 +209,23 @@ fn valid_filecoin_job() -> Value {
     }})
 }
 
+/// A SnapDeals job: the update proof, the input by reference, nothing of a PoRep.
+fn valid_snap_job() -> Value {
+    json!({ "pool": "gpu", "filecoin": {
+        "kind": "SnapDealsUpdate", "updateProof": "StackedDrg32GiBV1",
+        "input": { "url": "s3://sectors/7/snap.json", "sha256": "cd".repeat(32) },
+        "output": { "url": "s3://sectors/7/update-proof" },
+    }})
+}
+
+/// `valid_snap_job()` with `changes` merged into its `filecoin`.
+fn snap_with(changes: Value) -> Value {
+    let mut job = valid_snap_job();
+    let work = job["filecoin"].clone();
+    job["filecoin"] = with(work, changes);
+    job
+}
+
 /// `valid_filecoin_job()` with `changes` merged into its `filecoin`.
 fn filecoin_with(changes: Value) -> Value {
     let mut job = valid_filecoin_job();
@@ -404,7 +421,44 @@ async fn invalid_proof_jobs_are_rejected() {
         ),
         (
             with(valid_filecoin_job(), json!({ "partitions": 10 })),
-            "a Filecoin job takes its partitions from filecoin.sealProof",
+            "a Filecoin job takes its partitions from its registered proof",
+        ),
+        (
+            with(valid_snap_job(), json!({ "constraints": 1024 })),
+            "a Filecoin job takes its partitions from its registered proof",
+        ),
+        (
+            filecoin_with(json!({ "sealProof": null })),
+            "a PoRepC2 job needs sealProof",
+        ),
+        (
+            filecoin_with(json!({ "updateProof": "StackedDrg32GiBV1" })),
+            "a PoRepC2 job names its proof by sealProof: leave updateProof unset",
+        ),
+        (
+            snap_with(json!({ "updateProof": null })),
+            "a SnapDealsUpdate job needs updateProof",
+        ),
+        (
+            snap_with(json!({ "updateProof": "StackedDrg32GiBV1_1" })),
+            "updateProof must be one of StackedDrg2KiBV1, StackedDrg8MiBV1",
+        ),
+        (
+            snap_with(json!({ "sealProof": "StackedDrg32GiBV1_1" })),
+            "leave sealProof, minerId, proverId, sectorNumber unset",
+        ),
+        (
+            snap_with(json!({ "minerId": 1000 })),
+            "a SnapDealsUpdate job names its proof by updateProof, and its sector by the \
+             commitments in its input",
+        ),
+        (
+            snap_with(json!({ "sectorNumber": 7 })),
+            "leave sealProof, minerId, proverId, sectorNumber unset",
+        ),
+        (
+            snap_with(json!({ "kind": "PoRepC2" })),
+            "a PoRepC2 job needs sealProof",
         ),
         (
             filecoin_with(json!({ "sealProof": "StackedDrg16GiBV1_1" })),
@@ -435,6 +489,10 @@ async fn invalid_proof_jobs_are_rejected() {
         (
             filecoin_with(json!({ "kind": "WindowPoSt" })),
             "spec.filecoin.kind: Unsupported value",
+        ),
+        (
+            snap_with(json!({ "input": { "url": "s3://b/k", "sha256": "abc" } })),
+            "spec.filecoin.input.sha256 in body should match",
         ),
     ];
     for (spec, expected) in filecoin_cases {
@@ -495,6 +553,24 @@ async fn invalid_proof_jobs_are_rejected() {
         Some(proofpipe_crds::FilecoinProofKind::PoRepC2),
         "kind defaults to PoRepC2"
     );
+    let snap: ProofJob = cluster.create("snap-7", valid_snap_job()).await;
+    assert_eq!(
+        snap.spec.partition_count(),
+        16,
+        "16 partitions for a 32 GiB update"
+    );
+    assert_eq!(
+        snap.spec.work_name(),
+        "SnapDealsUpdate StackedDrg32GiBV1",
+        "what the prover logs"
+    );
+    for (update_proof, partitions) in proofpipe_crds::UPDATE_PROOFS {
+        let name = format!("snap-{}", update_proof.to_ascii_lowercase());
+        let job: ProofJob = cluster
+            .create(&name, snap_with(json!({ "updateProof": update_proof })))
+            .await;
+        assert_eq!(job.spec.partition_count(), *partitions, "{update_proof}");
+    }
     cluster.delete_namespace().await;
 }
 
@@ -856,6 +932,24 @@ async fn proof_job_identity_is_immutable() {
         "filecoin is immutable",
         "changing a Filecoin job's input",
     );
+    let _: ProofJob = cluster.create("snap", valid_snap_job()).await;
+    for change in [
+        json!({ "updateProof": "StackedDrg64GiBV1" }),
+        json!({ "input": { "url": "s3://other/snap.json" } }),
+    ] {
+        let result = jobs
+            .patch(
+                "snap",
+                &params,
+                &Patch::Merge(json!({ "spec": { "filecoin": change } })),
+            )
+            .await;
+        assert_api_error(
+            result,
+            "filecoin is immutable",
+            &format!("changing a SnapDeals job's {change}"),
+        );
+    }
 
     let scheduling = json!({ "spec": { "priority": 10, "suspend": true, "backoffLimit": 1 } });
     let job = jobs

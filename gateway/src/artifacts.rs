@@ -1,11 +1,12 @@
-//! The artifact store: where the gateway puts each submission's C1 output for the provers to
-//! read by URL (a C1 output is tens of MB at 32 GiB and never goes into etcd). The same URL
-//! forms ProofJob inputs take: `s3://bucket/prefix` (credentials, region and endpoint from the
-//! gateway's `AWS_*` environment) or `file:///path` on a volume the prover pods mount at the
-//! same path.
+//! The artifact store: where the gateway puts each submission's input for the provers to read
+//! by URL (a C1 output is tens of MB at 32 GiB, SnapDeals vanilla proofs megabytes; neither
+//! goes into etcd). The same URL forms ProofJob inputs take: `s3://bucket/prefix`
+//! (credentials, region and endpoint from the gateway's `AWS_*` environment) or `file:///path`
+//! on a volume the prover pods mount at the same path.
 //!
-//! Layout: `<base>/<job name>/<sha256>.c1.json`. Inputs are removed by a sweep once their job
-//! is gone (cancelled, or deleted after `ttlSecondsAfterFinished`).
+//! Layout: `<base>/<job name>/<sha256>.c1.json` (PoRep) or `<sha256>.snap.json` (SnapDeals).
+//! Inputs are removed by a sweep once their job is gone (cancelled, or deleted after
+//! `ttlSecondsAfterFinished`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -20,12 +21,24 @@ use object_store::{ObjectStore, PutPayload};
 use url::Url;
 
 use crate::error::GatewayError;
+use crate::submission::{Submission, Work};
 
 /// How long an input without a job is kept: a submission stores its input before it creates
 /// the job, and the cache may lag the API server.
 pub const ORPHAN_GRACE: Duration = Duration::from_secs(15 * 60);
 
-const INPUT_SUFFIX: &str = ".c1.json";
+/// The file name endings of the inputs, by kind of work.
+const C1_SUFFIX: &str = ".c1.json";
+const SNAP_SUFFIX: &str = ".snap.json";
+const INPUT_SUFFIXES: &[&str] = &[C1_SUFFIX, SNAP_SUFFIX];
+
+/// The file name ending of `work`'s input.
+fn suffix(work: &Work) -> &'static str {
+    match work {
+        Work::PoRep { .. } => C1_SUFFIX,
+        Work::SnapDeals { .. } => SNAP_SUFFIX,
+    }
+}
 
 /// An object under the store's base: what the sweep looks at.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,26 +97,29 @@ impl ArtifactStore {
         })
     }
 
-    /// The path and URL of the input of `job` with digest `sha256`.
-    pub fn input_location(&self, job: &str, sha256: &str) -> (ObjectPath, String) {
-        let file = format!("{sha256}{INPUT_SUFFIX}");
+    /// The path and URL of the input of `job` with digest `sha256`, for `work`.
+    pub fn input_location(&self, job: &str, sha256: &str, work: &Work) -> (ObjectPath, String) {
+        let file = format!("{sha256}{}", suffix(work));
         let path = self.base_path.child(job).child(file.as_str());
         (path, format!("{}/{job}/{file}", self.base_url))
     }
 
-    /// Stores `bytes` as the input of `job`; returns its URL.
+    /// Stores `bytes` as the input of `submission`'s job; returns its URL.
     pub async fn put_input(
         &self,
-        job: &str,
-        sha256: &str,
+        submission: &Submission,
         bytes: Vec<u8>,
     ) -> Result<String, GatewayError> {
-        let (path, url) = self.input_location(job, sha256);
+        let (path, url) = self.input_location(
+            &submission.job_name,
+            &submission.input_sha256,
+            &submission.work,
+        );
         self.store
             .put(&path, PutPayload::from(bytes))
             .await
             .map_err(|source| GatewayError::Artifact {
-                action: "storing the C1 output at",
+                action: "storing the input at",
                 url: url.clone(),
                 source,
             })?;
@@ -129,9 +145,10 @@ impl ArtifactStore {
                 let job = meta.location.parts().nth(base_depth)?.as_ref().to_owned();
                 let modified =
                     Timestamp::from_millisecond(meta.last_modified.timestamp_millis()).ok()?;
-                meta.location
-                    .as_ref()
-                    .ends_with(INPUT_SUFFIX)
+                let name = meta.location.as_ref();
+                INPUT_SUFFIXES
+                    .iter()
+                    .any(|suffix| name.ends_with(suffix))
                     .then_some(StoredInput {
                         path: meta.location,
                         job,
@@ -179,13 +196,32 @@ pub fn stale_inputs(
 mod tests {
     use super::*;
 
+    fn submission(job: &str, sha256: &str, work: Work) -> Submission {
+        Submission {
+            request_id: job.into(),
+            job_name: job.into(),
+            work,
+            priority: 0,
+            priority_name: "NORMAL",
+            input_sha256: sha256.into(),
+        }
+    }
+
     #[tokio::test]
     async fn inputs_are_stored_by_job_and_digest_and_swept_once_their_job_is_gone() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}/inputs", dir.path().display());
         let store = ArtifactStore::open(&url).unwrap();
+        let porep = Work::PoRep {
+            seal_proof: "StackedDrg2KiBV1_1",
+            miner_id: 1000,
+            sector_number: None,
+        };
         let written = store
-            .put_input("job-a", &"ab".repeat(32), b"{}".to_vec())
+            .put_input(
+                &submission("job-a", &"ab".repeat(32), porep),
+                b"{}".to_vec(),
+            )
             .await
             .unwrap();
         assert_eq!(written, format!("{url}/job-a/{}.c1.json", "ab".repeat(32)));
@@ -194,15 +230,22 @@ mod tests {
             .join("inputs/job-a")
             .join(format!("{}.c1.json", "ab".repeat(32)));
         assert_eq!(std::fs::read(&on_disk).unwrap(), b"{}");
-        store
-            .put_input("job-b", &"cd".repeat(32), b"{}".to_vec())
+        let snap = Work::SnapDeals {
+            update_proof: "StackedDrg2KiBV1",
+        };
+        let written = store
+            .put_input(&submission("job-b", &"cd".repeat(32), snap), b"{}".to_vec())
             .await
             .unwrap();
+        assert_eq!(
+            written,
+            format!("{url}/job-b/{}.snap.json", "cd".repeat(32))
+        );
 
         let inputs = store.list_inputs().await.unwrap();
         let mut jobs: Vec<&str> = inputs.iter().map(|i| i.job.as_str()).collect();
         jobs.sort();
-        assert_eq!(jobs, ["job-a", "job-b"]);
+        assert_eq!(jobs, ["job-a", "job-b"], "inputs of both kinds are listed");
 
         // Fresh inputs survive the sweep even without a job; old ones without a job go.
         let live = HashSet::from(["job-a".to_owned()]);

@@ -18,7 +18,7 @@ pub enum GatewayError {
 
     /// The request id was used before for a different input.
     #[error(
-        "request_id {request_id:?} was already used for a different C1 output (ProofJob {job}); \
+        "request_id {request_id:?} was already used for a different input (ProofJob {job}); \
          use a new request_id for a new proof"
     )]
     RequestIdReused { request_id: String, job: String },

@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use kube::api::ObjectMeta;
 use proofpipe_crds::{FilecoinProofKind, FilecoinWork, InputRef, ProofJob, ProofJobSpec};
 
-use crate::submission::Submission;
+use crate::submission::{Submission, Work};
 
 /// `app.kubernetes.io/managed-by` of the jobs the gateway creates.
 pub const MANAGED_BY: &str = "proofpipe-gateway";
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-/// Label with the seed engine's name of the proof kind (`porep-c2`): `kubectl get pj -l
-/// proofpipe.dev/proof-kind=porep-c2`.
+/// Label with the seed engine's name of the proof kind (`porep-c2`, `snap-update`): `kubectl
+/// get pj -l proofpipe.dev/proof-kind=snap-update`.
 pub const PROOF_KIND_LABEL: &str = "proofpipe.dev/proof-kind";
 /// The caller's request id, whole (the job name holds a readable prefix and a digest of it).
 pub const REQUEST_ID_ANNOTATION: &str = "proofpipe.dev/request-id";
@@ -30,11 +30,14 @@ pub struct JobDefaults {
     pub ttl_seconds_after_finished: Option<i32>,
 }
 
-/// The job for `submission`, its C1 output at `input_url`.
+/// The job for `submission`, its input at `input_url`.
 pub fn proof_job(submission: &Submission, input_url: String, defaults: &JobDefaults) -> ProofJob {
     let labels = BTreeMap::from([
         (MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
-        (PROOF_KIND_LABEL.to_owned(), "porep-c2".to_owned()),
+        (
+            PROOF_KIND_LABEL.to_owned(),
+            submission.work.kind_name().to_owned(),
+        ),
     ]);
     let annotations = BTreeMap::from([
         (
@@ -55,18 +58,7 @@ pub fn proof_job(submission: &Submission, input_url: String, defaults: &JobDefau
         },
         spec: ProofJobSpec {
             pool: defaults.pool.clone(),
-            filecoin: Some(FilecoinWork {
-                kind: FilecoinProofKind::PoRepC2,
-                seal_proof: submission.seal_proof.to_owned(),
-                miner_id: Some(submission.miner_id),
-                prover_id: None,
-                sector_number: submission.sector_number,
-                input: InputRef {
-                    url: input_url,
-                    sha256: submission.input_sha256.clone(),
-                },
-                output: None,
-            }),
+            filecoin: Some(filecoin_work(submission, input_url)),
             circuit: None,
             constraints: None,
             partitions: None,
@@ -78,6 +70,42 @@ pub fn proof_job(submission: &Submission, input_url: String, defaults: &JobDefau
             ttl_seconds_after_finished: defaults.ttl_seconds_after_finished,
         },
         status: None,
+    }
+}
+
+/// `spec.filecoin` for `submission`: each kind sets only its own fields (the CRD's rules).
+fn filecoin_work(submission: &Submission, input_url: String) -> FilecoinWork {
+    let input = InputRef {
+        url: input_url,
+        sha256: submission.input_sha256.clone(),
+    };
+    let blank = FilecoinWork {
+        kind: FilecoinProofKind::PoRepC2,
+        seal_proof: None,
+        update_proof: None,
+        miner_id: None,
+        prover_id: None,
+        sector_number: None,
+        input,
+        output: None,
+    };
+    match &submission.work {
+        Work::PoRep {
+            seal_proof,
+            miner_id,
+            sector_number,
+        } => FilecoinWork {
+            kind: FilecoinProofKind::PoRepC2,
+            seal_proof: Some((*seal_proof).to_owned()),
+            miner_id: Some(*miner_id),
+            sector_number: *sector_number,
+            ..blank
+        },
+        Work::SnapDeals { update_proof } => FilecoinWork {
+            kind: FilecoinProofKind::SnapDealsUpdate,
+            update_proof: Some((*update_proof).to_owned()),
+            ..blank
+        },
     }
 }
 
@@ -100,36 +128,93 @@ pub fn input_sha256_of(job: &ProofJob) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+    use kube::ResourceExt;
+    use proofpipe_crds::forbidden_fields;
+
     use super::*;
     use crate::submission::{Submission, job_name};
 
-    #[test]
-    fn the_job_carries_the_request_and_passes_the_crd_rules_it_can_see() {
-        let submission = Submission {
-            request_id: "porep-1000-7".into(),
-            job_name: job_name("porep-1000-7"),
-            seal_proof: "StackedDrg32GiBV1_1",
-            priority: 100,
-            priority_name: "HIGH",
-            miner_id: 1000,
-            sector_number: Some(7),
-            input_sha256: "ab".repeat(32),
-        };
-        let defaults = JobDefaults {
+    fn defaults() -> JobDefaults {
+        JobDefaults {
             pool: "gpu".into(),
             backoff_limit: 3,
             ttl_seconds_after_finished: Some(3600),
+        }
+    }
+
+    fn submission(request_id: &str, work: Work) -> Submission {
+        Submission {
+            request_id: request_id.into(),
+            job_name: job_name(request_id),
+            work,
+            priority: 100,
+            priority_name: "HIGH",
+            input_sha256: "ab".repeat(32),
+        }
+    }
+
+    /// The CRD rules on `spec.filecoin` that the type can see: the kind's fields are set, the
+    /// other kinds' are not.
+    fn assert_kind_fields(value: &serde_json::Value, kind: FilecoinProofKind) {
+        let work = &value["spec"]["filecoin"];
+        assert_eq!(work["kind"], kind.as_str());
+        for field in kind.required_fields() {
+            assert!(work.get(*field).is_some(), "{kind:?} needs {field}: {work}");
+        }
+        for field in forbidden_fields(kind) {
+            assert!(
+                work.get(field).is_none(),
+                "{kind:?} takes no {field}: {work}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_job_carries_the_request_and_passes_the_crd_rules_it_can_see() {
+        let porep = Work::PoRep {
+            seal_proof: "StackedDrg32GiBV1_1",
+            miner_id: 1000,
+            sector_number: Some(7),
         };
-        let job = proof_job(&submission, "s3://b/k".into(), &defaults);
+        let job = proof_job(
+            &submission("porep-1000-7", porep),
+            "s3://b/k".into(),
+            &defaults(),
+        );
         assert_eq!(request_id_of(&job), Some("porep-1000-7"));
         assert_eq!(input_sha256_of(&job), Some("ab".repeat(32).as_str()));
         assert_eq!(job.spec.partition_count(), 10);
         assert_eq!(job.spec.priority, 100);
+        assert_eq!(job.labels()[PROOF_KIND_LABEL], "porep-c2");
         let value = serde_json::to_value(&job).unwrap();
         assert_eq!(value["spec"]["filecoin"]["sectorNumber"], 7);
-        assert_eq!(value["spec"]["filecoin"]["kind"], "PoRepC2");
+        assert_kind_fields(&value, FilecoinProofKind::PoRepC2);
         // A Filecoin job leaves circuit, constraints and partitions unset (a CEL rule).
         assert!(value["spec"].get("partitions").is_none());
         assert!(value["spec"].get("circuit").is_none());
+    }
+
+    #[test]
+    fn a_snap_job_names_its_update_proof_and_nothing_of_a_porep() {
+        let snap = Work::SnapDeals {
+            update_proof: "StackedDrg32GiBV1",
+        };
+        let job = proof_job(
+            &submission("snap-1000-7", snap),
+            "s3://b/k.snap.json".into(),
+            &defaults(),
+        );
+        assert_eq!(job.spec.partition_count(), 16);
+        assert_eq!(job.labels()[PROOF_KIND_LABEL], "snap-update");
+        let value = serde_json::to_value(&job).unwrap();
+        assert_eq!(
+            value["spec"]["filecoin"]["updateProof"],
+            "StackedDrg32GiBV1"
+        );
+        assert_eq!(
+            value["spec"]["filecoin"]["input"]["url"],
+            "s3://b/k.snap.json"
+        );
+        assert_kind_fields(&value, FilecoinProofKind::SnapDealsUpdate);
     }
 }

@@ -35,9 +35,10 @@ struct Args {
     #[arg(long, env = "PROOFPIPE_GATEWAY_POOL")]
     pool: String,
 
-    /// Where submitted C1 outputs are stored for the provers: `s3://bucket/prefix` (with the
-    /// gateway's and the provers' `AWS_*` environment) or `file:///dir` on a volume mounted at
-    /// the same path in the gateway and in the prover pods.
+    /// Where submitted inputs (C1 outputs, SnapDeals inputs) are stored for the provers:
+    /// `s3://bucket/prefix` (with the gateway's and the provers' `AWS_*` environment) or
+    /// `file:///dir` on a volume mounted at the same path in the gateway and in the prover
+    /// pods.
     #[arg(long, env = "PROOFPIPE_GATEWAY_ARTIFACTS")]
     artifacts: String,
 

@@ -13,7 +13,7 @@ pub struct Metrics {
     registry: Registry,
     requests: IntCounterVec,
     request_seconds: HistogramVec,
-    /// C1 output bytes stored for new jobs.
+    /// Input bytes (C1 outputs, SnapDeals inputs) stored for new jobs.
     pub input_bytes: IntCounter,
     /// Jobs created (a repeated request id creates none).
     pub jobs_created: IntCounter,
@@ -42,7 +42,7 @@ impl Metrics {
         )?;
         let input_bytes = IntCounter::new(
             "input_bytes_total",
-            "C1 output bytes stored in the artifact store for new jobs",
+            "Input bytes (C1 outputs, SnapDeals inputs) stored in the artifact store for new jobs",
         )?;
         let jobs_created = IntCounter::new("jobs_created_total", "ProofJobs created")?;
         let duplicate_submissions = IntCounter::new(

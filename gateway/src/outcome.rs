@@ -7,12 +7,13 @@ use std::sync::Arc;
 use base64::Engine;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use proofpipe_crds::{ASSIGNED_POD_LABEL, ProofJob, ProofJobPhase, ProverPool};
+use proofpipe_crds::{ASSIGNED_POD_LABEL, FilecoinProofKind, ProofJob, ProofJobPhase, ProverPool};
 use proofpipe_operator::queue;
 
 use crate::error::GatewayError;
 use crate::proto::await_proof_response::Status as AwaitStatus;
-use crate::proto::{AwaitProofResponse, GpuStatus, QueueStatus};
+use crate::proto::{AwaitProofResponse, GpuStatus, ProofKind, QueueStatus};
+use crate::submission::kind_name;
 
 /// Where an awaited job stands.
 #[derive(Debug, PartialEq)]
@@ -144,12 +145,15 @@ pub fn queue_position(job: &ProofJob, jobs: &[Arc<ProofJob>]) -> u32 {
 
 /// The seed engine's name for the kind of work a job does.
 pub fn kind_of(job: &ProofJob) -> &'static str {
-    if job.spec.filecoin.is_some() {
-        "porep-c2"
-    } else {
-        "synthetic"
+    match job.spec.filecoin.as_ref().map(|work| work.kind) {
+        Some(FilecoinProofKind::PoRepC2) => kind_name(ProofKind::PorepSealCommit),
+        Some(FilecoinProofKind::SnapDealsUpdate) => kind_name(ProofKind::SnapDealsUpdate),
+        None => "synthetic",
     }
 }
+
+/// The kinds GetStatus always lists a queue for, empty or not: those the gateway serves.
+const SERVED_KINDS: &[ProofKind] = &[ProofKind::PorepSealCommit, ProofKind::SnapDealsUpdate];
 
 /// The fleet as GetStatus reports it.
 #[derive(Debug, Default, PartialEq)]
@@ -166,7 +170,10 @@ pub struct Fleet {
 /// The fleet of `pool_name` from the cached pool and jobs.
 pub fn fleet(pool_name: &str, pool: Option<&ProverPool>, jobs: &[Arc<ProofJob>]) -> Fleet {
     let mut fleet = Fleet::default();
-    let mut queues: BTreeMap<&'static str, (u32, u32)> = BTreeMap::from([("porep-c2", (0, 0))]);
+    let mut queues: BTreeMap<&'static str, (u32, u32)> = SERVED_KINDS
+        .iter()
+        .map(|&kind| (kind_name(kind), (0, 0)))
+        .collect();
     let mut kinds: BTreeMap<String, &'static str> = BTreeMap::new();
     for job in jobs.iter().filter(|j| j.spec.pool == pool_name) {
         let kind = kind_of(job);
@@ -224,6 +231,19 @@ mod tests {
             "metadata": {"name": name, "namespace": "ns"},
             "spec": {"pool": "gpu", "priority": priority, "filecoin": {
                 "sealProof": "StackedDrg32GiBV1_1",
+                "input": {"url": "s3://b/k", "sha256": "00".repeat(32)}}},
+        }))
+        .unwrap();
+        job.metadata.creation_timestamp = Some(time(created));
+        job
+    }
+
+    fn snap_job(name: &str, created: i64) -> ProofJob {
+        let mut job: ProofJob = serde_json::from_value(serde_json::json!({
+            "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProofJob",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"pool": "gpu", "filecoin": {
+                "kind": "SnapDealsUpdate", "updateProof": "StackedDrg32GiBV1",
                 "input": {"url": "s3://b/k", "sha256": "00".repeat(32)}}},
         }))
         .unwrap();
@@ -367,6 +387,7 @@ mod tests {
             with_phase(job("ok", 0, 0), ProofJobPhase::Succeeded),
             with_phase(job("bad", 0, 0), ProofJobPhase::Failed),
             other_pool,
+            snap_job("snap-queued", 3),
         ]
         .into_iter()
         .map(Arc::new)
@@ -388,20 +409,29 @@ mod tests {
         let fleet = fleet("gpu", Some(&pool), &jobs);
         assert_eq!(
             fleet.queues,
-            vec![QueueStatus {
-                proof_kind: "porep-c2".into(),
-                pending: 2,
-                in_progress: 1
-            }]
+            vec![
+                QueueStatus {
+                    proof_kind: "porep-c2".into(),
+                    pending: 2,
+                    in_progress: 1
+                },
+                QueueStatus {
+                    proof_kind: "snap-update".into(),
+                    pending: 1,
+                    in_progress: 0
+                }
+            ]
         );
         assert_eq!((fleet.succeeded, fleet.failed), (1, 1));
         assert_eq!(fleet.gpus.len(), 2);
         assert_eq!(fleet.gpus[0].current_job_id, "running");
         assert_eq!(fleet.gpus[0].current_proof_kind, "porep-c2");
         assert_eq!(fleet.gpus[1].current_job_id, "");
-        // No pool yet: an empty porep queue, no GPUs.
+        // No pool yet: empty queues of the kinds served, no GPUs.
         let empty = fleet_of_nothing();
-        assert_eq!(empty.queues[0].pending, 0);
+        let kinds: Vec<&str> = empty.queues.iter().map(|q| q.proof_kind.as_str()).collect();
+        assert_eq!(kinds, ["porep-c2", "snap-update"]);
+        assert!(empty.queues.iter().all(|q| q.pending == 0));
         assert!(empty.gpus.is_empty());
     }
 

@@ -92,11 +92,11 @@ impl Gateway {
     ) -> Result<SubmitProofResponse, GatewayError> {
         let inner = &self.inner;
         // Hashing tens of MB is CPU work: off the async workers.
-        let (submission, input) = tokio::task::spawn_blocking(move || {
-            submission::plan(&request, generated_request_id).map(|s| (s, request.vanilla_proof))
-        })
-        .await
-        .expect("planning a submission does not panic")?;
+        let planned =
+            tokio::task::spawn_blocking(move || submission::plan(request, generated_request_id))
+                .await
+                .expect("planning a submission does not panic")?;
+        let (submission, input) = (planned.submission, planned.input);
 
         if let Some(existing) = inner.caches.job(&submission.job_name) {
             return self.existing(&existing, &submission);
@@ -108,10 +108,7 @@ impl Gateway {
             });
         }
         let input_bytes = input.len() as u64;
-        let url = inner
-            .artifacts
-            .put_input(&submission.job_name, &submission.input_sha256, input)
-            .await?;
+        let url = inner.artifacts.put_input(&submission, input).await?;
         let job = proof_job(&submission, url, &inner.defaults);
         let params = PostParams {
             field_manager: Some(FIELD_MANAGER.into()),
@@ -124,7 +121,8 @@ impl Gateway {
                 tracing::info!(
                     job = %submission.job_name,
                     request_id = %submission.request_id,
-                    seal_proof = submission.seal_proof,
+                    kind = submission.work.kind_name(),
+                    registered_proof = submission.work.registered_proof(),
                     input_bytes,
                     "created ProofJob"
                 );

@@ -2,6 +2,8 @@
 //! (which proofs are accepted, how priorities map, how a request id names its job) is tested
 //! without a cluster.
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use sha2::{Digest, Sha256};
 
 use crate::error::GatewayError;
@@ -37,6 +39,56 @@ const SEAL_PROOF_NUMBERS: &[(u64, &str, u64)] = &[
     (14, "StackedDrg64GiBV1_1_Feat_SyntheticPoRep", 64 << 30),
 ];
 
+/// The registered update proofs (SnapDeals) by their number in the Filecoin actors' ABI
+/// (`abi.RegisteredUpdateProof`, what curio sends in `registered_proof` for a
+/// SNAP_DEALS_UPDATE), with the sector size.
+const UPDATE_PROOF_NUMBERS: &[(u64, &str, u64)] = &[
+    (0, "StackedDrg2KiBV1", 2 << 10),
+    (1, "StackedDrg8MiBV1", 8 << 20),
+    (2, "StackedDrg512MiBV1", 512 << 20),
+    (3, "StackedDrg32GiBV1", 32 << 30),
+    (4, "StackedDrg64GiBV1", 64 << 30),
+];
+
+/// What a submission asks the provers to prove.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// A sector's PoRep C2, from the C1 output in `vanilla_proof`.
+    PoRep {
+        /// The registered seal proof, as `spec.filecoin.sealProof` names it.
+        seal_proof: &'static str,
+        /// `spec.filecoin.minerId`.
+        miner_id: i64,
+        /// `spec.filecoin.sectorNumber`; unset when the request's is 0 (proto3's "not
+        /// given"), so the number inside the C1 envelope is used.
+        sector_number: Option<i64>,
+    },
+    /// A SnapDeals update proof, from the per-partition vanilla proofs and the three
+    /// commitments.
+    SnapDeals {
+        /// The registered update proof, as `spec.filecoin.updateProof` names it.
+        update_proof: &'static str,
+    },
+}
+
+impl Work {
+    /// The registered proof's name (`spec.filecoin.sealProof` or `updateProof`).
+    pub fn registered_proof(&self) -> &'static str {
+        match self {
+            Self::PoRep { seal_proof, .. } => seal_proof,
+            Self::SnapDeals { update_proof } => update_proof,
+        }
+    }
+
+    /// The seed engine's name of the kind (its queue names), also the jobs' kind label.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Self::PoRep { .. } => kind_name(ProofKind::PorepSealCommit),
+            Self::SnapDeals { .. } => kind_name(ProofKind::SnapDealsUpdate),
+        }
+    }
+}
+
 /// What one accepted submission becomes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Submission {
@@ -44,57 +96,88 @@ pub struct Submission {
     pub request_id: String,
     /// The ProofJob's name: the job id the caller gets back.
     pub job_name: String,
-    /// The registered seal proof, as `spec.filecoin.sealProof` names it.
-    pub seal_proof: &'static str,
+    /// What to prove.
+    pub work: Work,
     /// `spec.priority`.
     pub priority: i32,
     /// The API's name of the priority, kept on the job for people reading it.
     pub priority_name: &'static str,
-    /// `spec.filecoin.minerId`.
-    pub miner_id: i64,
-    /// `spec.filecoin.sectorNumber`; unset when the request's is 0 (proto3's "not given"), so
-    /// the number inside the C1 envelope is used.
-    pub sector_number: Option<i64>,
-    /// SHA-256 of the C1 output, lowercase hex: the job's `input.sha256`.
+    /// SHA-256 of the job's input (the bytes stored for the provers), lowercase hex: the
+    /// job's `input.sha256`.
     pub input_sha256: String,
 }
 
-/// Checks `request` and derives its job. `generated_id` supplies a request id when the
-/// caller gave none (then the submission is not idempotent: a retry creates a new job).
+/// A checked submission and the input the provers will read: the C1 output as sent for a
+/// PoRep; for SnapDeals, the JSON the prover's SnapDeals input takes (`SnapInput` below).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Planned {
+    pub submission: Submission,
+    pub input: Vec<u8>,
+}
+
+/// Checks `request` and derives its job and input. `generated_id` supplies a request id when
+/// the caller gave none (then the submission is not idempotent: a retry creates a new job).
 pub fn plan(
-    request: &SubmitProofRequest,
+    mut request: SubmitProofRequest,
     generated_id: impl FnOnce() -> String,
-) -> Result<Submission, GatewayError> {
+) -> Result<Planned, GatewayError> {
     let kind = ProofKind::try_from(request.proof_kind).map_err(|_| {
         GatewayError::invalid(format!(
             "proof_kind {} is not one the API defines",
             request.proof_kind
         ))
     })?;
-    match kind {
-        ProofKind::PorepSealCommit => {}
+    let (work, input) = match kind {
+        ProofKind::PorepSealCommit => {
+            let work = porep(&request)?;
+            (work, std::mem::take(&mut request.vanilla_proof))
+        }
+        ProofKind::SnapDealsUpdate => snap_deals(&request)?,
         ProofKind::Unspecified => {
             return Err(GatewayError::invalid(
-                "proof_kind is unset: set POREP_SEAL_COMMIT for a sector's C2",
+                "proof_kind is unset: set POREP_SEAL_COMMIT for a sector's C2, or \
+                 SNAP_DEALS_UPDATE for a SnapDeals update proof",
             ));
         }
         other => {
             return Err(GatewayError::Unsupported(format!(
-                "{} proofs are not served by proofpipe yet: only POREP_SEAL_COMMIT is; prove \
-                 these with the seed engine meanwhile",
+                "{} proofs are not served by proofpipe yet: POREP_SEAL_COMMIT and \
+                 SNAP_DEALS_UPDATE are; prove these with the seed engine meanwhile",
                 other.as_str_name()
             )));
         }
-    }
+    };
+    let (priority, priority_name) = priority(request.priority, kind)?;
+    let request_id = if request.request_id.is_empty() {
+        generated_id()
+    } else {
+        request.request_id.clone()
+    };
+    let input_sha256 = hex(&Sha256::digest(&input));
+    Ok(Planned {
+        submission: Submission {
+            job_name: job_name(&request_id),
+            request_id,
+            work,
+            priority,
+            priority_name,
+            input_sha256,
+        },
+        input,
+    })
+}
+
+/// A PoRep C2: the C1 output in `vanilla_proof` is the input, as sent.
+fn porep(request: &SubmitProofRequest) -> Result<Work, GatewayError> {
+    let vanilla_proof = &request.vanilla_proof;
     let (seal_proof, sector_size) = seal_proof(request.registered_proof)?;
-    if request.sector_size != 0 && request.sector_size != sector_size {
-        return Err(GatewayError::invalid(format!(
-            "sector_size {} does not match registered_proof {} ({seal_proof}, {sector_size} \
-             bytes)",
-            request.sector_size, request.registered_proof
-        )));
-    }
-    if request.vanilla_proof.is_empty() {
+    check_sector_size(
+        request.sector_size,
+        request.registered_proof,
+        seal_proof,
+        sector_size,
+    )?;
+    if vanilla_proof.is_empty() {
         let hint = if request.vanilla_proofs.is_empty() {
             ""
         } else {
@@ -105,7 +188,7 @@ pub fn plan(
              commit-2 JSON or the raw SealCommitPhase1Output JSON{hint}"
         )));
     }
-    if request.vanilla_proof.trim_ascii_start().first() != Some(&b'{') {
+    if vanilla_proof.trim_ascii_start().first() != Some(&b'{') {
         return Err(GatewayError::invalid(
             "vanilla_proof is not JSON: a PoRep C2 needs the C1 output as lotus-bench's \
              commit-2 JSON or the raw SealCommitPhase1Output JSON",
@@ -121,22 +204,99 @@ pub fn plan(
                 .map_err(|_| GatewayError::invalid(format!("sector_number {n} is out of range")))?,
         ),
     };
-    let (priority, priority_name) = priority(request.priority, kind)?;
-    let request_id = if request.request_id.is_empty() {
-        generated_id()
-    } else {
-        request.request_id.clone()
-    };
-    Ok(Submission {
-        job_name: job_name(&request_id),
-        request_id,
+    Ok(Work::PoRep {
         seal_proof,
-        priority,
-        priority_name,
         miner_id,
         sector_number,
-        input_sha256: hex(&Sha256::digest(&request.vanilla_proof)),
     })
+}
+
+/// A SnapDeals update proof: its vanilla proofs (one bincode `PartitionProof` per partition)
+/// and commitments, checked for what can be checked without Filecoin's crates (the count of
+/// partitions, the commitments' length), become the prover's SnapDeals input JSON. The
+/// provers check the rest (that the vanilla proofs decode and verify against the commitments)
+/// before proving.
+fn snap_deals(request: &SubmitProofRequest) -> Result<(Work, Vec<u8>), GatewayError> {
+    let number = request.registered_proof;
+    let &(_, update_proof, sector_size) = UPDATE_PROOF_NUMBERS
+        .iter()
+        .find(|(n, ..)| *n == number)
+        .ok_or_else(|| {
+            GatewayError::invalid(format!(
+                "registered_proof {number} is not a registered update proof: a \
+                 SNAP_DEALS_UPDATE takes 0-4 (StackedDrg2KiBV1 ... StackedDrg64GiBV1)"
+            ))
+        })?;
+    check_sector_size(request.sector_size, number, update_proof, sector_size)?;
+    if !request.vanilla_proof.is_empty() {
+        return Err(GatewayError::invalid(
+            "vanilla_proof is set: a SNAP_DEALS_UPDATE takes its vanilla proofs in \
+             vanilla_proofs, one bincode PartitionProof per partition (vanilla_proof is a PoRep \
+             C2's C1 output)",
+        ));
+    }
+    let partitions = proofpipe_crds::update_proof_partitions(update_proof)
+        .and_then(|p| usize::try_from(p).ok())
+        .expect("every update proof the gateway names is in the CRD's table");
+    if request.vanilla_proofs.len() != partitions {
+        return Err(GatewayError::invalid(format!(
+            "vanilla_proofs has {} entries: a SNAP_DEALS_UPDATE of {update_proof} needs one \
+             bincode PartitionProof per partition, {partitions}",
+            request.vanilla_proofs.len()
+        )));
+    }
+    if let Some(k) = request.vanilla_proofs.iter().position(Vec::is_empty) {
+        return Err(GatewayError::invalid(format!(
+            "vanilla_proofs[{k}] is empty: each is partition k's bincode PartitionProof"
+        )));
+    }
+    let commitment = |name: &str, bytes: &[u8]| {
+        if bytes.len() == 32 {
+            Ok(BASE64.encode(bytes))
+        } else {
+            Err(GatewayError::invalid(format!(
+                "{name} has {} bytes: a SNAP_DEALS_UPDATE needs the raw 32-byte commitment \
+                 (the CID's digest, as commcid.CIDToReplicaCommitmentV1 gives it)",
+                bytes.len()
+            )))
+        }
+    };
+    let input = SnapInput {
+        registered_proof: update_proof,
+        comm_r_old: commitment("comm_r_old", &request.comm_r_old)?,
+        comm_r_new: commitment("comm_r_new", &request.comm_r_new)?,
+        comm_d_new: commitment("comm_d_new", &request.comm_d_new)?,
+        vanilla_proofs: request
+            .vanilla_proofs
+            .iter()
+            .map(|p| BASE64.encode(p))
+            .collect(),
+    };
+    let json = serde_json::to_vec(&input).expect("the SnapDeals input serializes");
+    Ok((Work::SnapDeals { update_proof }, json))
+}
+
+/// The SnapDeals input as the prover reads it (proofpipe-prover's `SnapInput`, the file
+/// `prove --snap-vanilla` takes; docs/filecoin.md): the update proof by name, the commitments
+/// and vanilla proofs in base64. Serialized in this field order, so the same request always
+/// makes the same bytes, and so the same SHA-256.
+#[derive(serde::Serialize)]
+struct SnapInput {
+    registered_proof: &'static str,
+    comm_r_old: String,
+    comm_r_new: String,
+    comm_d_new: String,
+    vanilla_proofs: Vec<String>,
+}
+
+/// A `sector_size` of 0 is "not given"; any other must be the registered proof's.
+fn check_sector_size(given: u64, number: u64, name: &str, size: u64) -> Result<(), GatewayError> {
+    if given != 0 && given != size {
+        return Err(GatewayError::invalid(format!(
+            "sector_size {given} does not match registered_proof {number} ({name}, {size} bytes)"
+        )));
+    }
+    Ok(())
 }
 
 /// The seal proof named by a registered-proof number, with its sector size.
@@ -240,23 +400,165 @@ mod tests {
         }
     }
 
+    /// A SnapDeals request as curio's ProveUpdateCuzk makes it, for a 2 KiB sector (one
+    /// partition).
+    fn snap(request_id: &str) -> SubmitProofRequest {
+        SubmitProofRequest {
+            request_id: request_id.into(),
+            proof_kind: ProofKind::SnapDealsUpdate as i32,
+            sector_size: 2048,
+            registered_proof: 0,
+            priority: Priority::Normal as i32,
+            vanilla_proofs: vec![vec![7; 100]],
+            sector_number: 1,
+            miner_id: 1000,
+            comm_r_old: vec![1; 32],
+            comm_r_new: vec![2; 32],
+            comm_d_new: vec![3; 32],
+            ..Default::default()
+        }
+    }
+
+    fn submission(request: &SubmitProofRequest) -> Submission {
+        plan(request.clone(), || unreachable!()).unwrap().submission
+    }
+
     fn code(request: &SubmitProofRequest) -> (Code, String) {
-        let status = tonic::Status::from(plan(request, || "generated".into()).unwrap_err());
+        let status = tonic::Status::from(plan(request.clone(), || "generated".into()).unwrap_err());
         (status.code(), status.message().to_owned())
     }
 
     #[test]
     fn a_porep_request_becomes_a_job_of_its_seal_proof() {
-        let submission = plan(&porep("porep-1000-1"), || unreachable!()).unwrap();
-        assert_eq!(submission.seal_proof, "StackedDrg2KiBV1_1");
-        assert_eq!(submission.miner_id, 1000);
-        assert_eq!(submission.sector_number, Some(1));
+        let planned = plan(porep("porep-1000-1"), || unreachable!()).unwrap();
+        let submission = planned.submission;
+        assert_eq!(
+            submission.work,
+            Work::PoRep {
+                seal_proof: "StackedDrg2KiBV1_1",
+                miner_id: 1000,
+                sector_number: Some(1)
+            }
+        );
         assert_eq!(submission.priority, PRIORITY_NORMAL);
         assert_eq!(submission.request_id, "porep-1000-1");
         assert!(submission.job_name.starts_with("porep-1000-1-"));
+        // The C1 output is stored as sent.
+        assert_eq!(planned.input, porep("x").vanilla_proof);
         assert_eq!(
             submission.input_sha256,
             hex(&Sha256::digest(&porep("x").vanilla_proof))
+        );
+    }
+
+    #[test]
+    fn a_snap_request_becomes_the_provers_snap_input() {
+        let planned = plan(snap("snap-1000-1"), || unreachable!()).unwrap();
+        assert_eq!(
+            planned.submission.work,
+            Work::SnapDeals {
+                update_proof: "StackedDrg2KiBV1"
+            }
+        );
+        assert_eq!(planned.submission.work.kind_name(), "snap-update");
+        let input: serde_json::Value = serde_json::from_slice(&planned.input).unwrap();
+        let b64 = |bytes: &[u8]| serde_json::Value::from(BASE64.encode(bytes));
+        assert_eq!(
+            input,
+            serde_json::json!({
+                "registered_proof": "StackedDrg2KiBV1",
+                "comm_r_old": b64(&[1; 32]),
+                "comm_r_new": b64(&[2; 32]),
+                "comm_d_new": b64(&[3; 32]),
+                "vanilla_proofs": [b64(&[7; 100])],
+            })
+        );
+        assert_eq!(
+            planned.submission.input_sha256,
+            hex(&Sha256::digest(&planned.input))
+        );
+        // The same request makes the same bytes (idempotency compares the digest); another
+        // commitment makes other bytes.
+        assert_eq!(
+            plan(snap("snap-1000-1"), || unreachable!()).unwrap().input,
+            planned.input
+        );
+        let mut other = snap("snap-1000-1");
+        other.comm_d_new = vec![4; 32];
+        assert_ne!(
+            submission(&other).input_sha256,
+            planned.submission.input_sha256
+        );
+        // curio's proofshare path sends no sector_size.
+        let mut no_size = snap("ps-snap");
+        no_size.sector_size = 0;
+        assert_eq!(submission(&no_size).work, planned.submission.work);
+    }
+
+    #[test]
+    fn snap_requests_need_one_vanilla_proof_per_partition_and_32_byte_commitments() {
+        let mut big = snap("s");
+        big.registered_proof = 3;
+        big.sector_size = 32 << 30;
+        let (c, message) = code(&big);
+        assert_eq!(c, Code::InvalidArgument);
+        assert!(
+            message.contains("vanilla_proofs has 1 entries")
+                && message.contains("StackedDrg32GiBV1")
+                && message.contains("16"),
+            "{message}"
+        );
+        big.vanilla_proofs = vec![vec![1]; 16];
+        assert_eq!(
+            submission(&big).work,
+            Work::SnapDeals {
+                update_proof: "StackedDrg32GiBV1"
+            }
+        );
+
+        let mut empty = snap("s");
+        empty.vanilla_proofs = vec![Vec::new()];
+        assert!(code(&empty).1.contains("vanilla_proofs[0] is empty"));
+
+        let mut cid = snap("s");
+        cid.comm_r_new = vec![1; 38];
+        let (c, message) = code(&cid);
+        assert_eq!(c, Code::InvalidArgument);
+        assert!(message.contains("comm_r_new has 38 bytes"), "{message}");
+
+        let mut missing = snap("s");
+        missing.comm_d_new.clear();
+        assert!(code(&missing).1.contains("comm_d_new has 0 bytes"));
+
+        let mut seal_number = snap("s");
+        seal_number.registered_proof = 8;
+        let (c, message) = code(&seal_number);
+        assert_eq!(c, Code::InvalidArgument);
+        assert!(
+            message.contains("not a registered update proof"),
+            "{message}"
+        );
+
+        let mut size = snap("s");
+        size.sector_size = 8 << 20;
+        assert!(code(&size).1.contains("does not match registered_proof 0"));
+
+        let mut c1 = snap("s");
+        c1.vanilla_proof = b"{}".to_vec();
+        assert!(code(&c1).1.contains("vanilla_proof is set"));
+    }
+
+    #[test]
+    fn every_registered_update_proof_number_names_a_proof_the_crd_accepts() {
+        for &(number, name, _) in UPDATE_PROOF_NUMBERS {
+            assert!(
+                proofpipe_crds::update_proof_partitions(name).is_some(),
+                "{number} -> {name}"
+            );
+        }
+        assert_eq!(
+            UPDATE_PROOF_NUMBERS.len(),
+            proofpipe_crds::UPDATE_PROOFS.len()
         );
     }
 
@@ -296,7 +598,7 @@ mod tests {
     fn an_empty_request_id_gets_a_generated_one() {
         let mut request = porep("");
         request.request_id.clear();
-        let submission = plan(&request, || "gw-abc".into()).unwrap();
+        let submission = plan(request, || "gw-abc".into()).unwrap().submission;
         assert_eq!(submission.request_id, "gw-abc");
         assert_eq!(submission.job_name, job_name("gw-abc"));
     }
@@ -312,14 +614,14 @@ mod tests {
         ] {
             let mut request = porep("p");
             request.priority = p as i32;
-            values.push(plan(&request, || unreachable!()).unwrap().priority);
+            values.push(submission(&request).priority);
         }
         assert!(values.is_sorted_by(|a, b| a < b), "{values:?}");
         let mut unspecified = porep("p");
         unspecified.priority = Priority::Unspecified as i32;
-        let submission = plan(&unspecified, || unreachable!()).unwrap();
+        let planned = submission(&unspecified);
         assert_eq!(
-            (submission.priority, submission.priority_name),
+            (planned.priority, planned.priority_name),
             (PRIORITY_NORMAL, "NORMAL")
         );
         assert_eq!(
@@ -343,10 +645,10 @@ mod tests {
     fn a_sector_number_of_zero_defers_to_the_envelope() {
         let mut request = porep("p");
         request.sector_number = 0;
-        assert_eq!(
-            plan(&request, || unreachable!()).unwrap().sector_number,
-            None
-        );
+        let Work::PoRep { sector_number, .. } = submission(&request).work else {
+            panic!("a PoRep")
+        };
+        assert_eq!(sector_number, None);
     }
 
     #[test]
@@ -355,11 +657,11 @@ mod tests {
         unset.proof_kind = 0;
         assert_eq!(code(&unset).0, Code::InvalidArgument);
 
-        let mut snap = porep("p");
-        snap.proof_kind = ProofKind::SnapDealsUpdate as i32;
-        let (c, message) = code(&snap);
+        let mut post = porep("p");
+        post.proof_kind = ProofKind::WindowPostPartition as i32;
+        let (c, message) = code(&post);
         assert_eq!(c, Code::Unimplemented);
-        assert!(message.contains("SNAP_DEALS_UPDATE"), "{message}");
+        assert!(message.contains("WINDOW_POST_PARTITION"), "{message}");
 
         let mut v1 = porep("p");
         v1.registered_proof = 3;

@@ -158,16 +158,18 @@ pub fn decide(observation: &JobObservation) -> JobDecision {
             "all {partitions} partitions proved and verified"
         ))),
         (Some(_), None) => None,
-        (Some(_), Some(result)) if result.verified => Some(Ok(format!(
-            "all {partitions} partitions proved; the {}-byte proof passed verify_seal{}",
+        (Some(work), Some(result)) if result.verified => Some(Ok(format!(
+            "all {partitions} partitions proved; the {}-byte proof passed {}{}",
             result.proof_bytes,
+            work.kind.verifier(),
             result
                 .output_url
                 .as_ref()
                 .map_or(String::new(), |url| format!(" and was written to {url}"))
         ))),
-        (Some(_), Some(result)) => Some(Err(format!(
-            "Filecoin's verify_seal rejected the proof {} assembled from the partitions",
+        (Some(work), Some(result)) => Some(Err(format!(
+            "Filecoin's {} rejected the proof {} assembled from the partitions",
+            work.kind.verifier(),
             result.proved_by
         ))),
     };
@@ -678,6 +680,55 @@ mod tests {
         assert_eq!(
             condition(&rejected.status, "Failed"),
             Some(("True", "ProofRejected"))
+        );
+    }
+
+    #[test]
+    fn a_snap_deals_job_has_its_update_proofs_partitions_and_verifier() {
+        let spec: ProofJobSpec = serde_json::from_value(serde_json::json!({
+            "pool": "gpu", "filecoin": {
+                "kind": "SnapDealsUpdate", "updateProof": "StackedDrg32GiBV1",
+                "input": { "url": "s3://b/snap.json", "sha256": "ab".repeat(32) },
+            },
+        }))
+        .unwrap();
+        let running = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+        assert_eq!(
+            running.progress.as_deref(),
+            Some("0/16"),
+            "16 partitions at 32 GiB"
+        );
+        let mut proved = running.clone();
+        proved.proofs = Some((0..16).map(|p| proof(p, true)).collect());
+        let ready = Some(("gpu-prover-0", Some(PodHealth::Ready)));
+        let assembling = decide_at(&spec, &proved, ready, at(5));
+        assert_eq!(assembling.status.phase, Some(ProofJobPhase::Running));
+
+        proved.filecoin = Some(proofpipe_crds::FilecoinResult {
+            proof_bytes: 3072,
+            ..filecoin_result(true)
+        });
+        let done = decide_at(&spec, &proved, ready, at(6));
+        assert_eq!(done.status.phase, Some(ProofJobPhase::Succeeded));
+        let Some(JobEvent::Succeeded { note }) = &done.event else {
+            panic!("{:?}", done.event)
+        };
+        assert!(
+            note.contains("all 16 partitions proved; the 3072-byte proof passed verify_empty_sector_update_proof"),
+            "{note}"
+        );
+
+        proved.filecoin = Some(filecoin_result(false));
+        let rejected = decide_at(&spec, &proved, ready, at(6));
+        assert_eq!(rejected.status.phase, Some(ProofJobPhase::Failed));
+        assert!(
+            rejected
+                .status
+                .message
+                .as_deref()
+                .is_some_and(|m| m.contains("verify_empty_sector_update_proof rejected")),
+            "{:?}",
+            rejected.status.message
         );
     }
 

@@ -1,8 +1,13 @@
-//! A Filecoin ProofJob in the daemon: the C1 output read from its URL and checked against the
-//! job's SHA-256, its partitions proved by the pipeline like any job's (each proof into the
-//! status as it comes, so a crash loses none), then the sector's proof assembled from every
-//! partition's (this pod's and earlier pods'), checked with Filecoin's `verify_seal`, written to
-//! the output URL and into `status.filecoin`.
+//! A Filecoin ProofJob in the daemon, whatever its kind: the input read from its URL and
+//! checked against the job's SHA-256, its partitions proved by the pipeline like any job's
+//! (each proof into the status as it comes, so a crash loses none), then the proof assembled
+//! from every partition's (this pod's and earlier pods'), checked with Filecoin's own verifier
+//! for the kind, written to the output URL and into `status.filecoin`.
+//!
+//! | kind | input | prepared by | parameters | verifier |
+//! |---|---|---|---|---|
+//! | `PoRepC2` | C1 output | `porep::prepare` | PoRep | `verify_seal` |
+//! | `SnapDealsUpdate` | curio's snap request as JSON | `snap::prepare` | EmptySectorUpdate | `verify_empty_sector_update_proof` |
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,24 +16,101 @@ use std::sync::Arc;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use kube::ResourceExt;
-use proofpipe_crds::{FilecoinResult, FilecoinWork, ProofJob};
+use proofpipe_crds::{FilecoinProofKind, FilecoinResult, FilecoinWork, ProofJob};
 
 use super::Daemon;
+use super::resident::ParamSet;
+use super::sizing::HEADROOM;
 use crate::artifacts;
 use crate::error::ProverError;
 use crate::filecoin::c1::{self, C1Input, SectorIdentity};
-use crate::filecoin::porep::{self, PorepJob};
-use crate::filecoin::seal_proof_name;
+use crate::filecoin::snap::{self, SnapInput, update_proof_name};
+use crate::filecoin::{porep, seal_proof_name};
 use crate::params::ProvingKey;
-use crate::pipeline::PartitionProof;
+use crate::pipeline::{PartitionProof, PartitionSource};
+
+/// A Filecoin job's input, parsed and checked, kept for the verifier.
+enum Input {
+    PoRep(C1Input),
+    Snap(SnapInput),
+}
 
 /// What the daemon keeps of a Filecoin job while its partitions are proved.
 pub struct FilecoinRun {
-    input: Arc<C1Input>,
+    kind: FilecoinProofKind,
+    input: Arc<Input>,
     partitions: u32,
     output_url: Option<String>,
     /// Verified partition proofs other pods wrote into the status on earlier attempts.
     earlier: BTreeMap<u32, Vec<u8>>,
+}
+
+/// A Filecoin job ready for the pipeline.
+pub struct Prepared {
+    pub run: FilecoinRun,
+    pub source: Arc<dyn PartitionSource>,
+    pub partitions: u32,
+    pub key: Arc<ProvingKey>,
+    /// The key's circuit identifier (its entry among the prover's resident keys).
+    pub identifier: String,
+    /// Bytes of the other parameter sets resident beside the key: the plan counts them.
+    pub others_bytes: u64,
+}
+
+/// Parses `bytes` as the input of `work` and checks it is of the job's registered proof; then
+/// prepares its partitions. Pure CPU work: call it on a blocking thread.
+fn parse_input(
+    work: &FilecoinWork,
+    url: &str,
+    bytes: &[u8],
+) -> Result<(Input, Arc<dyn PartitionSource>, u32, ParamSet), ProverError> {
+    artifacts::check_sha256(url, bytes, &work.input.sha256)?;
+    let expected = work.registered_proof().unwrap_or_default();
+    match work.kind {
+        FilecoinProofKind::PoRepC2 => {
+            // The API server admits no negative ids.
+            let identity = SectorIdentity::parse(
+                work.prover_id.as_deref(),
+                work.miner_id.and_then(|m| u64::try_from(m).ok()),
+                work.sector_number.and_then(|n| u64::try_from(n).ok()),
+            )?;
+            let input = c1::parse(bytes, Path::new(url), identity)?;
+            let actual = seal_proof_name(input.seal_proof());
+            if actual != expected {
+                return Err(ProverError::BadC1Input {
+                    path: url.into(),
+                    reason: format!("it is a C1 output of {actual}, but the job says {expected}"),
+                    hint: "fix spec.filecoin.sealProof or the input",
+                });
+            }
+            let job = porep::prepare(&input)?;
+            let params = ParamSet::Seal(job.seal_proof);
+            Ok((Input::PoRep(input), job.source, job.partitions, params))
+        }
+        FilecoinProofKind::SnapDealsUpdate => {
+            let with_url = |e: ProverError| match e {
+                ProverError::InvalidArgument { what, reason } => ProverError::InvalidArgument {
+                    what,
+                    reason: format!("{url}: {reason}"),
+                },
+                other => other,
+            };
+            let input = SnapInput::parse(bytes).map_err(with_url)?;
+            let actual = update_proof_name(input.update_proof);
+            if actual != expected {
+                return Err(ProverError::InvalidArgument {
+                    what: "SnapDeals input",
+                    reason: format!(
+                        "{url}: it is of {actual}, but the job says {expected}; fix \
+                         spec.filecoin.updateProof or the input"
+                    ),
+                });
+            }
+            let job = snap::prepare(&input).map_err(with_url)?;
+            let params = ParamSet::Update(job.update_proof);
+            Ok((Input::Snap(input), job.source, job.partitions, params))
+        }
+    }
 }
 
 /// Reads and checks the job's input, prepares its partitions and loads its parameters.
@@ -36,41 +118,26 @@ pub async fn prepare(
     daemon: &Arc<Daemon>,
     job: &ProofJob,
     work: &FilecoinWork,
-) -> Result<(FilecoinRun, PorepJob, Arc<ProvingKey>), ProverError> {
+) -> Result<Prepared, ProverError> {
     let url = work.input.url.clone();
     let bytes = artifacts::fetch(&url).await?;
-    // The API server admits no negative ids.
-    let identity = SectorIdentity::parse(
-        work.prover_id.as_deref(),
-        work.miner_id.and_then(|m| u64::try_from(m).ok()),
-        work.sector_number.and_then(|n| u64::try_from(n).ok()),
-    )?;
-    let expected = work.input.sha256.clone();
-    let expected_proof = work.seal_proof.clone();
-    let blocking = tokio::task::spawn_blocking(move || {
-        artifacts::check_sha256(&url, &bytes, &expected)?;
-        let input = c1::parse(&bytes, Path::new(&url), identity)?;
-        let actual = seal_proof_name(input.seal_proof());
-        if actual != expected_proof {
-            return Err(ProverError::BadC1Input {
-                path: url.into(),
-                reason: format!("it is a C1 output of {actual}, but the job says {expected_proof}"),
-                hint: "fix spec.filecoin.sealProof or the input",
-            });
-        }
-        let porep = porep::prepare(&input)?;
-        Ok((input, porep))
-    });
-    let (input, porep) = blocking.await.map_err(|e| ProverError::Filecoin {
-        action: "reading the C1 output".into(),
-        message: e.to_string(),
-    })??;
-    let cache = daemon.filecoin_params.clone();
-    let proof = porep.seal_proof;
-    let key = tokio::task::spawn_blocking(move || cache.get(proof))
+    let parsing = work.clone();
+    let kind = work.kind;
+    let (input, source, partitions, params) =
+        tokio::task::spawn_blocking(move || parse_input(&parsing, &url, &bytes))
+            .await
+            .map_err(|e| ProverError::Filecoin {
+                action: format!("reading the {}", kind.input_name()),
+                message: e.to_string(),
+            })??;
+    let resident = daemon.filecoin_params.clone();
+    // What a parameter set may take beside the ones already resident: the limit less the
+    // plan's headroom.
+    let budget = (daemon.memory_limit as f64 * (1.0 - HEADROOM)) as u64;
+    let loaded = tokio::task::spawn_blocking(move || resident.get(params, budget))
         .await
         .map_err(|e| ProverError::Filecoin {
-            action: "loading the PoRep parameters".into(),
+            action: format!("loading the parameters of {}", params.name()),
             message: e.to_string(),
         })??;
     let pod = &daemon.identity.pod;
@@ -87,27 +154,39 @@ pub async fn prepare(
             Some((partition, BASE64.decode(&p.proof).ok()?))
         })
         .collect();
-    tracing::info!(job = %job.name_any(), proof = %seal_proof_name(proof), partitions = porep.partitions, "C1 output read and checked");
-    Ok((
-        FilecoinRun {
+    tracing::info!(job = %job.name_any(), kind = kind.as_str(), proof = %params.name(), partitions, "{} read and checked", kind.input_name());
+    Ok(Prepared {
+        run: FilecoinRun {
+            kind,
             input: Arc::new(input),
-            partitions: porep.partitions,
+            partitions,
             output_url: work.output.as_ref().map(|o| o.url.clone()),
             earlier,
         },
-        porep,
-        key,
-    ))
+        source,
+        partitions,
+        key: loaded.key,
+        identifier: loaded.identifier,
+        others_bytes: loaded.others_bytes,
+    })
 }
 
-/// Assembles the sector's proof from every partition's, checks it with `verify_seal` and
-/// writes it to the output URL (only a proof that verifies is written out).
-pub async fn finish<'a>(
-    run: FilecoinRun,
+impl FilecoinRun {
+    /// The name of the verifier whose verdict finishes the job.
+    pub fn verifier(&self) -> &'static str {
+        self.kind.verifier()
+    }
+}
+
+/// The proof in the layout Filecoin's prover returns, from every verified partition proof:
+/// `earlier` (other pods') and `own` (this pod's, which win over an earlier pod's).
+fn assemble<'a>(
+    kind: FilecoinProofKind,
+    earlier: BTreeMap<u32, Vec<u8>>,
     own: impl Iterator<Item = &'a proofpipe_crds::PartitionProof>,
-    pod: &str,
-) -> Result<FilecoinResult, ProverError> {
-    let mut proofs = run.earlier;
+    partitions: u32,
+) -> Result<Vec<u8>, ProverError> {
+    let mut proofs = earlier;
     for p in own.filter(|p| p.verified) {
         if let (Ok(partition), Ok(bytes)) = (u32::try_from(p.partition), BASE64.decode(&p.proof)) {
             proofs.insert(partition, bytes);
@@ -123,13 +202,34 @@ pub async fn finish<'a>(
             timings: Default::default(),
         })
         .collect();
-    let bytes = porep::assemble(&partition_proofs, run.partitions)?;
+    match kind {
+        FilecoinProofKind::PoRepC2 => porep::assemble(&partition_proofs, partitions),
+        FilecoinProofKind::SnapDealsUpdate => snap::assemble(&partition_proofs, partitions),
+    }
+}
+
+/// Filecoin's verdict on `proof` for `input`.
+fn verify(input: &Input, proof: &[u8]) -> Result<bool, ProverError> {
+    match input {
+        Input::PoRep(c1) => porep::verify(c1, proof),
+        Input::Snap(snap) => snap::verify(snap, proof),
+    }
+}
+
+/// Assembles the proof from every partition's, checks it with the kind's verifier and writes
+/// it to the output URL (only a proof that verifies is written out).
+pub async fn finish<'a>(
+    run: FilecoinRun,
+    own: impl Iterator<Item = &'a proofpipe_crds::PartitionProof>,
+    pod: &str,
+) -> Result<FilecoinResult, ProverError> {
+    let bytes = assemble(run.kind, run.earlier, own, run.partitions)?;
     let input = run.input.clone();
     let checked = bytes.clone();
-    let verified = tokio::task::spawn_blocking(move || porep::verify(&input, &checked))
+    let verified = tokio::task::spawn_blocking(move || verify(&input, &checked))
         .await
         .map_err(|e| ProverError::Filecoin {
-            action: "verify_seal".into(),
+            action: run.kind.verifier().into(),
             message: e.to_string(),
         })??;
     let mut output_url = None;
@@ -144,4 +244,125 @@ pub async fn finish<'a>(
         output_url,
         proved_by: pod.to_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use proofpipe_crds::{UPDATE_PROOFS, update_proof_partitions};
+
+    use super::*;
+    use crate::filecoin::RegisteredUpdateProof;
+
+    #[test]
+    fn the_api_table_of_update_proofs_matches_storage_proofs_update() {
+        for &(name, partitions) in UPDATE_PROOFS {
+            let proof = snap::parse_update_proof(name).unwrap();
+            assert_eq!(update_proof_name(proof), name);
+            assert_eq!(snap::partitions(proof) as i32, partitions, "{name}");
+        }
+        use RegisteredUpdateProof::*;
+        let every = [
+            StackedDrg2KiBV1,
+            StackedDrg8MiBV1,
+            StackedDrg512MiBV1,
+            StackedDrg32GiBV1,
+            StackedDrg64GiBV1,
+        ];
+        for proof in every {
+            assert!(
+                update_proof_partitions(&update_proof_name(proof)).is_some(),
+                "{proof:?} is not in the API's table"
+            );
+        }
+    }
+
+    fn work(value: serde_json::Value) -> FilecoinWork {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn snap_work(update_proof: &str, sha256: &str) -> FilecoinWork {
+        work(serde_json::json!({
+            "kind": "SnapDealsUpdate", "updateProof": update_proof,
+            "input": {"url": "s3://b/snap.json", "sha256": sha256},
+        }))
+    }
+
+    fn bad_input(work: &FilecoinWork, bytes: &[u8]) -> String {
+        match parse_input(work, "s3://b/snap.json", bytes) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn bad_snap_inputs_are_refused_naming_the_url_and_the_problem() {
+        let not_json = b"{\"registered_proof\"";
+        let digest = artifacts::sha256_hex(not_json);
+        let message = bad_input(&snap_work("StackedDrg2KiBV1", &digest), not_json);
+        assert!(
+            message.contains("s3://b/snap.json") && message.contains("not JSON"),
+            "{message}"
+        );
+        // The digest is checked first.
+        let message = bad_input(&snap_work("StackedDrg2KiBV1", &"0".repeat(64)), not_json);
+        assert!(message.contains("its SHA-256 is"), "{message}");
+
+        let input = SnapInput {
+            update_proof: RegisteredUpdateProof::StackedDrg2KiBV1,
+            comm_r_old: [1; 32],
+            comm_r_new: [2; 32],
+            comm_d_new: [3; 32],
+            vanilla_proofs: vec![vec![1, 2, 3]],
+        }
+        .to_json();
+        let digest = artifacts::sha256_hex(&input);
+        let message = bad_input(&snap_work("StackedDrg32GiBV1", &digest), &input);
+        assert!(
+            message.contains("it is of StackedDrg2KiBV1, but the job says StackedDrg32GiBV1"),
+            "{message}"
+        );
+        let message = bad_input(&snap_work("StackedDrg2KiBV1", &digest), &input);
+        assert!(
+            message.contains("s3://b/snap.json")
+                && message.contains("vanilla_proofs[0] is not a bincode PartitionProof"),
+            "{message}"
+        );
+    }
+
+    fn status_proof(partition: i32, byte: u8, verified: bool) -> proofpipe_crds::PartitionProof {
+        proofpipe_crds::PartitionProof {
+            partition,
+            proof: BASE64.encode([byte; porep::PARTITION_PROOF_BYTES]),
+            verified,
+            public_inputs: Vec::new(),
+            proved_by: "p1".into(),
+        }
+    }
+
+    #[test]
+    fn a_snap_proof_is_assembled_from_earlier_and_own_partitions_in_order() {
+        let earlier = BTreeMap::from([
+            (0, vec![0xa0; porep::PARTITION_PROOF_BYTES]),
+            (2, vec![0xa2; porep::PARTITION_PROOF_BYTES]),
+        ]);
+        let own = [
+            status_proof(1, 0xb1, true),
+            status_proof(3, 0xb3, true),
+            // An unverified proof of this pod does not count.
+            status_proof(2, 0xff, false),
+        ];
+        let bytes = assemble(FilecoinProofKind::SnapDealsUpdate, earlier, own.iter(), 4).unwrap();
+        let firsts: Vec<u8> = bytes
+            .chunks(porep::PARTITION_PROOF_BYTES)
+            .map(|c| c[0])
+            .collect();
+        assert_eq!(firsts, [0xa0, 0xb1, 0xa2, 0xb3]);
+        let missing = assemble(
+            FilecoinProofKind::SnapDealsUpdate,
+            BTreeMap::new(),
+            own.iter(),
+            4,
+        );
+        assert!(missing.is_err());
+    }
 }

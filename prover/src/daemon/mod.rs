@@ -6,7 +6,8 @@
 //!
 //! The decisions are pure and tested without a cluster: [`config`] (the environment),
 //! [`resume`] (what is left to prove), [`decision`] (start, continue or cancel),
-//! [`payload`] (the apply bodies), [`throttle`] (when to report), [`sizing`]. The rest is
+//! [`payload`] (the apply bodies), [`throttle`] (when to report), [`sizing`]; `resident`
+//! holds the Filecoin parameter sets kept between jobs, counted in each job's plan. The rest is
 //! I/O: the supervisor loop here, the job runner, the status reporter, the HTTP endpoints
 //! and the API writes. Tokio only moves events and bytes; proving runs on the pipeline's
 //! threads and anything blocking on blocking threads.
@@ -19,6 +20,7 @@ mod kube_api;
 pub mod metrics;
 pub mod payload;
 mod reporter;
+mod resident;
 pub mod resume;
 mod runner;
 pub mod sizing;
@@ -46,7 +48,7 @@ use proofpipe_kernels::ProvingBackend;
 
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
-use crate::filecoin::params::{DigestCheck, FilecoinParamsCache};
+use crate::filecoin::params::DigestCheck;
 use crate::params::ParamsStore;
 use crate::pipeline::JobOutcome;
 use crate::sizing::{Overrides, SizingInput};
@@ -54,6 +56,7 @@ use config::{ChosenLimit, EnvSettings, Identity};
 use decision::{Decision, decide};
 use kube_api::KubeWriter;
 use metrics::DaemonMetrics;
+use resident::ResidentKeys;
 use runner::JobRun;
 use state::ProverState;
 
@@ -75,8 +78,9 @@ pub struct Daemon {
     memory_limit: u64,
     cpu_cores: usize,
     params: Arc<ParamsStore>,
-    /// Filecoin parameters, from `FIL_PROOFS_PARAMETER_CACHE` (filecoin-proofs' convention).
-    filecoin_params: Arc<FilecoinParamsCache>,
+    /// Filecoin parameters, from `FIL_PROOFS_PARAMETER_CACHE` (filecoin-proofs' convention),
+    /// kept between jobs while memory allows.
+    filecoin_params: Arc<ResidentKeys>,
     /// Chosen once per process, so bases a GPU backend keeps resident serve every job.
     backend: Arc<dyn ProvingBackend>,
     kube: KubeWriter,
@@ -167,7 +171,7 @@ pub async fn run(
 
 /// Filecoin's parameter directory as filecoin-proofs finds it (`FIL_PROOFS_PARAMETER_CACHE`,
 /// else its default), digests checked when `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` says so.
-fn filecoin_params_cache() -> FilecoinParamsCache {
+fn filecoin_params_cache() -> ResidentKeys {
     let dir = std::env::var_os(crate::filecoin::PARAMETER_CACHE_ENV).map_or_else(
         || PathBuf::from(crate::filecoin::DEFAULT_PARAMETER_CACHE),
         PathBuf::from,
@@ -175,7 +179,7 @@ fn filecoin_params_cache() -> FilecoinParamsCache {
     let verify = std::env::var("FIL_PROOFS_VERIFY_PRODUCTION_PARAMS")
         .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "yes"));
     tracing::info!(dir = %dir.display(), digests_checked = verify, "Filecoin parameter directory");
-    FilecoinParamsCache::new(
+    ResidentKeys::new(
         dir,
         if verify {
             DigestCheck::Verify

@@ -152,9 +152,10 @@ pub async fn run_job(
     };
     let mut outcome = outcome;
     if let (JobOutcome::Succeeded, Some(run)) = (&outcome, filecoin_run) {
+        let verifier = run.verifier();
         match filecoin::finish(run, ledger.proofs(), pod).await {
             Ok(result) => {
-                tracing::info!(job = %name, bytes = result.proof_bytes, verified = result.verified, output = ?result.output_url, "Filecoin proof assembled and checked with verify_seal");
+                tracing::info!(job = %name, bytes = result.proof_bytes, verified = result.verified, output = ?result.output_url, "Filecoin proof assembled and checked with {verifier}");
                 ledger.set_filecoin(result);
             }
             Err(err) => outcome = JobOutcome::Failed(err.to_string()),
@@ -178,23 +179,36 @@ async fn start_job(
         None => {
             let spec = pipeline_job(job)?;
             let params = load_params(daemon, &spec).await?;
-            let pipeline = start_pipeline(daemon, work, spec.todo().len(), &params)?;
+            let pipeline = start_pipeline(daemon, work, spec.todo().len(), &params, 0)?;
             let handle = pipeline.get().submit(spec, params)?;
             Ok((pipeline, handle, None))
         }
         Some(filecoin_work) => {
-            let (run, porep, key) = filecoin::prepare(daemon, job, filecoin_work).await?;
-            let skip = proved_partitions(job.status.as_ref(), porep.partitions);
-            let todo = porep.partitions as usize - skip.len();
-            let pipeline = start_pipeline(daemon, work, todo, &key)?;
+            let prepared = filecoin::prepare(daemon, job, filecoin_work).await?;
+            let skip = proved_partitions(job.status.as_ref(), prepared.partitions);
+            let todo = prepared.partitions as usize - skip.len();
+            let others = prepared.others_bytes;
+            let pipeline = match start_pipeline(daemon, work.clone(), todo, &prepared.key, others) {
+                // The other parameter sets this prover keeps leave the job no room: drop them
+                // (freed now: the previous job's pipeline has stopped) and plan without.
+                Err(ProverError::MemoryLimitTooSmall { .. }) if others > 0 => {
+                    tracing::info!(
+                        others,
+                        "dropping the other resident Filecoin parameter sets: the job's pipeline does not fit beside them"
+                    );
+                    daemon.filecoin_params.keep_only(&prepared.identifier);
+                    start_pipeline(daemon, work, todo, &prepared.key, 0)?
+                }
+                started => started?,
+            };
             let handle = pipeline.get().submit_source(
-                porep.source,
-                key,
-                porep.partitions,
+                prepared.source,
+                prepared.key,
+                prepared.partitions,
                 job.spec.priority,
                 &skip,
             )?;
-            Ok((pipeline, handle, Some(run)))
+            Ok((pipeline, handle, Some(prepared.run)))
         }
     }
 }
@@ -224,13 +238,17 @@ async fn load_params(
     Ok(params)
 }
 
+/// Plans and starts a pipeline for `todo` partitions with `key`, counting `resident_bytes` of
+/// other parameters the process holds beside it.
 fn start_pipeline(
     daemon: &Daemon,
     work: String,
     todo: usize,
     key: &ProvingKey,
+    resident_bytes: u64,
 ) -> Result<PipelineGuard, ProverError> {
-    let plan = plan(&daemon.sizing_input(work, todo, key.shape, key.heap_bytes()))?;
+    let params_bytes = key.heap_bytes().saturating_add(resident_bytes);
+    let plan = plan(&daemon.sizing_input(work, todo, key.shape, params_bytes))?;
     let sizing = reported_sizing(&plan);
     tracing::info!(
         partition_workers = plan.partition_workers,

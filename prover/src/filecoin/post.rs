@@ -53,6 +53,7 @@ use storage_proofs_post::fallback::{
 use super::c1::prover_id_of_miner;
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
+use proofpipe_kernels::EvalAlloc;
 use crate::groth16::{self, Synthesized};
 use crate::pipeline::{self, PartitionSource};
 
@@ -701,7 +702,12 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPartitions<Tree> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionSource for FallbackPartitions<Tree> {
-    fn synthesize(&self, partition: u32, shape: CircuitShape) -> Result<Synthesized, ProverError> {
+    fn synthesize(
+        &self,
+        partition: u32,
+        shape: CircuitShape,
+        evaluations: &EvalAlloc,
+    ) -> Result<Synthesized, ProverError> {
         let p = partition as usize;
         let fail = |message: String| ProverError::Synthesis { partition, message };
         if p >= self.plan.len() {
@@ -722,7 +728,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for FallbackPartitions<Tre
         )
         .map_err(|e| fail(format!("building the FallbackPoStCircuit: {e:#}")))?;
         drop(vanilla);
-        groth16::synthesize(circuit, shape).map_err(|e| fail(e.to_string()))
+        groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| fail(e.to_string()))
     }
 }
 

@@ -2,12 +2,13 @@
 """A client of cuzk.v1.ProvingEngine that is not proofpipe's: Python grpcio, with stubs
 generated at run time from the vendored upstream .proto (gateway/proto), calling the gateway
 the way curio calls the seed engine (request ids as curio makes them, Prove blocking until the
-proof is ready). Prints one JSON object with what it saw; the Rust test
+proof is ready): a PoRep C2 and, with --snap, a SnapDeals update proof. Prints one JSON object with what it saw; the Rust test
 (tests/e2e/tests/gateway_curio.rs) judges it. Exits non-zero when a call answers other than
 the API promises.
 """
 
 import argparse
+import base64
 import json
 import sys
 import tempfile
@@ -45,6 +46,12 @@ def main():
     parser.add_argument("--c1", required=True, help="lotus-bench commit-2 JSON")
     parser.add_argument("--proof-out", required=True)
     parser.add_argument("--miner", type=int, default=1000)
+    parser.add_argument(
+        "--snap",
+        help="a SnapDeals input JSON (proofpipe-prover's snap-testdata): its commitments and "
+        "vanilla proofs are sent as curio's ProveUpdateCuzk sends them",
+    )
+    parser.add_argument("--snap-proof-out")
     args = parser.parse_args()
 
     pb, rpc = load_stubs(args.proto_root)
@@ -123,6 +130,9 @@ def main():
         f.write(result.proof)
     seen["proof_bytes"] = len(result.proof)
 
+    if args.snap:
+        prove_snap(engine, pb, auth, args, seen)
+
     status = engine.GetStatus(pb.GetStatusRequest(), metadata=auth, timeout=30)
     seen["queues"] = {q.proof_kind: [q.pending, q.in_progress] for q in status.queues}
     seen["completed"] = status.total_proofs_completed
@@ -130,6 +140,40 @@ def main():
     metrics = engine.GetMetrics(pb.GetMetricsRequest(), metadata=auth, timeout=30)
     seen["metrics_has_jobs_created"] = "proofpipe_gateway_jobs_created_total" in metrics.prometheus_text
     print(json.dumps(seen))
+
+
+def raw(value):
+    """A commitment as the snap input file holds it (base64, or 64 hex digits): its 32 bytes."""
+    if len(value) == 64 and all(c in "0123456789abcdefABCDEF" for c in value):
+        return bytes.fromhex(value)
+    return base64.b64decode(value)
+
+
+def prove_snap(engine, pb, auth, args, seen):
+    """A SnapDeals update proof, the way curio's lib/ffi ProveUpdateCuzk asks for one: raw
+    32-byte commitments, one bincode PartitionProof per partition, Prove blocking."""
+    with open(args.snap) as f:
+        snap = json.load(f)
+    update = pb.SubmitProofRequest(
+        request_id=f"snap-{args.miner}-1",
+        proof_kind=pb.SNAP_DEALS_UPDATE,
+        sector_size=2048,
+        registered_proof=0,  # abi.RegisteredUpdateProof_StackedDrg2KiBV1
+        priority=pb.NORMAL,
+        vanilla_proofs=[base64.b64decode(p) for p in snap["vanilla_proofs"]],
+        sector_number=1,
+        miner_id=args.miner,
+        comm_r_old=raw(snap["comm_r_old"]),
+        comm_r_new=raw(snap["comm_r_new"]),
+        comm_d_new=raw(snap["comm_d_new"]),
+    )
+    result = engine.Prove(pb.ProveRequest(submit=update), metadata=auth, timeout=1800).result
+    seen["snap_job"] = result.job_id
+    seen["snap_status"] = pb.AwaitProofResponse.Status.Name(result.status)
+    seen["snap_error_message"] = result.error_message
+    with open(args.snap_proof_out, "wb") as f:
+        f.write(result.proof)
+    seen["snap_proof_bytes"] = len(result.proof)
 
 
 if __name__ == "__main__":

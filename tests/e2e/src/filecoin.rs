@@ -1,5 +1,5 @@
 //! What the Filecoin scenarios share: their test data from the environment, and Filecoin's
-//! own verifier on a proof.
+//! own verifiers on a proof (through `proofpipe-prover porep-verify` and `snap-verify`).
 
 use std::path::{Path, PathBuf};
 
@@ -24,19 +24,52 @@ pub fn required_env(name: &str, how: &str) -> Option<PathBuf> {
 /// Fails the test unless filecoin-proofs-api's `verify_seal` (`proofpipe-prover porep-verify`)
 /// accepts `proof` for the C1 output `c1` with the parameters in `params`.
 pub fn assert_verify_seal(c1: &Path, proof: &Path, params: &Path) {
+    assert_verifier_accepts("porep-verify", "--porep-c1", c1, proof, params);
+}
+
+/// Fails the test unless filecoin-proofs-api's `verify_empty_sector_update_proof`
+/// (`proofpipe-prover snap-verify`) accepts `proof` for the SnapDeals input `snap` (the JSON
+/// of docs/filecoin.md) with the parameters in `params`.
+pub fn assert_verify_snap(snap: &Path, proof: &Path, params: &Path) {
+    assert_verifier_accepts("snap-verify", "--snap-vanilla", snap, proof, params);
+}
+
+/// Whether `verify_empty_sector_update_proof` (`proofpipe-prover snap-verify`) accepts `proof`
+/// for `snap`: false when it says INVALID or cannot read the proof at all.
+pub fn verify_snap(snap: &Path, proof: &Path, params: &Path) -> bool {
+    verdict("snap-verify", "--snap-vanilla", snap, proof, params).0
+}
+
+fn assert_verifier_accepts(
+    command: &str,
+    input_flag: &str,
+    input: &Path,
+    proof: &Path,
+    params: &Path,
+) {
+    let (valid, output) = verdict(command, input_flag, input, proof, params);
+    assert!(valid, "{command}: {output}");
+}
+
+/// Runs the verifier `command`: whether it said VALID (and exited 0), and what it printed.
+fn verdict(
+    command: &str,
+    input_flag: &str,
+    input: &Path,
+    proof: &Path,
+    params: &Path,
+) -> (bool, String) {
     let verdict = std::process::Command::new(binary("proofpipe-prover"))
-        .args(["--log", "warn", "porep-verify", "--porep-c1"])
-        .arg(c1)
+        .args(["--log", "warn", command, input_flag])
+        .arg(input)
         .arg("--proof")
         .arg(proof)
         .arg("--params-dir")
         .arg(params)
         .output()
-        .expect("run proofpipe-prover porep-verify");
-    assert!(
-        verdict.status.success() && String::from_utf8_lossy(&verdict.stdout).starts_with("VALID"),
-        "verify_seal: {}\n{}",
-        String::from_utf8_lossy(&verdict.stdout),
-        String::from_utf8_lossy(&verdict.stderr)
-    );
+        .unwrap_or_else(|e| panic!("run proofpipe-prover {command}: {e}"));
+    let stdout = String::from_utf8_lossy(&verdict.stdout);
+    let valid = verdict.status.success() && stdout.starts_with("VALID");
+    let printed = format!("{stdout}\n{}", String::from_utf8_lossy(&verdict.stderr));
+    (valid, printed)
 }

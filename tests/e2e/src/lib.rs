@@ -9,7 +9,8 @@
 //!   [`cluster`], [`fixtures`], [`binaries`], [`operator`] and [`wait`];
 //! - [`assignments`]: the record of ProofJob assignments the restart scenario checks;
 //! - [`verify`]: finished jobs' proofs checked independently of the daemon;
-//! - [`filecoin`]: the Filecoin scenarios' test data and `verify_seal` check;
+//! - [`filecoin`]: the Filecoin scenarios' test data and their verifiers' checks
+//!   (`verify_seal`, `verify_empty_sector_update_proof`); [`s3`]: their S3-compatible store;
 //! - [`stand_ins`], [`gateway_load`]: the kubelet stand-in and /proc reads of the benchmarks,
 //!   and the gateway load run its example and test share.
 
@@ -25,6 +26,7 @@ pub mod operator;
 pub mod process;
 pub mod quantity;
 pub mod runner;
+pub mod s3;
 pub mod stack;
 pub mod stand_ins;
 pub mod status;

@@ -179,6 +179,25 @@ fn porep(request_id: &str, sector: u64, priority: Priority) -> SubmitProofReques
     }
 }
 
+/// A SnapDeals request as curio's ProveUpdateCuzk makes it for a 2 KiB sector: one vanilla
+/// proof (the gateway does not decode it; the prover does) and raw 32-byte commitments.
+fn snap(request_id: &str, sector: u64) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: ProofKind::SnapDealsUpdate as i32,
+        sector_size: 2048,
+        registered_proof: 0,
+        priority: Priority::Normal as i32,
+        vanilla_proofs: vec![vec![sector as u8; 64]],
+        sector_number: sector,
+        miner_id: 1000,
+        comm_r_old: vec![1; 32],
+        comm_r_new: vec![2; 32],
+        comm_d_new: vec![3; 32],
+        ..Default::default()
+    }
+}
+
 async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     for _ in 0..200 {
         if check() {
@@ -239,7 +258,7 @@ async fn submissions_are_idempotent_and_answers_follow_the_job() {
     assert_eq!(again.job_id, first.job_id);
     let job = harness.jobs().get(&first.job_id).await.unwrap();
     let work = job.spec.filecoin.clone().unwrap();
-    assert_eq!(work.seal_proof, "StackedDrg2KiBV1_1");
+    assert_eq!(work.seal_proof.as_deref(), Some("StackedDrg2KiBV1_1"));
     assert_eq!((work.miner_id, work.sector_number), (Some(1000), Some(1)));
     let stored_at = work.input.url.strip_prefix("file://").unwrap();
     assert!(stored_at.starts_with(&harness.artifacts.path().display().to_string()));
@@ -463,6 +482,101 @@ async fn submissions_are_idempotent_and_answers_follow_the_job() {
 }
 
 #[tokio::test]
+async fn a_snap_deals_submission_becomes_a_snap_job_whose_proof_is_answered() {
+    let Some(harness) = Harness::start("gateway-snap", 256 << 20, true).await else {
+        return;
+    };
+    let mut client = harness.client().await;
+    let first = client
+        .submit_proof(authed(snap("snap-1000-1", 1)))
+        .await
+        .unwrap()
+        .into_inner();
+    // The same request again is the same job; other commitments under the same id are not.
+    let again = client
+        .submit_proof(authed(snap("snap-1000-1", 1)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.job_id, first.job_id);
+    let mut other = snap("snap-1000-1", 1);
+    other.comm_d_new = vec![4; 32];
+    let reused = client.submit_proof(authed(other)).await.unwrap_err();
+    assert_eq!(reused.code(), Code::AlreadyExists, "{reused:?}");
+
+    // The job: a SnapDealsUpdate of the update proof curio named, nothing of a PoRep, its
+    // input the prover's SnapDeals JSON.
+    let job = harness.jobs().get(&first.job_id).await.unwrap();
+    let work = job.spec.filecoin.clone().unwrap();
+    assert_eq!(
+        work.kind,
+        proofpipe_crds::FilecoinProofKind::SnapDealsUpdate
+    );
+    assert_eq!(work.update_proof.as_deref(), Some("StackedDrg2KiBV1"));
+    assert_eq!(
+        (work.seal_proof, work.miner_id, work.sector_number),
+        (None, None, None)
+    );
+    assert_eq!(job.spec.partition_count(), 1);
+    assert_eq!(
+        job.metadata.labels.as_ref().unwrap()["proofpipe.dev/proof-kind"],
+        "snap-update"
+    );
+    let stored_at = work.input.url.strip_prefix("file://").unwrap();
+    assert!(stored_at.ends_with(".snap.json"), "{stored_at}");
+    let stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(stored_at).unwrap()).unwrap();
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    assert_eq!(
+        stored,
+        serde_json::json!({
+            "registered_proof": "StackedDrg2KiBV1",
+            "comm_r_old": b64(&[1; 32]),
+            "comm_r_new": b64(&[2; 32]),
+            "comm_d_new": b64(&[3; 32]),
+            "vanilla_proofs": [b64(&[1; 64])],
+        })
+    );
+
+    // It counts in the snap-update queue curio sums for its backpressure.
+    eventually("the snap job in the cache", || {
+        harness.gateway.caches().job(&first.job_id).is_some()
+    })
+    .await;
+    let status = client
+        .get_status(authed(GetStatusRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
+    let queue = status
+        .queues
+        .iter()
+        .find(|q| q.proof_kind == "snap-update")
+        .unwrap();
+    assert_eq!((queue.pending, queue.in_progress), (1, 0));
+
+    // Succeeded: the caller gets the proof bytes as Filecoin's prover returns them.
+    let waiting = spawn_await(&client, &first.job_id);
+    let proof = vec![5u8; 192];
+    harness
+        .set_status(
+            &first.job_id,
+            serde_json::json!({
+                "phase": "Succeeded",
+                "filecoin": {
+                    "proof": b64(&proof),
+                    "proofBytes": 192, "verified": true, "provedBy": "gpu-prover-0"
+                },
+            }),
+        )
+        .await;
+    let done = waiting.await.unwrap().unwrap();
+    assert_eq!(status_of(&done), AwaitStatus::Completed);
+    assert_eq!(done.proof, proof);
+    harness.namespace.delete().await;
+}
+
+#[tokio::test]
 async fn bad_tokens_oversized_requests_and_a_missing_pool_are_refused_clearly() {
     let Some(harness) = Harness::start("gateway-refusals", 64 << 10, false).await else {
         return;
@@ -506,10 +620,25 @@ async fn bad_tokens_oversized_requests_and_a_missing_pool_are_refused_clearly() 
     v1.registered_proof = 3;
     let invalid = client.submit_proof(authed(v1)).await.unwrap_err();
     assert_eq!(invalid.code(), Code::InvalidArgument);
-    let mut snap = porep("snap", 1, Priority::Normal);
-    snap.proof_kind = ProofKind::SnapDealsUpdate as i32;
-    let unsupported = client.submit_proof(authed(snap)).await.unwrap_err();
+    let mut post = porep("post", 1, Priority::Normal);
+    post.proof_kind = ProofKind::WinningPost as i32;
+    let unsupported = client.submit_proof(authed(post)).await.unwrap_err();
     assert_eq!(unsupported.code(), Code::Unimplemented);
+    assert!(
+        unsupported.message().contains("WINNING_POST"),
+        "{unsupported:?}"
+    );
+    // A SnapDeals request is checked before anything is stored: one vanilla proof per
+    // partition of its update proof.
+    let mut short = snap("snap-1000-1", 2);
+    short.registered_proof = 3;
+    short.sector_size = 32 << 30;
+    let invalid = client.submit_proof(authed(short)).await.unwrap_err();
+    assert_eq!(invalid.code(), Code::InvalidArgument);
+    assert!(
+        invalid.message().contains("vanilla_proofs has 1 entries"),
+        "{invalid:?}"
+    );
     harness.namespace.delete().await;
 }
 

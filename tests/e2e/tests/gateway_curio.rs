@@ -3,8 +3,11 @@
 //! the vendored upstream .proto (`curio-client/cuzk_client.py`) submits a real 2 KiB PoRep C1
 //! output the way curio does, cancels a second one, and Proves the first with the same request
 //! id; Filecoin's verifier (`proofpipe-prover porep-verify`, i.e. verify_seal) accepts the proof
-//! it gets back. Inputs go through a `file://` artifact store (the S3 path is
-//! scenario_filecoin's).
+//! it gets back. Then it Proves the 2 KiB test sector's SnapDeals update as curio's
+//! ProveUpdateCuzk does (raw commitments, one vanilla proof per partition), and
+//! `verify_empty_sector_update_proof` (`proofpipe-prover snap-verify`) accepts that proof.
+//! Inputs go through a `file://` artifact store (the S3 path is scenario_filecoin's and
+//! scenario_snap's).
 //!
 //! Needs `KUBECONFIG` (skips without it), `PROOFPIPE_FILECOIN_TESTDATA` and
 //! `PROOFPIPE_GRPC_PYTHON` (python with grpcio and grpcio-tools), which `scripts/test.sh`
@@ -16,13 +19,14 @@ use std::time::Duration;
 
 use kube::api::{DynamicObject, ListParams};
 use proofpipe_e2e::binaries::binary;
-use proofpipe_e2e::filecoin::{assert_verify_seal, required_env};
+use proofpipe_e2e::filecoin::{assert_verify_seal, assert_verify_snap, required_env};
 use proofpipe_e2e::process::free_port;
 use proofpipe_e2e::stack::Stack;
 use proofpipe_gateway::job_spec::REQUEST_ID_ANNOTATION;
 use tokio::process::{Child, Command};
 
-/// The client proves a 2 KiB PoRep partition (~2^22 constraints) on 2 cores of a test build.
+/// The client proves a 2 KiB PoRep partition (~2^22 constraints) and a 2 KiB SnapDeals one
+/// (~2^21) on 2 cores of a test build.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(1200);
 const TOKEN: &str = "curio-test-token";
 
@@ -97,6 +101,8 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
     let proto_root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../gateway/proto");
     let c1 = testdata.join("c1-2KiB.json");
     let proof_path = work.path().join("proof");
+    let snap = testdata.join("snap-2KiB.json");
+    let snap_proof_path = work.path().join("snap-proof");
     let client = Command::new(&python)
         .arg(client_dir.join("cuzk_client.py"))
         .args(["--address", &format!("127.0.0.1:{port}"), "--token", TOKEN])
@@ -106,6 +112,10 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
         .arg(&c1)
         .arg("--proof-out")
         .arg(&proof_path)
+        .arg("--snap")
+        .arg(&snap)
+        .arg("--snap-proof-out")
+        .arg(&snap_proof_path)
         .kill_on_drop(true)
         .output();
     let output = match tokio::time::timeout(CLIENT_TIMEOUT, client).await {
@@ -137,7 +147,15 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
         seen["timings_ms"]["synthesis"].as_u64().unwrap() > 0,
         "{seen}"
     );
-    assert_eq!(seen["completed"], 1, "{seen}");
+    assert_eq!(seen["snap_status"], "COMPLETED", "{seen}");
+    assert_eq!(
+        seen["snap_proof_bytes"], 192,
+        "one partition at 2 KiB: {seen}"
+    );
+    assert_eq!(
+        seen["completed"], 2,
+        "the PoRep and the SnapDeals job: {seen}"
+    );
     assert_eq!(seen["gpus"].as_array().map(Vec::len), Some(1), "{seen}");
     assert_eq!(seen["metrics_has_jobs_created"], true, "{seen}");
 
@@ -166,6 +184,16 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
         "the cancelled job is deleted"
     );
 
-    // Filecoin's verifier takes the proof the client got back.
+    let snap_job = jobs
+        .iter()
+        .find(|job| job.metadata.name.as_deref() == seen["snap_job"].as_str())
+        .expect("the SnapDeals job is kept after it finished");
+    assert_eq!(
+        snap_job.spec.filecoin.as_ref().map(|work| work.kind),
+        Some(proofpipe_crds::FilecoinProofKind::SnapDealsUpdate)
+    );
+
+    // Filecoin's verifiers take the proofs the client got back.
     assert_verify_seal(&c1, &proof_path, &params);
+    assert_verify_snap(&snap, &snap_proof_path, &params);
 }

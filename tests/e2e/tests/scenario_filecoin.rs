@@ -9,92 +9,22 @@
 //! `PROOFPIPE_S3_SERVER` (the path of `moto_server`), which `scripts/test.sh` exports; under
 //! CI their absence fails the test.
 
-use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{DynamicObject, ListParams};
 use object_store::ObjectStore;
-use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use proofpipe_crds::ProofJobPhase;
 use proofpipe_e2e::filecoin::{assert_verify_seal, required_env};
-use proofpipe_e2e::process::free_port;
+use proofpipe_e2e::s3::{S3Server, hex};
 use proofpipe_e2e::stack::{Stack, phase};
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, Command};
 
 const BUCKET: &str = "sectors";
 /// Proving a 2 KiB PoRep partition (~2^22 constraints) on 2 cores of a test build.
 const PROVING_TIMEOUT: Duration = Duration::from_secs(900);
-
-/// moto's S3 server on a free loopback port, stopped when dropped.
-struct S3Server {
-    _child: Child,
-    port: u16,
-}
-
-impl S3Server {
-    async fn start(moto: &Path) -> Self {
-        let port = free_port();
-        let child = Command::new(moto)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", moto.display()));
-        for _ in 0..200 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-            {
-                return Self {
-                    _child: child,
-                    port,
-                };
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("moto_server did not listen on 127.0.0.1:{port} within 20 s");
-    }
-
-    fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// Creates the bucket (a plain `PUT /bucket`; object_store does not create buckets).
-    async fn create_bucket(&self, bucket: &str) {
-        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", self.port))
-            .await
-            .unwrap();
-        let request = format!(
-            "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-            self.port
-        );
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.unwrap();
-        assert!(
-            response.starts_with("HTTP/1.1 200"),
-            "create bucket: {response}"
-        );
-    }
-
-    fn client(&self) -> AmazonS3 {
-        AmazonS3Builder::new()
-            .with_bucket_name(BUCKET)
-            .with_endpoint(self.endpoint())
-            .with_allow_http(true)
-            .with_region("us-east-1")
-            .with_access_key_id("proofpipe-test")
-            .with_secret_access_key("proofpipe-test")
-            .build()
-            .unwrap()
-    }
-}
 
 fn object(value: serde_json::Value) -> DynamicObject {
     serde_json::from_value(value).expect("a well-formed object")
@@ -117,13 +47,20 @@ async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
     let c1_path = testdata.join("c1-2KiB.json");
     let c1 = std::fs::read(&c1_path).unwrap();
     let sha256 = hex(&Sha256::digest(&c1));
-    let store = s3.client();
+    let store = s3.client(BUCKET);
     store
         .put(&ObjectPath::from("sector-1/c1.json"), c1.clone().into())
         .await
         .unwrap();
 
     let params = testdata.join("params");
+    let mut env = serde_json::json!([
+        { "name": "PROOFPIPE_LOG", "value": "info" },
+        { "name": "FIL_PROOFS_PARAMETER_CACHE", "value": params.display().to_string() },
+    ]);
+    env.as_array_mut()
+        .unwrap()
+        .extend(s3.prover_env().as_array().unwrap().iter().cloned());
     stack
         .namespace
         .apply(&[object(serde_json::json!({
@@ -137,15 +74,7 @@ async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
                     "image": "proofpipe-prover:e2e",
                     "args": ["--listen", "127.0.0.1:0"],
                     "resources": { "limits": { "memory": "4Gi" } },
-                    "env": [
-                        { "name": "PROOFPIPE_LOG", "value": "info" },
-                        { "name": "FIL_PROOFS_PARAMETER_CACHE", "value": params.display().to_string() },
-                        { "name": "AWS_ENDPOINT", "value": s3.endpoint() },
-                        { "name": "AWS_ALLOW_HTTP", "value": "true" },
-                        { "name": "AWS_DEFAULT_REGION", "value": "us-east-1" },
-                        { "name": "AWS_ACCESS_KEY_ID", "value": "proofpipe-test" },
-                        { "name": "AWS_SECRET_ACCESS_KEY", "value": "proofpipe-test" },
-                    ],
+                    "env": env,
                 }] } },
             },
         }))])
@@ -269,8 +198,4 @@ async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
     let proof_path = work.path().join("sector-1.proof");
     std::fs::write(&proof_path, &stored).unwrap();
     assert_verify_seal(&c1_path, &proof_path, &params);
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -1,0 +1,165 @@
+//! The Filecoin proving keys a prover keeps between jobs, counted against its memory.
+//!
+//! A prover loads a parameter set on its first job that needs it and keeps it, so that the
+//! next job of the same kind and size starts at once (a 32 GiB PoRep set is ~45 GB). A pool
+//! that serves several kinds (curio sends PoRep and SnapDeals to one engine) would then hold
+//! several sets while each job's plan counted its own: the pipeline would be sized for memory
+//! that is not there. So every job is planned with the other resident sets counted, and when
+//! they do not leave room (for loading the job's set, or for the pipeline's plan) they are
+//! dropped first: a job never waits on memory its prover could free, and the bound stays
+//! honest.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::error::ProverError;
+use crate::filecoin::params::{self, DigestCheck, ParamFiles};
+use crate::filecoin::{RegisteredSealProof, RegisteredUpdateProof};
+use crate::params::ProvingKey;
+
+/// A Filecoin parameter set a job needs.
+#[derive(Clone, Copy, Debug)]
+pub enum ParamSet {
+    Seal(RegisteredSealProof),
+    Update(RegisteredUpdateProof),
+}
+
+impl ParamSet {
+    fn files(self, dir: &Path) -> Result<ParamFiles, ProverError> {
+        match self {
+            Self::Seal(proof) => ParamFiles::of(proof, dir),
+            Self::Update(proof) => Ok(ParamFiles::of_update(proof, dir)),
+        }
+    }
+
+    /// The registered proof's name, for logs.
+    pub fn name(self) -> String {
+        match self {
+            Self::Seal(proof) => crate::filecoin::seal_proof_name(proof),
+            Self::Update(proof) => crate::filecoin::snap::update_proof_name(proof),
+        }
+    }
+
+    fn load(self, dir: &Path, check: DigestCheck) -> Result<ProvingKey, ProverError> {
+        match self {
+            Self::Seal(proof) => params::load(proof, dir, check),
+            Self::Update(proof) => params::load_update(proof, dir, check),
+        }
+    }
+}
+
+/// Whether the sets already resident (`others` bytes) may stay while a set of `needed` bytes
+/// is loaded beside them, within `budget` bytes.
+pub fn others_may_stay(others: u64, needed: u64, budget: u64) -> bool {
+    others.saturating_add(needed) <= budget
+}
+
+/// The proving keys this prover holds, by filecoin-proofs' circuit identifier.
+pub struct ResidentKeys {
+    dir: PathBuf,
+    check: DigestCheck,
+    keys: Mutex<BTreeMap<String, Arc<ProvingKey>>>,
+}
+
+/// A job's key, and the bytes of the other sets still resident beside it.
+pub struct JobKey {
+    pub key: Arc<ProvingKey>,
+    pub identifier: String,
+    pub others_bytes: u64,
+}
+
+impl ResidentKeys {
+    pub fn new(dir: impl Into<PathBuf>, check: DigestCheck) -> Self {
+        Self {
+            dir: dir.into(),
+            check,
+            keys: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The key of `set`, loaded if it is not resident; other sets are dropped first when they
+    /// and this one's file would not fit in `budget` bytes. Blocking: call it on a blocking
+    /// thread (the daemon proves one job at a time, so loads never race).
+    pub fn get(&self, set: ParamSet, budget: u64) -> Result<JobKey, ProverError> {
+        let files = set.files(&self.dir)?;
+        let identifier = files.identifier.clone();
+        if let Some(key) = self.keys.lock().get(&identifier).cloned() {
+            let others_bytes = self.others_bytes(&identifier);
+            return Ok(JobKey {
+                key,
+                identifier,
+                others_bytes,
+            });
+        }
+        // The file's size stands for the key's (the points as stored, uncompressed); a
+        // missing file is reported by the load, with its digest.
+        let needed = std::fs::metadata(&files.params).map_or(0, |m| m.len());
+        let others = self.others_bytes(&identifier);
+        if others > 0 && !others_may_stay(others, needed, budget) {
+            tracing::info!(
+                needed,
+                resident = others,
+                budget,
+                "dropping the other resident Filecoin parameter sets to load {identifier}"
+            );
+            self.keep_only(&identifier);
+        }
+        let key = Arc::new(set.load(&self.dir, self.check)?);
+        self.keys.lock().insert(identifier.clone(), key.clone());
+        Ok(JobKey {
+            key,
+            others_bytes: self.others_bytes(&identifier),
+            identifier,
+        })
+    }
+
+    /// Bytes of the resident keys other than `identifier`'s.
+    pub fn others_bytes(&self, identifier: &str) -> u64 {
+        self.keys
+            .lock()
+            .iter()
+            .filter(|(id, _)| id.as_str() != identifier)
+            .map(|(_, key)| key.heap_bytes())
+            .sum()
+    }
+
+    /// Drops every resident key but `identifier`'s (their memory is freed once no job holds
+    /// them; the daemon's previous job has stopped by the time the next one asks).
+    pub fn keep_only(&self, identifier: &str) {
+        self.keys.lock().retain(|id, _| id == identifier);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_sets_stay_only_while_they_fit_beside_the_needed_one() {
+        let gib = 1u64 << 30;
+        assert!(others_may_stay(10 * gib, 45 * gib, 60 * gib));
+        assert!(!others_may_stay(20 * gib, 45 * gib, 60 * gib));
+        assert!(!others_may_stay(u64::MAX, 1, u64::MAX - 1), "no overflow");
+    }
+
+    #[test]
+    fn a_missing_set_is_refused_with_its_path_and_nothing_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = ResidentKeys::new(dir.path(), DigestCheck::Skip);
+        let Err(err) = keys.get(
+            ParamSet::Update(RegisteredUpdateProof::StackedDrg2KiBV1),
+            1 << 30,
+        ) else {
+            panic!("loaded parameters that are not there")
+        };
+        let message = err.to_string();
+        assert!(
+            message.contains("v28-empty-sector-update-merkletree-poseidon_hasher-8-0-0"),
+            "{message}"
+        );
+        assert!(keys.keys.lock().is_empty());
+    }
+}

@@ -10,12 +10,12 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use serde::Serialize;
 
-use crate::circuits::CircuitKind;
 use crate::error::ProverError;
 use crate::groth16;
-use crate::params::{CircuitParams, ParamsKind};
+use crate::params::{CircuitParams, ParamsKind, ProvingKey};
 use crate::pipeline::{
-    BusySpan, JobOutcome, JobSpec, Pipeline, PipelineConfig, Stage, TimelinePoint,
+    BusySpan, JobHandle, JobOutcome, JobSpec, PartitionSource, Pipeline, PipelineConfig, Stage,
+    TimelinePoint,
 };
 use crate::rss;
 
@@ -246,7 +246,9 @@ fn kernel_rows(
 
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchReport {
-    pub circuit: CircuitKind,
+    /// A circuit's name (`mul-chain`), or what a [`SourceWorkload`] proves.
+    pub circuit: String,
+    /// Constraints per partition, the input constraints included for a [`SourceWorkload`].
     pub constraints: usize,
     pub partitions: u32,
     pub cpu_cores: usize,
@@ -331,17 +333,55 @@ pub fn run_pipeline(
     params: Arc<CircuitParams>,
     partitions: u32,
     seed: u64,
+    config: PipelineConfig,
+    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Result<PipelineRun, ProverError> {
+    run_submitted(config, backend, |pipeline| {
+        let mut spec = JobSpec::new(params.circuit, params.constraints, partitions);
+        spec.seed = seed;
+        pipeline.submit(spec, params)
+    })
+}
+
+/// Partitions that are not one of proofpipe's own circuits (a Filecoin PoRep partition of a
+/// sector size's shape), with the proving key they are proved with.
+pub struct SourceWorkload {
+    /// What is proved, for the report (`circuit` in the JSON).
+    pub name: String,
+    pub source: Arc<dyn PartitionSource>,
+    pub key: Arc<ProvingKey>,
+}
+
+/// The pipeline over `partitions` partitions of `workload`, in a pipeline of its own.
+pub fn run_source_pipeline(
+    workload: &SourceWorkload,
+    partitions: u32,
+    config: PipelineConfig,
+    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Result<PipelineRun, ProverError> {
+    run_submitted(config, backend, |pipeline| {
+        pipeline.submit_source(
+            workload.source.clone(),
+            workload.key.clone(),
+            partitions,
+            0,
+            &[],
+        )
+    })
+}
+
+/// Starts a pipeline, submits one job with `submit`, waits for it and measures the run.
+fn run_submitted(
     mut config: PipelineConfig,
     backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+    submit: impl FnOnce(&Pipeline) -> Result<JobHandle, ProverError>,
 ) -> Result<PipelineRun, ProverError> {
     config.record_timeline = true;
     rss::reset_peak_rss();
     let pipeline = Pipeline::start(config, backend.clone())?;
     let sampler = MemorySampler::start(pipeline.buffer_tracker(), backend);
     let start = Instant::now();
-    let mut spec = JobSpec::new(params.circuit, params.constraints, partitions);
-    spec.seed = seed;
-    let report = pipeline.submit(spec, params)?.wait();
+    let report = submit(&pipeline)?.wait();
     let seconds = start.elapsed().as_secs_f64();
     let peak = rss::peak_rss_bytes();
     let memory = sampler.finish();
@@ -399,8 +439,73 @@ pub fn compare(
         run_stock(&params, stock_partitions, seed)?
     };
     let before = backend.kernel_stats();
-    let mut pipeline = run_pipeline(params.clone(), partitions, seed, config, backend.clone())?;
-    let kernels = kernel_rows(&before, &backend.kernel_stats());
+    let pipeline = run_pipeline(params.clone(), partitions, seed, config, backend.clone())?;
+    let throughput_ratio = if stock.proofs == 0 {
+        0.0
+    } else {
+        pipeline.result.proofs_per_second / stock.proofs_per_second
+    };
+    let m = measured(pipeline, &before, &backend);
+    Ok(BenchReport {
+        circuit: params.circuit.to_string(),
+        constraints: params.constraints,
+        partitions,
+        cpu_cores: cpu_cores(),
+        params: params.kind,
+        stock_prover: STOCK_PROVER,
+        stock,
+        pipeline: m.pipeline,
+        kernels: m.kernels,
+        gpus: m.gpus,
+        throughput_ratio,
+    })
+}
+
+/// The pipeline alone over `partitions` partitions of `workload` (after a one-partition
+/// warm-up if `warm_up`): no stock run, whose prover cannot take a source's partitions, so
+/// `stock` is empty and the ratio 0.
+pub fn bench_source(
+    workload: &SourceWorkload,
+    partitions: u32,
+    config: PipelineConfig,
+    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+    warm_up: bool,
+) -> Result<BenchReport, ProverError> {
+    if warm_up {
+        run_source_pipeline(workload, 1, config.clone(), backend.clone())?;
+    }
+    let before = backend.kernel_stats();
+    let pipeline = run_source_pipeline(workload, partitions, config, backend.clone())?;
+    let m = measured(pipeline, &before, &backend);
+    Ok(BenchReport {
+        circuit: workload.name.clone(),
+        constraints: workload.key.shape.constraints,
+        partitions,
+        cpu_cores: cpu_cores(),
+        params: workload.key.kind,
+        stock_prover: STOCK_PROVER,
+        stock: run_result(0.0, 0, 0, None),
+        pipeline: m.pipeline,
+        kernels: m.kernels,
+        gpus: m.gpus,
+        throughput_ratio: 0.0,
+    })
+}
+
+/// What a timed pipeline run measured besides its own figures.
+struct Measured {
+    pipeline: PipelineRun,
+    kernels: Vec<KernelRow>,
+    gpus: Vec<(usize, u64)>,
+}
+
+/// The kernel times of the run `pipeline` (since `before`) and its steady state.
+fn measured(
+    mut pipeline: PipelineRun,
+    before: &[(&'static str, proofpipe_kernels::KernelStat)],
+    backend: &Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Measured {
+    let kernels = kernel_rows(before, &backend.kernel_stats());
     let gpus: Vec<(usize, u64)> = backend
         .gpu_devices()
         .iter()
@@ -414,23 +519,15 @@ pub fn compare(
             .sum()
     });
     pipeline.steady = steady_state(&pipeline.spans, device_seconds, gpus.len());
-    Ok(BenchReport {
+    Measured {
+        pipeline,
         kernels,
         gpus,
-        circuit: params.circuit,
-        constraints: params.constraints,
-        partitions,
-        cpu_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        params: params.kind,
-        stock_prover: STOCK_PROVER,
-        throughput_ratio: if stock.proofs == 0 {
-            0.0
-        } else {
-            pipeline.result.proofs_per_second / stock.proofs_per_second
-        },
-        stock,
-        pipeline,
-    })
+    }
+}
+
+fn cpu_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[cfg(test)]

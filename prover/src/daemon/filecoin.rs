@@ -58,7 +58,7 @@ pub async fn prepare(
                 hint: "fix spec.filecoin.sealProof or the input",
             });
         }
-        let porep = porep::prepare(&input)?;
+        let porep = porep::prepare(&input, crate::groth16::SynthesisMode::OnePass)?;
         Ok((input, porep))
     });
     let (input, porep) = blocking.await.map_err(|e| ProverError::Filecoin {

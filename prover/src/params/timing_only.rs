@@ -13,13 +13,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bellperson::groth16::{Parameters, VerifyingKey};
-use blstrs::{G1Projective, G2Projective, Scalar as Fr};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
 use rayon::prelude::*;
 
-use super::{CircuitParams, ParamsKind};
-use crate::circuits::CircuitKind;
+use super::{CircuitParams, ParamsKind, ProvingKey};
+use crate::circuits::{CircuitKind, CircuitShape};
 use crate::error::ProverError;
 use crate::groth16;
 
@@ -46,6 +46,13 @@ impl QueryCounts {
             a: params.a.len(),
             b: params.b_g1.len(),
         }
+    }
+
+    /// Heap bytes of a proving key with these counts, as [`ProvingKey::heap_bytes`] reports
+    /// them: exact, before any point is made.
+    pub fn params_heap_bytes(&self) -> u64 {
+        let g1 = self.h + self.l + self.a + self.b;
+        (g1 * size_of::<G1Affine>() + self.b * size_of::<G2Affine>()) as u64
     }
 }
 
@@ -120,6 +127,23 @@ pub fn parameters(counts: QueryCounts) -> Parameters<blstrs::Bls12> {
     }
 }
 
+impl ProvingKey {
+    /// A timing-only proving key of `shape` with `counts` points per query, for a circuit
+    /// that is not one of proofpipe's own (a Filecoin partition's shape, from its committed
+    /// counts). See the module docs: proofs made with it do not verify.
+    pub fn timing_only(what: &str, shape: CircuitShape, counts: QueryCounts) -> Self {
+        let started = Instant::now();
+        let params = parameters(counts);
+        tracing::warn!(
+            what,
+            seconds = started.elapsed().as_secs_f64(),
+            ?counts,
+            "TIMING-ONLY parameters made (no trusted setup): proofs will not verify; for benchmarks only"
+        );
+        Self::new(shape, params, ParamsKind::TimingOnly)
+    }
+}
+
 impl CircuitParams {
     /// Timing-only parameters for `(circuit, constraints)`, made in memory (see the module
     /// docs: proofs made with them do not verify, and reports say so).
@@ -159,6 +183,7 @@ mod tests {
             let counts = query_counts(circuit, constraints).unwrap();
             assert_eq!(counts, QueryCounts::of(&real.params), "{circuit}");
             assert_eq!(QueryCounts::of(&parameters(counts)), counts, "{circuit}");
+            assert_eq!(counts.params_heap_bytes(), real.heap_bytes(), "{circuit}");
         }
     }
 

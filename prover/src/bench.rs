@@ -565,6 +565,60 @@ mod tests {
         assert_eq!(steady_state(&spans, None, 0).unwrap().device_busy, None);
     }
 
+    /// A source's partitions through the bench: every one proved, none claimed verified with
+    /// timing-only parameters, no stock run, the workload's name and shape in the report.
+    #[test]
+    fn a_source_workload_is_benched_without_a_stock_run() {
+        use crate::circuits::{CircuitKind, CircuitShape};
+        use crate::groth16::Synthesized;
+
+        struct MulChain;
+        impl PartitionSource for MulChain {
+            fn synthesize(
+                &self,
+                partition: u32,
+                shape: CircuitShape,
+            ) -> Result<Synthesized, ProverError> {
+                let circuit = CircuitKind::MulChain.partition(1024, 1, partition)?;
+                groth16::synthesize(circuit, shape).map_err(|e| ProverError::Synthesis {
+                    partition,
+                    message: e.to_string(),
+                })
+            }
+        }
+        let params = CircuitParams::timing_only(CircuitKind::MulChain, 1024).unwrap();
+        let workload = SourceWorkload {
+            name: "a source".into(),
+            source: Arc::new(MulChain),
+            key: params.key.clone(),
+        };
+        let config = PipelineConfig {
+            partition_workers: 2,
+            channel_capacity: 1,
+            gpu_workers: 1,
+            finalize_workers: 1,
+            finalize_queue: 1,
+            partition_budget: Some(2),
+            g2: groth16::G2Placement::GpuStage,
+            record_timeline: false,
+            matrices: Default::default(),
+        };
+        let backend = Arc::new(proofpipe_kernels::CpuBackend::new());
+        let report = bench_source(&workload, 3, config, backend, true).unwrap();
+        assert_eq!(report.circuit, "a source");
+        assert_eq!(report.constraints, params.shape.constraints);
+        assert_eq!(report.params, ParamsKind::TimingOnly);
+        assert_eq!(
+            (
+                report.pipeline.result.proofs,
+                report.pipeline.result.verified
+            ),
+            (3, 0)
+        );
+        assert_eq!((report.stock.proofs, report.throughput_ratio), (0, 0.0));
+        assert!(report.pipeline.steady.is_some());
+    }
+
     #[test]
     fn one_partition_has_no_steady_state() {
         assert_eq!(steady_state(&[gpu(0, 1.0, 2.0)], Some(1.0), 1), None);

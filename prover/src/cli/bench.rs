@@ -102,12 +102,21 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
     };
     // Refuse a hopeless limit before a minute of parameters.
     plan(&input)?;
-    let started = Instant::now();
-    let key = Arc::new(ProvingKey::timing_only(&name, counts.shape(), query));
-    let params_seconds = started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    let job = shape::placeholder_job(Placeholder::of(proof), synthesis)?;
-    let matrices_seconds = started.elapsed().as_secs_f64();
+    // The matrices are recorded on one thread (about one partition's synthesis) while the
+    // parameters are made on the others.
+    let (key, params_seconds, job, matrices_seconds) = std::thread::scope(|scope| {
+        let recording = scope.spawn(|| {
+            let started = Instant::now();
+            let job = shape::placeholder_job(Placeholder::of(proof), synthesis);
+            (job, started.elapsed().as_secs_f64())
+        });
+        let started = Instant::now();
+        let key = Arc::new(ProvingKey::timing_only(&name, counts.shape(), query));
+        let params_seconds = started.elapsed().as_secs_f64();
+        let (job, matrices_seconds) = recording.join().expect("the recording thread panicked");
+        (key, params_seconds, job, matrices_seconds)
+    });
+    let job = job?;
     input.params_bytes = key.heap_bytes();
     input.matrices_bytes = job.matrices_bytes();
     // What making them cost is not the pipeline's: measure the peak from here.

@@ -1,8 +1,10 @@
 //! PoRep C2 through the pipeline: partition k's `StackedCircuit`, built by filecoin-proofs the
 //! way `seal_commit_phase2` builds it (`StackedCompound::circuit`, from the C1 output's vanilla
-//! proofs), synthesized by our workers, proved by our GPU stage and finalized by us. The proofs
-//! are laid out as `seal_commit_phase2` writes them: one 192-byte Groth16 proof per partition,
-//! in order, so `verify_seal` (and the chain) accepts them.
+//! proofs, or from placeholder ones of the same shape for timing: [`super::shape`]),
+//! synthesized by our workers (in one pass, or in two from the sector size's R1CS matrices),
+//! proved by our GPU stage and finalized by us. The proofs are laid out as
+//! `seal_commit_phase2` writes them: one 192-byte Groth16 proof per partition, in order, so
+//! `verify_seal` (and the chain) accepts them.
 
 use std::sync::{Arc, LazyLock};
 use std::time::Instant;

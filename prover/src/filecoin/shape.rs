@@ -471,6 +471,22 @@ mod tests {
         recount(RegisteredSealProof::StackedDrg64GiBV1_1);
     }
 
+    /// An independent check of the 32 GiB row: what the seed engine extracted from real
+    /// 32 GiB partitions (curio's extern/cuzk/cuzk-project.md, "PCE Extraction").
+    #[test]
+    fn the_32gib_row_is_what_the_seed_engine_extracted_from_real_partitions() {
+        let c = counted(RegisteredSealProof::StackedDrg32GiBV1_1).unwrap();
+        assert_eq!(
+            (c.inputs, c.aux, c.constraints),
+            (328, 130_169_893, 130_278_869)
+        );
+        assert_eq!(c.nonzeros, [309_405_051, 130_327_340, 282_656_500]);
+        assert_eq!(
+            (c.a_aux_density, c.b_input_density, c.b_aux_density),
+            (129_753_292, 1, 33_112_281)
+        );
+    }
+
     #[test]
     fn every_interactive_seal_proof_has_counts_and_the_right_partition_shape() {
         use RegisteredSealProof::*;

@@ -10,12 +10,12 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use serde::Serialize;
 
-use crate::circuits::CircuitKind;
 use crate::error::ProverError;
 use crate::groth16;
-use crate::params::{CircuitParams, ParamsKind};
+use crate::params::{CircuitParams, ParamsKind, ProvingKey};
 use crate::pipeline::{
-    BusySpan, JobOutcome, JobSpec, Pipeline, PipelineConfig, ReplaySource, Stage, TimelinePoint,
+    BusySpan, JobHandle, JobOutcome, JobSpec, PartitionSource, Pipeline, PipelineConfig,
+    ReplaySource, Stage, TimelinePoint,
 };
 use crate::rss;
 
@@ -246,7 +246,9 @@ fn kernel_rows(
 
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchReport {
-    pub circuit: CircuitKind,
+    /// A circuit's name (`mul-chain`), or what a [`SourceWorkload`] proves.
+    pub circuit: String,
+    /// Constraints per partition, the input constraints included for a [`SourceWorkload`].
     pub constraints: usize,
     pub partitions: u32,
     pub cpu_cores: usize,
@@ -375,24 +377,61 @@ pub fn run_pipeline(
     params: Arc<CircuitParams>,
     partitions: u32,
     seed: u64,
-    mut config: PipelineConfig,
+    config: PipelineConfig,
     backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
     feed: &Feed,
+) -> Result<PipelineRun, ProverError> {
+    run_submitted(config, backend, |pipeline| match feed {
+        Feed::Synthesis => {
+            let mut spec = JobSpec::new(params.circuit, params.constraints, partitions);
+            spec.seed = seed;
+            pipeline.submit(spec, params)
+        }
+        Feed::Replay(source) => {
+            pipeline.submit_source(source.clone(), params.key.clone(), partitions, 0, &[])
+        }
+    })
+}
+
+/// Partitions that are not one of proofpipe's own circuits (a Filecoin PoRep partition of a
+/// sector size's shape), with the proving key they are proved with.
+pub struct SourceWorkload {
+    /// What is proved, for the report (`circuit` in the JSON).
+    pub name: String,
+    pub source: Arc<dyn PartitionSource>,
+    pub key: Arc<ProvingKey>,
+}
+
+/// The pipeline over `partitions` partitions of `workload`, in a pipeline of its own.
+pub fn run_source_pipeline(
+    workload: &SourceWorkload,
+    partitions: u32,
+    config: PipelineConfig,
+    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Result<PipelineRun, ProverError> {
+    run_submitted(config, backend, |pipeline| {
+        pipeline.submit_source(
+            workload.source.clone(),
+            workload.key.clone(),
+            partitions,
+            0,
+            &[],
+        )
+    })
+}
+
+/// Starts a pipeline, submits one job with `submit`, waits for it and measures the run.
+fn run_submitted(
+    mut config: PipelineConfig,
+    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+    submit: impl FnOnce(&Pipeline) -> Result<JobHandle, ProverError>,
 ) -> Result<PipelineRun, ProverError> {
     config.record_timeline = true;
     rss::reset_peak_rss();
     let pipeline = Pipeline::start(config, backend.clone())?;
     let sampler = MemorySampler::start(pipeline.buffer_tracker(), backend);
     let start = Instant::now();
-    let mut spec = JobSpec::new(params.circuit, params.constraints, partitions);
-    spec.seed = seed;
-    let handle = match feed {
-        Feed::Synthesis => pipeline.submit(spec, params)?,
-        Feed::Replay(source) => {
-            pipeline.submit_source(source.clone(), params.key.clone(), partitions, 0, &[])?
-        }
-    };
-    let report = handle.wait();
+    let report = submit(&pipeline)?.wait();
     let seconds = start.elapsed().as_secs_f64();
     let peak = rss::peak_rss_bytes();
     let memory = sampler.finish();
@@ -458,7 +497,7 @@ pub fn compare(
         run_stock(&params, stock_partitions, seed)?
     };
     let before = backend.kernel_stats();
-    let mut pipeline = run_pipeline(
+    let pipeline = run_pipeline(
         params.clone(),
         partitions,
         seed,
@@ -466,7 +505,76 @@ pub fn compare(
         backend.clone(),
         feed,
     )?;
-    let kernels = kernel_rows(&before, &backend.kernel_stats());
+    let throughput_ratio = if stock.proofs == 0 {
+        0.0
+    } else {
+        pipeline.result.proofs_per_second / stock.proofs_per_second
+    };
+    let m = measured(pipeline, &before, &backend);
+    Ok(BenchReport {
+        circuit: params.circuit.to_string(),
+        constraints: params.constraints,
+        partitions,
+        cpu_cores: cpu_cores(),
+        params: params.kind,
+        stock_prover: STOCK_PROVER,
+        feed: feed.kind(),
+        gpu_options: None,
+        stock,
+        pipeline: m.pipeline,
+        kernels: m.kernels,
+        gpus: m.gpus,
+        throughput_ratio,
+    })
+}
+
+/// The pipeline alone over `partitions` partitions of `workload` (after a one-partition
+/// warm-up if `warm_up`): no stock run, whose prover cannot take a source's partitions, so
+/// `stock` is empty and the ratio 0.
+pub fn bench_source(
+    workload: &SourceWorkload,
+    partitions: u32,
+    config: PipelineConfig,
+    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+    warm_up: bool,
+) -> Result<BenchReport, ProverError> {
+    if warm_up {
+        run_source_pipeline(workload, 1, config.clone(), backend.clone())?;
+    }
+    let before = backend.kernel_stats();
+    let pipeline = run_source_pipeline(workload, partitions, config, backend.clone())?;
+    let m = measured(pipeline, &before, &backend);
+    Ok(BenchReport {
+        circuit: workload.name.clone(),
+        constraints: workload.key.shape.constraints,
+        partitions,
+        cpu_cores: cpu_cores(),
+        params: workload.key.kind,
+        stock_prover: STOCK_PROVER,
+        feed: FeedKind::Synthesis,
+        gpu_options: None,
+        stock: run_result(0.0, 0, 0, None),
+        pipeline: m.pipeline,
+        kernels: m.kernels,
+        gpus: m.gpus,
+        throughput_ratio: 0.0,
+    })
+}
+
+/// What a timed pipeline run measured besides its own figures.
+struct Measured {
+    pipeline: PipelineRun,
+    kernels: Vec<KernelRow>,
+    gpus: Vec<(usize, u64)>,
+}
+
+/// The kernel times of the run `pipeline` (since `before`) and its steady state.
+fn measured(
+    mut pipeline: PipelineRun,
+    before: &[(&'static str, proofpipe_kernels::KernelStat)],
+    backend: &Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Measured {
+    let kernels = kernel_rows(before, &backend.kernel_stats());
     let gpus: Vec<(usize, u64)> = backend
         .gpu_devices()
         .iter()
@@ -480,25 +588,15 @@ pub fn compare(
             .sum()
     });
     pipeline.steady = steady_state(&pipeline.spans, device_seconds, gpus.len());
-    Ok(BenchReport {
+    Measured {
+        pipeline,
         kernels,
         gpus,
-        circuit: params.circuit,
-        constraints: params.constraints,
-        partitions,
-        cpu_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        params: params.kind,
-        stock_prover: STOCK_PROVER,
-        feed: feed.kind(),
-        gpu_options: None,
-        throughput_ratio: if stock.proofs == 0 {
-            0.0
-        } else {
-            pipeline.result.proofs_per_second / stock.proofs_per_second
-        },
-        stock,
-        pipeline,
-    })
+    }
+}
+
+fn cpu_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[cfg(test)]
@@ -534,6 +632,60 @@ mod tests {
         assert_eq!(s.gpu_stage_busy, 5.0 / 6.0);
         assert_eq!(s.device_busy, Some(0.5));
         assert_eq!(steady_state(&spans, None, 0).unwrap().device_busy, None);
+    }
+
+    /// A source's partitions through the bench: every one proved, none claimed verified with
+    /// timing-only parameters, no stock run, the workload's name and shape in the report.
+    #[test]
+    fn a_source_workload_is_benched_without_a_stock_run() {
+        use crate::circuits::{CircuitKind, CircuitShape};
+        use crate::groth16::Synthesized;
+
+        struct MulChain;
+        impl PartitionSource for MulChain {
+            fn synthesize(
+                &self,
+                partition: u32,
+                shape: CircuitShape,
+            ) -> Result<Synthesized, ProverError> {
+                let circuit = CircuitKind::MulChain.partition(1024, 1, partition)?;
+                groth16::synthesize(circuit, shape).map_err(|e| ProverError::Synthesis {
+                    partition,
+                    message: e.to_string(),
+                })
+            }
+        }
+        let params = CircuitParams::timing_only(CircuitKind::MulChain, 1024).unwrap();
+        let workload = SourceWorkload {
+            name: "a source".into(),
+            source: Arc::new(MulChain),
+            key: params.key.clone(),
+        };
+        let config = PipelineConfig {
+            partition_workers: 2,
+            channel_capacity: 1,
+            gpu_workers: 1,
+            finalize_workers: 1,
+            finalize_queue: 1,
+            partition_budget: Some(2),
+            g2: groth16::G2Placement::GpuStage,
+            record_timeline: false,
+            matrices: Default::default(),
+        };
+        let backend = Arc::new(proofpipe_kernels::CpuBackend::new());
+        let report = bench_source(&workload, 3, config, backend, true).unwrap();
+        assert_eq!(report.circuit, "a source");
+        assert_eq!(report.constraints, params.shape.constraints);
+        assert_eq!(report.params, ParamsKind::TimingOnly);
+        assert_eq!(
+            (
+                report.pipeline.result.proofs,
+                report.pipeline.result.verified
+            ),
+            (3, 0)
+        );
+        assert_eq!((report.stock.proofs, report.throughput_ratio), (0, 0.0));
+        assert!(report.pipeline.steady.is_some());
     }
 
     #[test]

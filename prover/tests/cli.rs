@@ -313,6 +313,104 @@ fn plan_reports_the_sizing_as_json_and_table() {
     );
 }
 
+/// `plan --porep-shape` sizes the real 32 GiB partition from its committed counts, exactly;
+/// what `--porep-shape` cannot do is refused with exit code 2.
+#[test]
+fn porep_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = |synthesis: &str| -> Value {
+        let out = prover(dir.path())
+            .args([
+                "plan",
+                "--porep-shape",
+                "32GiB",
+                "--memory-limit",
+                "128GiB",
+                "--cores",
+                "16",
+                "--gpus",
+                "1",
+                "--synthesis",
+                synthesis,
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let one_pass = plan("one-pass");
+    assert_eq!(
+        one_pass["circuit"], "StackedDrg32GiBV1_1 partition",
+        "{one_pass}"
+    );
+    assert_eq!(num(&one_pass["shape"], "constraints"), 130_278_869);
+    // 427,253,522 G1 points (H, L, A, B) and 33,112,282 G2 points (B).
+    let breakdown = &one_pass["plan"]["breakdown"];
+    assert_eq!(
+        num(breakdown, "params_bytes"),
+        427_253_522 * 96 + 33_112_282 * 192
+    );
+    assert_eq!(num(breakdown, "matrices_bytes"), 0);
+    assert!(num(&one_pass, "predicted_peak_bytes") <= 128 << 30);
+    let two_pass = plan("matrices");
+    let matrices = num(&two_pass["plan"]["breakdown"], "matrices_bytes");
+    assert!(matrices > 12 << 30 && matrices < 14 << 30, "{two_pass}");
+    assert!(num(&two_pass, "partition_workers") <= num(&one_pass, "partition_workers"));
+
+    let fails = |args: &[&str], needle: &str| {
+        let out = prover(dir.path()).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: expected {needle:?} in:\n{stderr}"
+        );
+    };
+    fails(
+        &["bench", "--porep-shape", "2KiB", "--stock-partitions", "1"],
+        "stock prover not run",
+    );
+    fails(
+        &["bench", "--porep-shape", "16GiB"],
+        "neither a sector size",
+    );
+    fails(
+        &["bench", "--porep-shape", "2KiB", "--circuit", "mul-chain"],
+        "cannot be used with",
+    );
+    fails(
+        &[
+            "bench",
+            "--porep-shape",
+            "StackedDrg32GiBV1_2_Feat_NonInteractivePoRep",
+        ],
+        "non-interactive",
+    );
+    fails(
+        &["plan", "--porep-shape", "32GiB", "--memory-limit", "40GiB"],
+        "is too small",
+    );
+    fails(
+        &["plan", "--synthesis", "matrices"],
+        "only for --porep-shape",
+    );
+    fails(
+        &[
+            "prove",
+            "--snap-vanilla",
+            "x.json",
+            "--synthesis",
+            "matrices",
+        ],
+        "SnapDeals partitions are synthesized in one pass",
+    );
+}
+
 #[test]
 fn params_are_listed_and_corruption_is_reported() {
     let dir = tempfile::tempdir().unwrap();

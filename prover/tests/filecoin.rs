@@ -153,6 +153,24 @@ fn a_sealed_sector_proves_through_the_pipeline_and_verify_seal_accepts_it() {
     assert!(stdout.contains("verify_seal accepts it"), "{stdout}");
 }
 
+/// Two-pass synthesis: the witness, then a, b, c from the R1CS matrices recorded from the
+/// sector's partition 0; verify_seal accepts the proof and the plan counts the matrices.
+#[test]
+fn two_pass_synthesis_proves_a_sealed_sector_that_verify_seal_accepts() {
+    let Some(data) = testdata() else { return };
+    let (code, stdout, stderr) = prove(
+        &data.c1,
+        &data.params,
+        &["--synthesis", "matrices", "--verify", "--json"],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let v = last_json(&stdout);
+    assert_eq!(v["verify_seal"], true, "{v}");
+    assert_eq!(v["synthesis"], "matrices", "{v}");
+    let bytes = v["matrices_bytes"].as_u64().unwrap();
+    assert!(bytes > 200 << 20, "2 KiB matrices are 262 MiB: {v}");
+}
+
 #[test]
 fn a_proof_checked_for_another_prover_or_sector_is_rejected() {
     let Some(data) = testdata() else { return };

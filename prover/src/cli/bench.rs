@@ -1,17 +1,37 @@
 //! `bench`: the pipeline against bellperson's stock batch prover, same circuit, parameters
-//! and machine, in one run.
+//! and machine, in one run; or, with `--porep-shape`, the pipeline alone over placeholder
+//! Filecoin PoRep partitions of a sector size's exact shape, with timing-only parameters.
 
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
 
 use proofpipe_kernels::GpuOptions;
 use proofpipe_prover::ProverError;
-use proofpipe_prover::bench::{BenchReport, Feed, FeedKind, compare};
+use proofpipe_prover::bench::{BenchReport, Feed, FeedKind, SourceWorkload, bench_source, compare};
+use proofpipe_prover::filecoin::shape::{self, PartitionShape, Placeholder};
+use proofpipe_prover::filecoin::{RegisteredSealProof, seal_proof_name};
+use proofpipe_prover::groth16::{R1csMatrices, SynthesisMode};
+use proofpipe_prover::params::ProvingKey;
+use proofpipe_prover::pipeline::{PartitionSource, PipelineConfig, ReplaySource};
 use proofpipe_prover::plot::timeline_svg;
+use proofpipe_prover::rss;
+use proofpipe_prover::sizing::{Plan, SizingInput, detect_memory_limit, plan};
+use serde_json::{Value, json};
 
 use super::setup::{self, ParamsSource};
-use super::{BenchArgs, store};
+use super::{BenchArgs, cpu_cores, store};
 
 pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
+    if args.runs == 0 {
+        return Err(ProverError::InvalidArgument {
+            what: "--runs",
+            reason: "at least one run".into(),
+        });
+    }
+    if let Some(proof) = args.porep_shape {
+        return porep_shape(&args, proof);
+    }
     let store = store(args.params_dir.clone());
     let variants = match &args.gpu_variants {
         None => vec![(GpuOptions::from_env(), 1)],
@@ -20,12 +40,6 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
             reason,
         })?,
     };
-    if args.runs == 0 {
-        return Err(ProverError::InvalidArgument {
-            what: "--runs",
-            reason: "at least one run".into(),
-        });
-    }
     let (first_backend, why) = proofpipe_kernels::select_backend_with(variants[0].0);
     tracing::info!(backend = first_backend.name(), "GPU stage backend: {why}");
     let on_gpu = !first_backend.gpu_devices().is_empty();
@@ -69,9 +83,9 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
             let first = v == 0 && run == 0;
             let mut report = compare(
                 prepared.params.clone(),
-                args.job.partitions,
+                args.job.partitions(),
                 if first {
-                    args.stock_partitions.unwrap_or(args.job.partitions)
+                    args.stock_partitions.unwrap_or(args.job.partitions())
                 } else {
                     0
                 },
@@ -88,7 +102,11 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
             }
             report.stock = stock_run;
             report.gpu_options = on_gpu.then(|| options.name());
-            all_verified &= print_report(&args, &prepared, &report, v, run)?;
+            let extra = json!({
+                "params_bytes": prepared.params.heap_bytes(),
+                "matrices_bytes": prepared.matrices.as_ref().map_or(0, |m| m.heap_bytes()),
+            });
+            all_verified &= print_report(&args, &report, &prepared.plan, extra, v, run)?;
             summary.push(report);
         }
     }
@@ -189,12 +207,146 @@ fn print_summary(reports: &[BenchReport]) {
     }
 }
 
-/// Prints one run's report (and its JSON line with --json); false if a proof that should
-/// verify did not.
+/// Why `--porep-shape` has no stock run.
+const NO_STOCK_RUN: &str = "stock prover not run: seal_commit_phase2 needs Filecoin's parameter \
+     files for the sector size, and a placeholder partition proves nothing to compare";
+
+/// `bench --porep-shape`: placeholder partitions of the seal proof's exact circuit, timing-only
+/// parameters of its exact query counts, both from the committed counts (no synthesis before
+/// the timed run but the warm-up's and, with `--synthesis matrices`, the recording's).
+fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode, ProverError> {
+    if args.stock_partitions.is_some_and(|n| n > 0) {
+        return Err(ProverError::InvalidArgument {
+            what: "--stock-partitions",
+            reason: format!(
+                "{NO_STOCK_RUN}; leave --stock-partitions out (or 0) with --porep-shape"
+            ),
+        });
+    }
+    let name = seal_proof_name(proof);
+    let partition_shape = PartitionShape::of(proof)?;
+    let counts = shape::counted(proof)?;
+    let partitions = args.job.partitions.unwrap_or(partition_shape.partitions);
+    if partitions == 0 {
+        return Err(ProverError::ZeroPartitions);
+    }
+    let synthesis = SynthesisMode::from(args.synthesis.synthesis);
+    let (backend, why) = proofpipe_kernels::select_backend_with(GpuOptions::from_env());
+    tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
+    let gpus = backend.gpu_devices();
+    let limit = detect_memory_limit(args.sizing.memory_limit)?;
+    let query = counts.query_counts();
+    let mut input = SizingInput {
+        circuit: format!("{name} partition"),
+        shape: counts.shape(),
+        memory_limit: limit.bytes,
+        params_bytes: query.params_heap_bytes(),
+        matrices_bytes: match synthesis {
+            SynthesisMode::OnePass => 0,
+            SynthesisMode::Matrices => R1csMatrices::predicted_heap_bytes(&counts),
+        },
+        headroom: args.sizing.headroom,
+        cpu_cores: cpu_cores(),
+        gpu_devices: gpus.len(),
+        gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
+        max_parallel_partitions: Some(partitions as usize),
+        overrides: args.sizing.overrides(),
+    };
+    // Refuse a hopeless limit before a minute of parameters.
+    plan(&input)?;
+    // The matrices are recorded on one thread (about one partition's synthesis) while the
+    // parameters are made on the others.
+    let (key, params_seconds, job, matrices_seconds) = std::thread::scope(|scope| {
+        let recording = scope.spawn(|| {
+            let started = Instant::now();
+            let job = shape::placeholder_job(Placeholder::of(proof), synthesis);
+            (job, started.elapsed().as_secs_f64())
+        });
+        let started = Instant::now();
+        let key = Arc::new(ProvingKey::timing_only(&name, counts.shape(), query));
+        let params_seconds = started.elapsed().as_secs_f64();
+        let (job, matrices_seconds) = recording.join().expect("the recording thread panicked");
+        (key, params_seconds, job, matrices_seconds)
+    });
+    let job = job?;
+    input.params_bytes = key.heap_bytes();
+    input.matrices_bytes = job.matrices_bytes();
+    // What making them cost is not the pipeline's: measure the peak from here.
+    rss::reset_peak_rss();
+    let plan = plan(&input)?;
+    tracing::info!(
+        partition_workers = plan.partition_workers,
+        channel_capacity = plan.channel_capacity,
+        gpu_workers = plan.gpu_workers,
+        predicted_peak = %bytesize::ByteSize(plan.predicted_peak_bytes),
+        "pipeline sized from the memory limit"
+    );
+    // Replayed: partition 0 synthesized once (kept for every run), the rest copies of it.
+    let source: Arc<dyn PartitionSource> = if args.replay_synthesis {
+        Arc::new(ReplaySource::new(job.source))
+    } else {
+        job.source
+    };
+    let workload = SourceWorkload {
+        name: format!("{name} (placeholder)"),
+        source,
+        key: key.clone(),
+    };
+    let mut config = PipelineConfig::from_plan(&plan);
+    if args.replay_synthesis {
+        // The replayed partition is kept beside the pipeline's own: one permit fewer.
+        config.partition_budget = config.partition_budget.map(|b| b.saturating_sub(1).max(1));
+    }
+    let options = GpuOptions::from_env();
+    let mut all_verified = true;
+    let mut summary = Vec::new();
+    for run in 0..args.runs {
+        let mut report = bench_source(
+            &workload,
+            partitions,
+            config.clone(),
+            backend.clone(),
+            !args.no_warmup && run == 0,
+        )?;
+        report.gpu_options = (!gpus.is_empty()).then(|| options.name());
+        if args.replay_synthesis {
+            report.feed = FeedKind::Replay;
+        }
+        let extra = json!({
+            "params_bytes": key.heap_bytes(),
+            "matrices_bytes": input.matrices_bytes,
+            "params_seconds": params_seconds,
+            "matrices_seconds": matrices_seconds,
+            "porep_shape": {
+                "seal_proof": name,
+                "partition": partition_shape,
+                "counts": counts,
+                "query_counts": {
+                    "inputs": query.inputs, "h": query.h, "l": query.l, "a": query.a, "b": query.b,
+                },
+            },
+            "stock_not_run": NO_STOCK_RUN,
+        });
+        all_verified &= print_report(args, &report, &plan, extra, 0, run)?;
+        summary.push(report);
+    }
+    if summary.len() > 1 {
+        print_summary(&summary);
+    }
+    Ok(if all_verified {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Prints one run's report (text, then with `--json` one JSON object on the last line,
+/// `extra`'s fields added); false if a proof that should verify did not.
 fn print_report(
     args: &BenchArgs,
-    prepared: &setup::Prepared,
     report: &BenchReport,
+    plan: &Plan,
+    extra: Value,
     variant: usize,
     run: usize,
 ) -> Result<bool, ProverError> {
@@ -247,20 +399,26 @@ fn print_report(
             "REPLAYED SYNTHESIS: every partition is a copy of one synthesized partition; the stages after synthesis are measured, synthesis is not"
         );
     }
-    println!("stock prover: {}", report.stock_prover);
+    if args.porep_shape.is_some() {
+        println!("{NO_STOCK_RUN}");
+    } else {
+        println!("stock prover: {}", report.stock_prover);
+    }
     println!(
         "{:<10} {:>9} {:>12} {:>10} {:>10}",
         "prover", "seconds", "proofs/s", "verified", "peak RSS"
     );
-    println!(
-        "{:<10} {:>9.2} {:>12.3} {:>7}/{:<2} {:>10}",
-        "stock",
-        s.seconds,
-        s.proofs_per_second,
-        s.verified,
-        s.proofs,
-        gib(s.peak_rss_bytes)
-    );
+    if s.proofs > 0 {
+        println!(
+            "{:<10} {:>9.2} {:>12.3} {:>7}/{:<2} {:>10}",
+            "stock",
+            s.seconds,
+            s.proofs_per_second,
+            s.verified,
+            s.proofs,
+            gib(s.peak_rss_bytes)
+        );
+    }
     println!(
         "{:<10} {:>9.2} {:>12.3} {:>7}/{:<2} {:>10}",
         "pipeline",
@@ -291,8 +449,12 @@ fn print_report(
         m.at_peak_device.finalizing,
     );
     println!(
-        "throughput ratio (pipeline / stock): {:.2}; stage busy: synthesis {:.0}% gpu {:.0}% finalize {:.0}%; max synthesized in flight {} (pw={} + capacity={})",
-        report.throughput_ratio,
+        "throughput ratio (pipeline / stock): {}; stage busy: synthesis {:.0}% gpu {:.0}% finalize {:.0}%; max synthesized in flight {} (pw={} + capacity={})",
+        if s.proofs == 0 {
+            "n/a (no stock run)".to_string()
+        } else {
+            format!("{:.2}", report.throughput_ratio)
+        },
         p.busy.synthesis * 100.0,
         p.busy.gpu * 100.0,
         p.busy.finalize * 100.0,
@@ -318,7 +480,7 @@ fn print_report(
             k.kernel, k.calls, k.seconds, k.ms_per_call, k.elements
         );
     }
-    if let Some(g) = &prepared.plan.gpu {
+    if let Some(g) = &plan.gpu {
         println!(
             "GPU memory plan per device: {:.2} GiB of {:.2} GiB (resident bases {:.2} GiB + {} worker(s) x {:.2} GiB)",
             g.predicted_device_bytes as f64 / (1u64 << 30) as f64,
@@ -329,22 +491,25 @@ fn print_report(
         );
     }
     println!(
-        "plan: pw={} budget={} capacity={} gpu_workers={} finalize_workers={} predicted peak {:.2} GiB of {:.2} GiB",
-        prepared.plan.partition_workers,
-        prepared.plan.partition_budget,
-        prepared.plan.channel_capacity,
-        prepared.plan.gpu_workers,
-        prepared.plan.finalize_workers,
-        prepared.plan.predicted_peak_bytes as f64 / (1u64 << 30) as f64,
-        prepared.plan.memory_limit as f64 / (1u64 << 30) as f64,
+        "plan: pw={} budget={} capacity={} gpu_workers={} finalize_workers={} predicted peak {:.2} GiB of {:.2} GiB (measured peak {}; parameters {:.2} GiB, R1CS matrices {:.2} GiB)",
+        plan.partition_workers,
+        plan.partition_budget,
+        plan.channel_capacity,
+        plan.gpu_workers,
+        plan.finalize_workers,
+        gib_(plan.predicted_peak_bytes),
+        gib_(plan.memory_limit),
+        gib(p.result.peak_rss_bytes),
+        gib_(plan.breakdown.params_bytes),
+        gib_(plan.breakdown.matrices_bytes),
     );
     if args.json {
         let mut json = serde_json::to_value(report).expect("report serializes");
-        json["synthesis"] = serde_json::json!(args.synthesis.synthesis);
-        json["plan"] = serde_json::to_value(&prepared.plan).expect("plan serializes");
-        json["params_bytes"] = serde_json::json!(prepared.params.heap_bytes());
-        json["matrices_bytes"] =
-            serde_json::json!(prepared.matrices.as_ref().map_or(0, |m| m.heap_bytes()));
+        json["synthesis"] = json!(args.synthesis.synthesis);
+        json["plan"] = serde_json::to_value(plan).expect("plan serializes");
+        if let (Value::Object(json), Value::Object(extra)) = (&mut json, extra) {
+            json.extend(extra);
+        }
         println!("{json}");
     }
     // Timing-only proofs are not checked (they cannot verify); any other unverified proof

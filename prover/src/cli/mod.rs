@@ -87,9 +87,20 @@ struct JobArgs {
     /// Constraints per partition.
     #[arg(long, default_value_t = 4096)]
     constraints: usize,
-    /// Independent partitions in the job.
-    #[arg(long, default_value_t = 4)]
-    partitions: u32,
+    /// Independent partitions in the job [default: 4; with --porep-shape, the seal proof's
+    /// own: 10 for 32 GiB and 64 GiB, 1 below].
+    #[arg(long)]
+    partitions: Option<u32>,
+}
+
+/// Partitions in a job of proofpipe's own circuits when `--partitions` is not given.
+const DEFAULT_PARTITIONS: u32 = 4;
+
+impl JobArgs {
+    /// `--partitions`, else the default for proofpipe's own circuits.
+    fn partitions(&self) -> u32 {
+        self.partitions.unwrap_or(DEFAULT_PARTITIONS)
+    }
 }
 
 /// How the pipeline is sized.
@@ -135,6 +146,15 @@ enum Synthesis {
     Matrices,
 }
 
+impl From<Synthesis> for proofpipe_prover::groth16::SynthesisMode {
+    fn from(s: Synthesis) -> Self {
+        match s {
+            Synthesis::OnePass => Self::OnePass,
+            Synthesis::Matrices => Self::Matrices,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 struct SynthesisArgs {
     /// How partitions are synthesized.
@@ -173,6 +193,17 @@ struct PlanArgs {
     job: JobArgs,
     #[command(flatten)]
     sizing: SizingArgs,
+    /// Plan for the Filecoin PoRep partition of this seal proof (a sector size, 32GiB, or a
+    /// registered proof's name) instead of a synthetic circuit, from its committed R1CS counts
+    /// (prover/src/filecoin/shape.rs): exact parameter bytes, and the R1CS matrices' bytes with
+    /// --synthesis matrices.
+    #[arg(long, value_name = "SEAL_PROOF", value_parser = porep::parse_seal_proof,
+          conflicts_with_all = ["circuit", "constraints"])]
+    porep_shape: Option<proofpipe_prover::filecoin::RegisteredSealProof>,
+    /// How partitions would be synthesized (matrices: only with --porep-shape, whose matrices'
+    /// size is known before recording them).
+    #[arg(long, value_enum, default_value_t = Synthesis::OnePass)]
+    synthesis: Synthesis,
     /// CPU cores to plan for (default: this machine's).
     #[arg(long)]
     cores: Option<usize>,
@@ -248,6 +279,13 @@ struct BenchArgs {
     /// cannot synthesize fast enough. The kept partition costs one partition budget permit.
     #[arg(long)]
     replay_synthesis: bool,
+    /// Benchmark the Filecoin PoRep partition of this seal proof (a sector size, 32GiB, or a
+    /// registered proof's name) instead of a synthetic circuit: placeholder vanilla proofs of
+    /// its exact shape (no sector needed) and timing-only parameters of its exact query counts
+    /// (no parameter files), made from the committed counts. No proof verifies; no stock run.
+    #[arg(long, value_name = "SEAL_PROOF", value_parser = porep::parse_seal_proof,
+          conflicts_with_all = ["circuit", "constraints", "params_dir"])]
+    porep_shape: Option<proofpipe_prover::filecoin::RegisteredSealProof>,
     #[arg(long)]
     json: bool,
 }
@@ -304,14 +342,25 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
             ]
             .into_iter()
             .find_map(|(path, kind)| path.as_ref().map(|p| (p, kind)));
+            let two_pass = args.synthesis.synthesis == Synthesis::Matrices;
             match (&filecoin.porep_c1, &filecoin.snap_vanilla, post_input) {
                 (Some(c1), _, _) => porep::prove(
                     filecoin,
                     c1,
                     &args.sizing,
+                    args.synthesis.synthesis.into(),
                     args.params_dir.as_deref(),
                     args.json,
                 ),
+                (None, Some(_), _) | (None, None, Some(_)) if two_pass => {
+                    Err(ProverError::InvalidArgument {
+                        what: "--synthesis",
+                        reason: "SnapDeals and PoSt partitions are synthesized in one pass; \
+                                 two-pass (matrices) synthesis is for --porep-c1 and synthetic \
+                                 circuits"
+                            .into(),
+                    })
+                }
                 (None, Some(vanilla), _) => snap::prove(
                     filecoin,
                     vanilla,

@@ -1,36 +1,79 @@
 //! `plan`: the sizing for a circuit under a memory limit, as a table or JSON. Pure: no
-//! parameters are loaded (their size is estimated from the circuit's shape).
+//! parameters are loaded (their size is estimated from the circuit's shape, or, for a
+//! `--porep-shape`, exact from its committed counts).
 
 use std::process::ExitCode;
 
 use bytesize::ByteSize;
 use proofpipe_prover::ProverError;
+use proofpipe_prover::filecoin::seal_proof_name;
+use proofpipe_prover::filecoin::shape::{self, PartitionShape};
+use proofpipe_prover::groth16::R1csMatrices;
 use proofpipe_prover::params::estimated_params_bytes;
 use proofpipe_prover::sizing::{SizingInput, detect_memory_limit, plan};
 use serde_json::json;
 
-use super::{PlanArgs, cpu_cores};
+use super::{PlanArgs, Synthesis, cpu_cores};
 
 pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
-    let shape = args.job.circuit.shape(args.job.constraints)?;
     let limit = detect_memory_limit(args.sizing.memory_limit)?;
+    let (circuit, shape, params_bytes, matrices_bytes, partitions) = match args.porep_shape {
+        Some(proof) => {
+            // Exact, from the committed counts: the real parameters have these point counts.
+            let counts = shape::counted(proof)?;
+            let matrices = match args.synthesis {
+                Synthesis::OnePass => 0,
+                Synthesis::Matrices => R1csMatrices::predicted_heap_bytes(&counts),
+            };
+            let partitions = args
+                .job
+                .partitions
+                .unwrap_or(PartitionShape::of(proof)?.partitions);
+            (
+                format!("{} partition", seal_proof_name(proof)),
+                counts.shape(),
+                counts.query_counts().params_heap_bytes(),
+                matrices,
+                partitions,
+            )
+        }
+        None => {
+            if args.synthesis == Synthesis::Matrices {
+                return Err(ProverError::InvalidArgument {
+                    what: "--synthesis",
+                    reason: "plan knows the R1CS matrices' size only for --porep-shape (from its \
+                             committed counts); for a synthetic circuit, prove or bench it with \
+                             --synthesis matrices, which log their size"
+                        .into(),
+                });
+            }
+            let shape = args.job.circuit.shape(args.job.constraints)?;
+            (
+                args.job.circuit.to_string(),
+                shape,
+                estimated_params_bytes(shape),
+                0,
+                args.job.partitions(),
+            )
+        }
+    };
     let input = SizingInput {
-        circuit: args.job.circuit.to_string(),
+        circuit: circuit.clone(),
         shape,
         memory_limit: limit.bytes,
-        params_bytes: estimated_params_bytes(shape),
-        matrices_bytes: 0,
+        params_bytes,
+        matrices_bytes,
         headroom: args.sizing.headroom,
         cpu_cores: args.cores.unwrap_or_else(cpu_cores),
         gpu_devices: args.gpus,
         gpu_memory_bytes: args.gpu_memory,
-        max_parallel_partitions: Some(args.job.partitions as usize),
+        max_parallel_partitions: Some(partitions as usize),
         overrides: args.sizing.overrides(),
     };
     let plan = plan(&input)?;
     if args.json {
         let value = json!({
-            "circuit": args.job.circuit,
+            "circuit": circuit,
             "shape": shape,
             "memory_limit_source": limit.source.to_string(),
             "partition_workers": plan.partition_workers,
@@ -51,8 +94,8 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
         (
             "circuit",
             format!(
-                "{} ({} constraints, {} aux, {} inputs)",
-                args.job.circuit, shape.constraints, shape.aux, shape.inputs
+                "{circuit} ({} constraints, {} aux, {} inputs), {partitions} partitions",
+                shape.constraints, shape.aux, shape.inputs
             ),
         ),
         (
@@ -85,6 +128,14 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
         (
             "base + parameters",
             format!("{} + {}", ByteSize(b.base_bytes), ByteSize(b.params_bytes)),
+        ),
+        (
+            "R1CS matrices",
+            if b.matrices_bytes == 0 {
+                "none (one-pass synthesis)".to_string()
+            } else {
+                format!("{} (two-pass synthesis)", ByteSize(b.matrices_bytes))
+            },
         ),
         ("partitions held", ByteSize(b.synthesized_bytes).to_string()),
         (

@@ -11,6 +11,7 @@ use proofpipe_prover::ProverError;
 use proofpipe_prover::filecoin::c1::{self, SectorIdentity};
 use proofpipe_prover::filecoin::params::{self, DigestCheck};
 use proofpipe_prover::filecoin::{self, RegisteredSealProof, porep, seal_proof_name, testdata};
+use proofpipe_prover::groth16::SynthesisMode;
 use proofpipe_prover::pipeline::{JobEvent, JobOutcome, Pipeline, PipelineConfig};
 use proofpipe_prover::rss;
 use proofpipe_prover::sizing::{SizingInput, detect_memory_limit, plan};
@@ -105,6 +106,9 @@ struct Summary {
     max_synthesized_in_flight: u64,
     backend: &'static str,
     params_bytes: u64,
+    /// `one-pass` or `matrices`, and the R1CS matrices' bytes (0 in one pass).
+    synthesis: SynthesisMode,
+    matrices_bytes: u64,
     /// `--compare-stock`: seal_commit_phase2's wall seconds for the same C1 output, and ours
     /// (pipeline plus assembly) as a speedup over it.
     stock_seconds: Option<f64>,
@@ -115,13 +119,15 @@ pub fn prove(
     args: &PorepArgs,
     c1_path: &Path,
     sizing: &SizingArgs,
+    synthesis: SynthesisMode,
     params_dir: Option<&Path>,
     json: bool,
 ) -> Result<ExitCode, ProverError> {
     let identity =
         SectorIdentity::parse(args.prover_id.as_deref(), args.miner_id, args.sector_number)?;
     let input = c1::read(c1_path, identity)?;
-    let job = porep::prepare(&input)?;
+    let job = porep::prepare(&input, synthesis)?;
+    let matrices_bytes = job.matrices_bytes();
     let seal_proof = seal_proof_name(job.seal_proof);
     tracing::info!(proof = %seal_proof, partitions = job.partitions, "C1 output read");
 
@@ -145,7 +151,7 @@ pub fn prove(
         shape: key.shape,
         memory_limit: limit.bytes,
         params_bytes: key.heap_bytes(),
-        matrices_bytes: 0,
+        matrices_bytes,
         headroom: sizing.headroom,
         cpu_cores: cpu_cores(),
         gpu_devices: gpus.len(),
@@ -233,6 +239,8 @@ pub fn prove(
         max_synthesized_in_flight: buffers.max_synthesized_in_flight,
         backend: pipeline.backend_name(),
         params_bytes: key.heap_bytes(),
+        synthesis,
+        matrices_bytes,
         stock_seconds,
         speedup_vs_stock,
     };
@@ -372,7 +380,7 @@ impl TestdataArgs {
     }
 }
 
-fn parse_seal_proof(s: &str) -> Result<RegisteredSealProof, String> {
+pub(super) fn parse_seal_proof(s: &str) -> Result<RegisteredSealProof, String> {
     filecoin::parse_seal_proof(s).map_err(|e| e.to_string())
 }
 

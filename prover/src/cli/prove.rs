@@ -50,12 +50,16 @@ pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, Prover
     )?;
     let pipeline = Pipeline::start(prepared.pipeline_config(&args.job), backend)?;
 
-    let mut spec = JobSpec::new(args.job.circuit, args.job.constraints, args.job.partitions);
+    let mut spec = JobSpec::new(
+        args.job.circuit,
+        args.job.constraints,
+        args.job.partitions(),
+    );
     spec.seed = args.seed;
     let start = Instant::now();
     let handle = pipeline.submit(spec, prepared.params.clone())?;
 
-    let bar = progress.add(ProgressBar::new(u64::from(args.job.partitions)));
+    let bar = progress.add(ProgressBar::new(u64::from(args.job.partitions())));
     bar.set_style(
         ProgressStyle::with_template(
             "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} partitions {msg}",
@@ -92,7 +96,7 @@ pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, Prover
         outcome: outcome.clone(),
         circuit: args.job.circuit.to_string(),
         constraints: args.job.constraints,
-        partitions: args.job.partitions,
+        partitions: args.job.partitions(),
         proofs: proofs.len(),
         verified,
         seconds,
@@ -158,7 +162,7 @@ pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, Prover
             serde_json::to_string(&summary).expect("summary serializes")
         );
     }
-    let ok = outcome == JobOutcome::Succeeded && verified == args.job.partitions as usize;
+    let ok = outcome == JobOutcome::Succeeded && verified == args.job.partitions() as usize;
     Ok(if ok {
         ExitCode::SUCCESS
     } else {

@@ -51,7 +51,7 @@ pub fn prepare(
     source: ParamsSource<'_>,
     gpus: &[GpuDevice],
 ) -> Result<Prepared, ProverError> {
-    if job.partitions == 0 {
+    if job.partitions() == 0 {
         return Err(ProverError::ZeroPartitions);
     }
     let shape = job.circuit.shape(job.constraints)?;
@@ -72,7 +72,7 @@ pub fn prepare(
         cpu_cores: cpu_cores(),
         gpu_devices: gpus.len(),
         gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
-        max_parallel_partitions: Some(job.partitions as usize),
+        max_parallel_partitions: Some(job.partitions() as usize),
         overrides: sizing.overrides(),
     };
     plan(&input)?;

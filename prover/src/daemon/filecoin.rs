@@ -83,7 +83,7 @@ fn parse_input(
                     hint: "fix spec.filecoin.sealProof or the input",
                 });
             }
-            let job = porep::prepare(&input)?;
+            let job = porep::prepare(&input, crate::groth16::SynthesisMode::OnePass)?;
             let params = ParamSet::Seal(job.seal_proof);
             Ok((Input::PoRep(input), job.source, job.partitions, params))
         }

@@ -7,6 +7,9 @@
 //! - [`porep`]: partition k's `StackedCircuit`, built by filecoin-proofs exactly as
 //!   `seal_commit_phase2` builds it, synthesized by our workers and proved by our GPU stage;
 //!   the proofs written in `seal_commit_phase2`'s format and checked with `verify_seal`;
+//! - [`shape`]: placeholder partitions of any sector size's exact circuit, and their committed
+//!   R1CS counts, for timing-only benchmarks of the 32 GiB partition (no sector, no
+//!   parameters);
 //! - [`snap`]: SnapDeals (EmptySectorUpdate): partition k's `EmptySectorUpdateCircuit` from
 //!   curio's vanilla partition proofs, the same way, checked with
 //!   `verify_empty_sector_update_proof`;
@@ -21,6 +24,7 @@ pub mod params;
 pub mod porep;
 pub mod post;
 pub mod post_testdata;
+pub mod shape;
 pub mod snap;
 pub mod testdata;
 

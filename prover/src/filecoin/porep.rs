@@ -1,10 +1,13 @@
 //! PoRep C2 through the pipeline: partition k's `StackedCircuit`, built by filecoin-proofs the
 //! way `seal_commit_phase2` builds it (`StackedCompound::circuit`, from the C1 output's vanilla
-//! proofs), synthesized by our workers, proved by our GPU stage and finalized by us. The proofs
-//! are laid out as `seal_commit_phase2` writes them: one 192-byte Groth16 proof per partition,
-//! in order, so `verify_seal` (and the chain) accepts them.
+//! proofs, or from placeholder ones of the same shape for timing: [`super::shape`]),
+//! synthesized by our workers (in one pass, or in two from the sector size's R1CS matrices),
+//! proved by our GPU stage and finalized by us. The proofs are laid out as
+//! `seal_commit_phase2` writes them: one 192-byte Groth16 proof per partition, in order, so
+//! `verify_seal` (and the chain) accepts them.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+use std::time::Instant;
 
 use filecoin_proofs::{
     DefaultPieceDomain, DefaultPieceHasher, as_safe_commitment, parameters::public_params,
@@ -12,15 +15,17 @@ use filecoin_proofs::{
 };
 use filecoin_proofs_api::{ApiFeature, MerkleTreeTrait};
 use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
+use storage_proofs_core::drgraph::Graph;
+use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
 
 use proofpipe_kernels::EvalAlloc;
 
 use super::c1::C1Input;
-use super::{RegisteredSealProof, seal_proof_name};
+use super::{RegisteredSealProof, seal_proof_name, shape};
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
-use crate::groth16::{self, Synthesized};
+use crate::groth16::{self, R1csMatrices, SynthesisMode, Synthesized};
+use crate::params::LoadOnce;
 use crate::pipeline::{PartitionProof, PartitionSource};
 
 /// Bytes of one partition's proof (bellperson's compressed Groth16 proof).
@@ -31,10 +36,22 @@ pub struct PorepJob {
     pub seal_proof: RegisteredSealProof,
     pub partitions: u32,
     pub source: Arc<dyn PartitionSource>,
+    /// The R1CS matrices the source synthesizes from with [`SynthesisMode::Matrices`] (shared
+    /// by every job of the sector size in this process): their bytes belong in the sizing.
+    pub matrices: Option<Arc<R1csMatrices>>,
 }
 
-/// Checks a C1 output as `seal_commit_phase2` does and prepares its partitions.
-pub fn prepare(input: &C1Input) -> Result<PorepJob, ProverError> {
+impl PorepJob {
+    /// Heap bytes of the matrices, 0 in one pass.
+    pub fn matrices_bytes(&self) -> u64 {
+        self.matrices.as_ref().map_or(0, |m| m.heap_bytes())
+    }
+}
+
+/// Checks a C1 output as `seal_commit_phase2` does and prepares its partitions, synthesized
+/// in one pass or from the sector size's R1CS matrices (recorded from partition 0 on first use
+/// in the process: about one partition's synthesis).
+pub fn prepare(input: &C1Input, synthesis: SynthesisMode) -> Result<PorepJob, ProverError> {
     let proof = input.seal_proof();
     let name = seal_proof_name(proof);
     if proof.feature_enabled(ApiFeature::NonInteractivePoRep) {
@@ -61,11 +78,12 @@ pub fn prepare(input: &C1Input) -> Result<PorepJob, ProverError> {
         return Err(zero("challenge seed"));
     }
     let size = u64::from(proof.sector_size());
-    with_shape!(size, prepare_shape, input)
+    with_shape!(size, prepare_shape, input, synthesis)
 }
 
 fn prepare_shape<Tree: 'static + MerkleTreeTrait>(
     input: &C1Input,
+    synthesis: SynthesisMode,
 ) -> Result<PorepJob, ProverError> {
     let proof = input.seal_proof();
     let config = proof.as_v1_config();
@@ -107,40 +125,58 @@ fn prepare_shape<Tree: 'static + MerkleTreeTrait>(
     let public_params = public_params::<Tree>(&config).map_err(ProverError::filecoin(
         "setting up the PoRep public parameters",
     ))?;
-    Ok(PorepJob {
-        seal_proof: proof,
-        partitions: partitions as u32,
-        source: Arc::new(StackedPartitions::<Tree> {
-            public_inputs,
-            vanilla,
-            public_params,
-        }),
-    })
+    StackedPartitions {
+        public_inputs,
+        vanilla: Vanilla::Sealed(vanilla),
+        public_params,
+        matrices: None,
+    }
+    .into_job(proof, partitions as u32, synthesis)
 }
 
-type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as filecoin_proofs_api::Hasher>::Domain;
+pub(super) type TreeDomain<Tree> =
+    <<Tree as MerkleTreeTrait>::Hasher as filecoin_proofs_api::Hasher>::Domain;
+
+/// Where each partition's vanilla proofs come from.
+pub(super) enum Vanilla<Tree: 'static + MerkleTreeTrait> {
+    /// A C1 output's, one list per partition.
+    Sealed(Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>),
+    /// Made for each partition as it is built, of the sector size's exact shape, proving
+    /// nothing ([`shape`]: timing-only benchmarks).
+    Placeholder { seed: u64 },
+}
 
 /// The partitions of one PoRep, each built on the synthesis worker that proves it.
-struct StackedPartitions<Tree: 'static + MerkleTreeTrait> {
-    public_inputs: stacked::PublicInputs<TreeDomain<Tree>, DefaultPieceDomain>,
-    vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
-    public_params: stacked::PublicParams<Tree>,
+pub(super) struct StackedPartitions<Tree: 'static + MerkleTreeTrait> {
+    pub public_inputs: stacked::PublicInputs<TreeDomain<Tree>, DefaultPieceDomain>,
+    pub vanilla: Vanilla<Tree>,
+    pub public_params: stacked::PublicParams<Tree>,
+    /// Two-pass synthesis from these, when set.
+    pub matrices: Option<Arc<R1csMatrices>>,
 }
 
-impl<Tree: 'static + MerkleTreeTrait> PartitionSource for StackedPartitions<Tree> {
-    fn synthesize(
+/// Recorded R1CS matrices by circuit structure (sector size, layers, challenges per
+/// partition), once per process: every job of a sector size shares them.
+static MATRICES: LazyLock<LoadOnce<(u64, usize, usize), Arc<R1csMatrices>>> =
+    LazyLock::new(LoadOnce::new);
+
+impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
+    /// Partition `k`'s circuit, as `seal_commit_phase2` builds it.
+    pub(super) fn circuit(
         &self,
-        partition: u32,
-        shape: CircuitShape,
-        evaluations: &EvalAlloc,
-    ) -> Result<Synthesized, ProverError> {
-        let k = partition as usize;
-        let fail = |message: String| ProverError::Synthesis { partition, message };
-        let vanilla = self
-            .vanilla
-            .get(k)
-            .ok_or_else(|| fail(format!("there are {} partitions", self.vanilla.len())))?;
-        let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        k: usize,
+    ) -> Result<StackedCircuit<Tree, DefaultPieceHasher>, String> {
+        let placeholder;
+        let vanilla = match &self.vanilla {
+            Vanilla::Sealed(partitions) => partitions
+                .get(k)
+                .ok_or_else(|| format!("there are {} partitions", partitions.len()))?,
+            Vanilla::Placeholder { seed } => {
+                placeholder = shape::placeholder_vanilla_proofs(&self.public_params, *seed, k);
+                &placeholder
+            }
+        };
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
             StackedDrg<'_, Tree, DefaultPieceHasher>,
             _,
         >>::circuit(
@@ -151,8 +187,71 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for StackedPartitions<Tree
             &self.public_params,
             Some(k),
         )
-        .map_err(|e| fail(format!("building the StackedCircuit: {e:#}")))?;
-        groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| fail(e.to_string()))
+        .map_err(|e| format!("building the StackedCircuit: {e:#}"))
+    }
+
+    /// The job, its matrices recorded (or found) first for two-pass synthesis.
+    pub(super) fn into_job(
+        mut self,
+        seal_proof: RegisteredSealProof,
+        partitions: u32,
+        synthesis: SynthesisMode,
+    ) -> Result<PorepJob, ProverError> {
+        if synthesis == SynthesisMode::Matrices {
+            let key = (
+                self.public_params.graph.size() as u64,
+                self.public_params.num_layers,
+                self.public_params.challenges.num_challenges_per_partition(),
+            );
+            let (matrices, recorded) = MATRICES.get_or_load(key, || {
+                let started = Instant::now();
+                let fail = |message: String| ProverError::Synthesis {
+                    partition: 0,
+                    message: format!("recording the R1CS matrices: {message}"),
+                };
+                let circuit = self.circuit(0).map_err(fail)?;
+                let matrices =
+                    R1csMatrices::record_circuit(circuit).map_err(|e| fail(e.to_string()))?;
+                tracing::info!(
+                    proof = %seal_proof_name(seal_proof),
+                    nonzeros = matrices.nonzeros(),
+                    bytes = %bytesize::ByteSize(matrices.heap_bytes()),
+                    seconds = started.elapsed().as_secs_f64(),
+                    "PoRep R1CS matrices recorded for two-pass synthesis"
+                );
+                Ok::<_, ProverError>(Arc::new(matrices))
+            })?;
+            if !recorded {
+                tracing::info!(proof = %seal_proof_name(seal_proof), "PoRep R1CS matrices reused");
+            }
+            self.matrices = Some(matrices);
+        }
+        let matrices = self.matrices.clone();
+        Ok(PorepJob {
+            seal_proof,
+            partitions,
+            source: Arc::new(self),
+            matrices,
+        })
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PartitionSource for StackedPartitions<Tree> {
+    fn synthesize(
+        &self,
+        partition: u32,
+        shape: CircuitShape,
+        evaluations: &EvalAlloc,
+    ) -> Result<Synthesized, ProverError> {
+        let fail = |message: String| ProverError::Synthesis { partition, message };
+        let circuit = self.circuit(partition as usize).map_err(fail)?;
+        match &self.matrices {
+            Some(matrices) => {
+                groth16::synthesize_from_matrices_into(circuit, matrices, evaluations)
+            }
+            None => groth16::synthesize_into(circuit, shape, evaluations),
+        }
+        .map_err(|e| fail(e.to_string()))
     }
 }
 

@@ -53,9 +53,9 @@ use storage_proofs_post::fallback::{
 use super::c1::prover_id_of_miner;
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
-use proofpipe_kernels::EvalAlloc;
 use crate::groth16::{self, Synthesized};
 use crate::pipeline::{self, PartitionSource};
+use proofpipe_kernels::EvalAlloc;
 
 pub use super::porep::PARTITION_PROOF_BYTES;
 

@@ -102,7 +102,7 @@ pub fn synthesize_into<C: Circuit<Fr>>(
 
 /// Groth16 needs the input polynomials linearly independent: one `x * 0 = 0` per input,
 /// after the circuit's own constraints.
-pub(super) fn enforce_input_independence<CS: ConstraintSystem<Fr>>(cs: &mut CS, inputs: usize) {
+pub(crate) fn enforce_input_independence<CS: ConstraintSystem<Fr>>(cs: &mut CS, inputs: usize) {
     for i in 0..inputs {
         cs.enforce(
             || "input",

@@ -12,7 +12,7 @@ use ff::Field;
 use proofpipe_kernels::{DensityTracker, EvalAlloc, Evaluations, domain_size, evaluations};
 
 use super::assignment::{Synthesized, enforce_input_independence};
-use crate::circuits::CircuitShape;
+use crate::circuits::{CircuitShape, R1csCounts};
 
 /// Column word: bit 31 marks an input, bits 29-30 the coefficient (+1, -1, or the next stored
 /// one), the low 29 bits the variable's index.
@@ -138,6 +138,14 @@ impl R1csMatrices {
     /// Records the matrices of `circuit` (any partition of the size: the structure does not
     /// depend on the witness). Costs about one direct synthesis.
     pub fn record<C: Circuit<Fr>>(circuit: C, shape: CircuitShape) -> Result<Self, SynthesisError> {
+        let mut matrices = Self::record_circuit(circuit)?;
+        matrices.shape = shape;
+        Ok(matrices)
+    }
+
+    /// As [`R1csMatrices::record`], for a circuit whose shape is not known beforehand (a
+    /// Filecoin partition's): the shape is what the recording counted.
+    pub fn record_circuit<C: Circuit<Fr>>(circuit: C) -> Result<Self, SynthesisError> {
         let mut recorder = Recorder {
             matrices: Default::default(),
             inputs: 0,
@@ -161,6 +169,11 @@ impl R1csMatrices {
         // synthesis tracks them: A over aux only (inputs are dense in A by construction), B
         // over both.
         let aux = recorder.aux;
+        let shape = CircuitShape {
+            constraints: a.row_ends.len(),
+            aux,
+            inputs,
+        };
         Ok(Self {
             a_aux_density: density(aux, a.aux_columns()),
             b_input_density: density(inputs, b.input_columns()),
@@ -176,6 +189,17 @@ impl R1csMatrices {
     pub fn heap_bytes(&self) -> u64 {
         let densities = (2 * self.shape.aux + self.shape.inputs) / 8;
         self.a.heap_bytes() + self.b.heap_bytes() + self.c.heap_bytes() + densities as u64
+    }
+
+    /// The bytes [`R1csMatrices::heap_bytes`] will report once the circuit these counts are of
+    /// is recorded: what the sizing counts before recording (a 2^27 partition's matrices take
+    /// a synthesis to record).
+    pub fn predicted_heap_bytes(counts: &R1csCounts) -> u64 {
+        let rows = 3 * counts.constraints as u64 * size_of::<(u32, u32)>() as u64;
+        let columns = counts.nonzeros.iter().sum::<u64>() * size_of::<u32>() as u64;
+        let coefficients = counts.stored_coefficients.iter().sum::<u64>() * size_of::<Fr>() as u64;
+        let densities = ((2 * counts.aux + counts.inputs) / 8) as u64;
+        rows + columns + coefficients + densities
     }
 
     /// Nonzero entries of A, B and C together.

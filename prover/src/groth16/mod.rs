@@ -9,12 +9,26 @@ mod assignment;
 mod matrices;
 mod prove;
 
+pub(crate) use assignment::enforce_input_independence;
 pub use assignment::{Synthesized, synthesize, synthesize_into};
 pub use matrices::{R1csMatrices, synthesize_from_matrices, synthesize_from_matrices_into};
 pub use prove::{G2Placement, Started, finalize, prove_start};
 
 use bellperson::groth16::{PreparedVerifyingKey, Proof, verify_proof};
 use blstrs::{Bls12, Scalar as Fr};
+use serde::Serialize;
+
+/// How a partition is synthesized.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SynthesisMode {
+    /// Each constraint evaluated as the gadgets enforce it ([`synthesize`]).
+    #[default]
+    OnePass,
+    /// The gadgets for the witness only, then a, b, c from the circuit's R1CS matrices,
+    /// recorded once per circuit size ([`synthesize_from_matrices`], ADR 0010).
+    Matrices,
+}
 
 /// Checks a proof with bellperson's verifier.
 pub fn verify(

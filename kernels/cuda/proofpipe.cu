@@ -68,7 +68,9 @@ void batch_addition<bucket_fp2_t>(bucket_fp2_t::mem_t ret_[],
                                   const uint32_t bitmap[], bool accumulate, uint32_t sid);
 
 #include <ntt/ntt.cuh>
-#include <cub/device/device_scan.cuh>
+// Block-level scan only (inlined into our own kernels): cub::DeviceScan's own kernels failed
+// to launch from this library on the H200 ("invalid device function"), ours do.
+#include <cub/block/block_scan.cuh>
 
 #ifndef __CUDA_ARCH__
 # include <map>
@@ -145,6 +147,52 @@ __global__ void pp_split_gather(affine_h* tail_points, fr_t* tail_scalars,
             out++;
         }
     }
+}
+
+// Exclusive prefix sum of n counts in three launches: each block scans its SCAN_BLOCK counts
+// and writes its total; one block scans the totals in place; every count gets its block's
+// offset added.
+static const int SCAN_BLOCK = 1024;
+
+__global__ void pp_scan_blocks(const uint32_t* in, uint32_t* out, uint32_t* sums, size_t n)
+{
+    typedef cub::BlockScan<uint32_t, SCAN_BLOCK> Scan;
+    __shared__ typename Scan::TempStorage tmp;
+    size_t i = blockIdx.x * (size_t)SCAN_BLOCK + threadIdx.x;
+    uint32_t v = i < n ? in[i] : 0, total;
+    Scan(tmp).ExclusiveSum(v, v, total);
+    if (i < n)
+        out[i] = v;
+    if (threadIdx.x == 0)
+        sums[blockIdx.x] = total;
+}
+
+__global__ void pp_scan_sums(uint32_t* sums, size_t m)
+{
+    typedef cub::BlockScan<uint32_t, SCAN_BLOCK> Scan;
+    __shared__ typename Scan::TempStorage tmp;
+    __shared__ uint32_t carry;
+    if (threadIdx.x == 0)
+        carry = 0;
+    __syncthreads();
+    for (size_t base = 0; base < m; base += SCAN_BLOCK) {
+        size_t i = base + threadIdx.x;
+        uint32_t v = i < m ? sums[i] : 0, total;
+        Scan(tmp).ExclusiveSum(v, v, total);
+        if (i < m)
+            sums[i] = v + carry;
+        __syncthreads();
+        if (threadIdx.x == 0)
+            carry += total;
+        __syncthreads();
+    }
+}
+
+__global__ void pp_scan_add(uint32_t* out, const uint32_t* sums, size_t n)
+{
+    size_t i = blockIdx.x * (size_t)SCAN_BLOCK + threadIdx.x;
+    if (i < n)
+        out[i] += sums[blockIdx.x];
 }
 
 #ifndef __CUDA_ARCH__
@@ -345,14 +393,15 @@ static RustError::by_value pp_msm_run(void* handle, point_t* out, size_t n,
         if (totals[1]) {
             size_t ntail = totals[1];
             dev_ptr_t<uint32_t> d_tail_start{words, s};
-            size_t scan_bytes = 0;
-            CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, d_tail_count,
-                                                  &d_tail_start[0], (int)words, (cudaStream_t)s));
-            // A null buffer would make the second call another size query.
-            scan_bytes = std::max(scan_bytes, (size_t)1);
-            dev_ptr_t<uint8_t> d_scan{scan_bytes, s};
-            CUDA_OK(cub::DeviceScan::ExclusiveSum(&d_scan[0], scan_bytes, d_tail_count,
-                                                  &d_tail_start[0], (int)words, (cudaStream_t)s));
+            size_t blocks = (words + SCAN_BLOCK - 1) / SCAN_BLOCK;
+            dev_ptr_t<uint32_t> d_block_sums{blocks, s};
+            pp_scan_blocks<<<blocks, SCAN_BLOCK, 0, s>>>(d_tail_count, &d_tail_start[0],
+                                                        &d_block_sums[0], words);
+            CUDA_OK(cudaGetLastError());
+            pp_scan_sums<<<1, SCAN_BLOCK, 0, s>>>(&d_block_sums[0], blocks);
+            CUDA_OK(cudaGetLastError());
+            pp_scan_add<<<blocks, SCAN_BLOCK, 0, s>>>(&d_tail_start[0], &d_block_sums[0], words);
+            CUDA_OK(cudaGetLastError());
             dev_ptr_t<affine_h> d_tail_points{ntail, s};
             dev_ptr_t<scalar_t> d_tail_scalars{ntail, s};
             pp_split_gather<affine_h><<<grid, 256, 0, s>>>(&d_tail_points[0], &d_tail_scalars[0],

@@ -16,6 +16,10 @@
 #               stage alone: 16 cores cannot synthesize 2^26 partitions fast enough): none, all x3
 #   mulchain24  mul-chain 2^24, 10 partitions: none, all x3
 #   merkle27    merkle-sha256 2^27 (the PoRep partition size), 6 partitions, replayed: all x3
+#   porep32     the real 32 GiB PoRep partition (StackedDrg32GiBV1_1's circuit, placeholder
+#               vanilla proofs, timing-only parameters of its exact counts; ADR 0019), one
+#               proof's 10 partitions, replayed synthesis, 3 runs, the plan's own workers
+#   porep32-synth  the same, synthesized (one wave of partition workers; synthesis-bound)
 # TIMEOUT (default 300) bounds each step.
 set -uo pipefail
 out=${1:?usage: gpu-perf.sh OUT_DIR [STEP ...]}
@@ -92,6 +96,11 @@ for step in "${steps[@]}"; do
     merkle27)
         bench merkle27 --circuit merkle-sha256 --constraints 134217728 --partitions 6 --gpu-workers 3 \
             --replay-synthesis --no-warmup --gpu-variants all,all,all ;;
+    porep32)
+        run porep32-plan "$prover" plan --porep-shape 32GiB
+        bench porep32 --porep-shape 32GiB --replay-synthesis --runs 3 ;;
+    porep32-synth)
+        bench porep32-synth --porep-shape 32GiB --runs 1 ;;
     *)
         echo "unknown step $step" >> "$summary"
         status=1 ;;

@@ -79,10 +79,20 @@ fn main() {
         let shape = counts.shape();
 
         let one_pass = shape::placeholder_job(placeholder, SynthesisMode::OnePass).unwrap();
-        let (direct, direct_time) = timed(|| one_pass.source.synthesize(0, shape, &EvalAlloc::heap()).unwrap());
+        let (direct, direct_time) = timed(|| {
+            one_pass
+                .source
+                .synthesize(0, shape, &EvalAlloc::heap())
+                .unwrap()
+        });
         let (two_pass, record_time) =
             timed(|| shape::placeholder_job(placeholder, SynthesisMode::Matrices).unwrap());
-        let (split, split_time) = timed(|| two_pass.source.synthesize(0, shape, &EvalAlloc::heap()).unwrap());
+        let (split, split_time) = timed(|| {
+            two_pass
+                .source
+                .synthesize(0, shape, &EvalAlloc::heap())
+                .unwrap()
+        });
         assert!(
             split.a == direct.a && split.b == direct.b && split.c == direct.c,
             "the two syntheses must agree"

@@ -647,11 +647,14 @@ mod tests {
                 &self,
                 partition: u32,
                 shape: CircuitShape,
+                evaluations: &proofpipe_kernels::EvalAlloc,
             ) -> Result<Synthesized, ProverError> {
                 let circuit = CircuitKind::MulChain.partition(1024, 1, partition)?;
-                groth16::synthesize(circuit, shape).map_err(|e| ProverError::Synthesis {
-                    partition,
-                    message: e.to_string(),
+                groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| {
+                    ProverError::Synthesis {
+                        partition,
+                        message: e.to_string(),
+                    }
                 })
             }
         }

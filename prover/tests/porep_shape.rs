@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use proofpipe_kernels::EvalAlloc;
 use proofpipe_prover::filecoin::c1::{self, SectorIdentity};
 use proofpipe_prover::filecoin::params::{self, DigestCheck};
 use proofpipe_prover::filecoin::porep;
@@ -61,11 +62,14 @@ fn the_placeholder_partition_has_the_real_partitions_r1cs() {
     // One pass: the sealed sector's partition and the placeholder's use the same variables in
     // every query, and have different witnesses.
     let sealed = porep::prepare(&input, SynthesisMode::OnePass).unwrap();
-    let real = sealed.source.synthesize(0, key.shape).unwrap();
+    let real = sealed
+        .source
+        .synthesize(0, key.shape, &EvalAlloc::heap())
+        .unwrap();
     let placeholder = shape::placeholder_job(Placeholder::of(proof), SynthesisMode::OnePass)
         .unwrap()
         .source
-        .synthesize(0, key.shape)
+        .synthesize(0, key.shape, &EvalAlloc::heap())
         .unwrap();
     assert!(same_structure(&real, &placeholder), "densities differ");
     assert_ne!(real.aux, placeholder.aux);
@@ -82,7 +86,10 @@ fn the_placeholder_partition_has_the_real_partitions_r1cs() {
         .unwrap();
     let two_pass = porep::prepare(&input, SynthesisMode::Matrices).unwrap();
     assert!(Arc::ptr_eq(two_pass.matrices.as_ref().unwrap(), &recorded));
-    let from_matrices = two_pass.source.synthesize(0, key.shape).unwrap();
+    let from_matrices = two_pass
+        .source
+        .synthesize(0, key.shape, &EvalAlloc::heap())
+        .unwrap();
     assert!(real.a == from_matrices.a, "a differs");
     assert!(real.b == from_matrices.b, "b differs");
     assert!(real.c == from_matrices.c, "c differs");

@@ -427,6 +427,8 @@ mod tests {
     use std::sync::Arc;
     use std::time::Instant;
 
+    use proofpipe_kernels::EvalAlloc;
+
     use super::*;
     use crate::groth16::R1csMatrices;
 
@@ -533,7 +535,10 @@ mod tests {
         let counts = counted(proof).unwrap();
         let one_pass = placeholder_job(Placeholder::of(proof), SynthesisMode::OnePass).unwrap();
         assert!(one_pass.matrices.is_none());
-        let a = one_pass.source.synthesize(0, counts.shape()).unwrap();
+        let a = one_pass
+            .source
+            .synthesize(0, counts.shape(), &EvalAlloc::heap())
+            .unwrap();
         assert_eq!(a.a.len(), counts.constraints);
         assert_eq!((a.inputs.len(), a.aux.len()), (counts.inputs, counts.aux));
         assert_eq!(a.a_aux_density.get_total_density(), counts.a_aux_density);
@@ -550,7 +555,10 @@ mod tests {
             matrices.heap_bytes(),
             R1csMatrices::predicted_heap_bytes(&counts)
         );
-        let b = two_pass.source.synthesize(0, counts.shape()).unwrap();
+        let b = two_pass
+            .source
+            .synthesize(0, counts.shape(), &EvalAlloc::heap())
+            .unwrap();
         assert!(a.a == b.a && a.b == b.b && a.c == b.c, "a, b, c differ");
         assert!(
             a.inputs == b.inputs && a.aux == b.aux,
@@ -561,7 +569,10 @@ mod tests {
         assert_eq!(a.b_aux_density.bv, b.b_aux_density.bv);
 
         // Another partition: other values, the same structure.
-        let other = one_pass.source.synthesize(3, counts.shape()).unwrap();
+        let other = one_pass
+            .source
+            .synthesize(3, counts.shape(), &EvalAlloc::heap())
+            .unwrap();
         assert_ne!(other.aux, a.aux);
         assert_eq!(other.a_aux_density.bv, a.a_aux_density.bv);
         assert_eq!(other.b_aux_density.bv, a.b_aux_density.bv);

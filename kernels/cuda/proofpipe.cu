@@ -68,8 +68,8 @@ void batch_addition<bucket_fp2_t>(bucket_fp2_t::mem_t ret_[],
                                   const uint32_t bitmap[], bool accumulate, uint32_t sid);
 
 #include <ntt/ntt.cuh>
-// Block-level scan only (inlined into our own kernels): cub::DeviceScan's own kernels failed
-// to launch from this library on the H200 ("invalid device function"), ours do.
+// Block-level scan only, inlined into our own kernels (cub::DeviceScan's kernel templates are
+// instantiated only where they are called, in host code: see pp_split_gather below).
 #include <cub/block/block_scan.cuh>
 
 #ifndef __CUDA_ARCH__
@@ -148,6 +148,17 @@ __global__ void pp_split_gather(affine_h* tail_points, fr_t* tail_scalars,
         }
     }
 }
+
+// A template kernel launched only from host code (inside #ifndef __CUDA_ARCH__ below) is never
+// instantiated in the device pass: without these it has no device code and its launch fails
+// with "invalid device function" (what cub::DeviceScan's kernels did here too).
+template __global__ void pp_split_gather<affine_t::mem_t>(affine_t::mem_t*, fr_t*,
+                                                          const affine_t::mem_t*, const fr_t*,
+                                                          const uint32_t*, const uint32_t*, size_t);
+template __global__ void pp_split_gather<affine_fp2_t::mem_t>(affine_fp2_t::mem_t*, fr_t*,
+                                                              const affine_fp2_t::mem_t*,
+                                                              const fr_t*, const uint32_t*,
+                                                              const uint32_t*, size_t);
 
 // Exclusive prefix sum of n counts in three launches: each block scans its SCAN_BLOCK counts
 // and writes its total; one block scans the totals in place; every count gets its block's

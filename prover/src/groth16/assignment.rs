@@ -5,6 +5,7 @@ use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisE
 use blstrs::Scalar as Fr;
 use ff::Field;
 use proofpipe_kernels::{DensityTracker, EvalAlloc, Evaluations, domain_size, evaluations};
+use rayon::prelude::*;
 
 use crate::circuits::CircuitShape;
 
@@ -51,19 +52,35 @@ impl Synthesized {
     }
 
     /// A copy with its a/b/c evaluations in `alloc` (a derived clone would keep them in this
-    /// one's allocator).
+    /// one's allocator). Copied on every core: at 2^27 a partition is ~17 GB, which one thread
+    /// copies in seconds (replayed benchmarks copy one per partition).
     pub fn copy_in(&self, alloc: &EvalAlloc) -> Self {
+        const CHUNK: usize = 1 << 16;
         let copy = |v: &Evaluations| {
             let mut e = evaluations(v.capacity(), alloc);
-            e.extend_from_slice(v);
+            let n = v.len();
+            e.spare_capacity_mut()[..n]
+                .par_chunks_mut(CHUNK)
+                .zip(v.par_chunks(CHUNK))
+                .for_each(|(to, from)| {
+                    for (t, f) in to.iter_mut().zip(from) {
+                        t.write(*f);
+                    }
+                });
+            // SAFETY: every one of the first n elements was written just above.
+            unsafe { e.set_len(n) };
             e
         };
+        let ((a, b), (c, aux)) = rayon::join(
+            || (copy(&self.a), copy(&self.b)),
+            || (copy(&self.c), self.aux.par_iter().copied().collect()),
+        );
         Self {
-            a: copy(&self.a),
-            b: copy(&self.b),
-            c: copy(&self.c),
+            a,
+            b,
+            c,
             inputs: self.inputs.clone(),
-            aux: self.aux.clone(),
+            aux,
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),

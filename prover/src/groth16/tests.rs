@@ -183,3 +183,23 @@ fn matrices_of_another_size_are_refused() {
         "{error}"
     );
 }
+
+/// The parallel copy a replayed partition is made of: every evaluation, witness value and
+/// density bit equal, the capacity (the FFT domain) kept, across more than one copy chunk.
+#[test]
+fn a_copied_partition_equals_its_original() {
+    let kind = CircuitKind::MulChain;
+    let n = 1 << 17;
+    let shape = kind.shape(n).unwrap();
+    let original = synthesize(kind.partition(n, 7, 1).unwrap(), shape).unwrap();
+    let copy = original.copy_in(&proofpipe_kernels::EvalAlloc::heap());
+    assert_eq!(copy.a[..], original.a[..]);
+    assert_eq!(copy.b[..], original.b[..]);
+    assert_eq!(copy.c[..], original.c[..]);
+    assert_eq!(copy.a.capacity(), original.a.capacity());
+    assert_eq!(copy.aux, original.aux);
+    assert_eq!(copy.inputs, original.inputs);
+    assert_eq!(copy.a_aux_density.bv, original.a_aux_density.bv);
+    assert_eq!(copy.b_aux_density.bv, original.b_aux_density.bv);
+    assert!(original.aux.iter().any(|x| !bool::from(x.is_zero())));
+}

@@ -284,6 +284,10 @@ struct Stats {
     msm_g2_split_ones: KernelStat,
     msm_g2_split_tail: KernelStat,
     upload: KernelStat,
+    /// Host work of the GPU stage outside the device: gathering a sparse query's scalars, and
+    /// waiting for the device lock (calls: every lock taken).
+    host_msm_gather: KernelStat,
+    host_device_lock_wait: KernelStat,
 }
 
 struct Device {
@@ -483,7 +487,10 @@ impl CudaBackend {
     }
 
     fn lock(&self, dev: usize) -> MutexGuard<'_, ()> {
-        unpoisoned(&self.devices[dev].busy)
+        let waited = Instant::now();
+        let guard = unpoisoned(&self.devices[dev].busy);
+        self.record(|s| &mut s.host_device_lock_wait, waited.elapsed(), 0);
+        guard
     }
 
     fn record(&self, pick: fn(&mut Stats) -> &mut KernelStat, took: Duration, elements: usize) {
@@ -545,7 +552,11 @@ impl CudaBackend {
         density: &Density,
         exponents: &Arc<Vec<Fr>>,
     ) -> Result<G::Projective, KernelError> {
+        let gathering = Instant::now();
         let exps = used_exponents(bases, density, exponents)?;
+        if matches!(density, Density::Sparse(_)) {
+            self.record(|s| &mut s.host_msm_gather, gathering.elapsed(), exps.len());
+        }
         if exps.is_empty() {
             return Ok(G::Projective::identity());
         }
@@ -905,6 +916,8 @@ impl ProvingBackend for CudaBackend {
             ("msm_g2_split_ones", s.msm_g2_split_ones),
             ("msm_g2_split_tail", s.msm_g2_split_tail),
             ("upload_bases", s.upload),
+            ("host_msm_gather", s.host_msm_gather),
+            ("host_device_lock_wait", s.host_device_lock_wait),
         ]
     }
 }

@@ -20,13 +20,22 @@ SNAP_VERSION=1
 # Bump when the PoSt test data changes.
 POST_VERSION=1
 dir="${1:-${PROOFPIPE_FILECOIN_TESTDATA:-target/filecoin-testdata}}"
+# The prover: PROOFPIPE_PROVER_BIN when set (scripts/test.sh builds it first, so that the data
+# is made while the tests compile), else through cargo run.
+prover() {
+  if [ -n "${PROOFPIPE_PROVER_BIN:-}" ]; then
+    "$PROOFPIPE_PROVER_BIN" "$@"
+  else
+    cargo run --locked -q -p proofpipe-prover -- "$@"
+  fi
+}
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 if [ ! -s "$dir/c1-2KiB.json" ]; then
   # A run cut short may have left a partial parameter file under its final name.
   rm -rf "$dir/params" "$dir/seal" "$dir/parents" "$dir/snap.version" "$dir/post.version"
   start=$(date +%s)
-  FIL_PROOFS_PARENT_CACHE="$dir/parents" cargo run --locked -q -p proofpipe-prover -- \
+  FIL_PROOFS_PARENT_CACHE="$dir/parents" prover \
     porep-testdata --seal-proof 2KiB --params-dir "$dir/params" --work-dir "$dir/seal" \
     --out "$dir/c1-2KiB.json" --log warn >&2
   echo "filecoin test data made in $(( $(date +%s) - start )) s: $dir" >&2
@@ -35,7 +44,7 @@ if [ "$(cat "$dir/snap.version" 2>/dev/null)" != "$SNAP_VERSION" ]; then
   rm -rf "$dir/snap" "$dir/snap-other" "$dir/snap-2KiB.json" "$dir/snap-2KiB-other.json" \
     "$dir"/params/v28-empty-sector-update-*
   start=$(date +%s)
-  snap() { FIL_PROOFS_PARENT_CACHE="$dir/parents" cargo run --locked -q -p proofpipe-prover -- \
+  snap() { FIL_PROOFS_PARENT_CACHE="$dir/parents" prover \
     snap-testdata --update-proof 2KiB --params-dir "$dir/params" --log warn "$@" >&2; }
   # The PoRep test sector, updated.
   snap --sector-dir "$dir/seal" --porep-c1 "$dir/c1-2KiB.json" --work-dir "$dir/snap" \
@@ -50,7 +59,7 @@ if [ "$(cat "$dir/post.version" 2>/dev/null)" != "$POST_VERSION" ]; then
   rm -rf "$dir/post" "$dir"/window-post-2KiB*.json "$dir"/winning-post-2KiB*.json \
     "$dir"/params/v28-proof-of-spacetime-fallback-*
   start=$(date +%s)
-  post() { FIL_PROOFS_PARENT_CACHE="$dir/parents" cargo run --locked -q -p proofpipe-prover -- \
+  post() { FIL_PROOFS_PARENT_CACHE="$dir/parents" prover \
     post-testdata --params-dir "$dir/params" --log warn "$@" >&2; }
   sector1=(--sector-dir "$dir/seal" --porep-c1 "$dir/c1-2KiB.json")
   sector2=(--sector-dir "$dir/post/sector-2" --porep-c1 "$dir/post/sector-2/c1.json")

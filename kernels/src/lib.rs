@@ -407,7 +407,11 @@ mod tests {
         for kernel in ["msm_g1", "quotient", "upload_bases"] {
             assert!(holds_device(kernel), "{kernel}");
         }
-        for kernel in ["quotient_transfers", "host_msm_gather", "host_device_lock_wait"] {
+        for kernel in [
+            "quotient_transfers",
+            "host_msm_gather",
+            "host_device_lock_wait",
+        ] {
             assert!(!holds_device(kernel), "{kernel}");
         }
     }

@@ -407,7 +407,17 @@ fn porep_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
             "--synthesis",
             "matrices",
         ],
-        "SnapDeals partitions are synthesized in one pass",
+        "SnapDeals and PoSt partitions are synthesized in one pass",
+    );
+    fails(
+        &[
+            "prove",
+            "--window-post-vanilla",
+            "x.json",
+            "--synthesis",
+            "matrices",
+        ],
+        "SnapDeals and PoSt partitions are synthesized in one pass",
     );
 }
 

@@ -12,9 +12,12 @@ use proofpipe_prover::filecoin::c1::{self, SectorIdentity};
 use proofpipe_prover::filecoin::params::{self, DigestCheck};
 use proofpipe_prover::filecoin::{self, RegisteredSealProof, porep, seal_proof_name, testdata};
 use proofpipe_prover::groth16::SynthesisMode;
-use proofpipe_prover::pipeline::{JobEvent, JobOutcome, Pipeline, PipelineConfig};
+use proofpipe_prover::params::ProvingKey;
+use proofpipe_prover::pipeline::{
+    BufferSnapshot, JobEvent, JobOutcome, PartitionProof, PartitionSource, Pipeline, PipelineConfig,
+};
 use proofpipe_prover::rss;
-use proofpipe_prover::sizing::{SizingInput, detect_memory_limit, plan};
+use proofpipe_prover::sizing::{Plan, SizingInput, detect_memory_limit, plan};
 use serde::Serialize;
 
 use super::{SizingArgs, cpu_cores};
@@ -115,53 +118,57 @@ struct Summary {
     speedup_vs_stock: Option<f64>,
 }
 
-pub fn prove(
-    args: &PorepArgs,
-    c1_path: &Path,
-    sizing: &SizingArgs,
-    synthesis: SynthesisMode,
-    params_dir: Option<&Path>,
-    json: bool,
-) -> Result<ExitCode, ProverError> {
-    let identity =
-        SectorIdentity::parse(args.prover_id.as_deref(), args.miner_id, args.sector_number)?;
-    let input = c1::read(c1_path, identity)?;
-    let job = porep::prepare(&input, synthesis)?;
-    let matrices_bytes = job.matrices_bytes();
-    let seal_proof = seal_proof_name(job.seal_proof);
-    tracing::info!(proof = %seal_proof, partitions = job.partitions, "C1 output read");
-
-    let dir = parameter_dir(params_dir);
-    let check = if args.verify_params_digest {
+/// `--verify-params-digest` as the parameter loader takes it.
+pub(super) fn digest_check(args: &PorepArgs) -> DigestCheck {
+    if args.verify_params_digest {
         DigestCheck::Verify
     } else {
         DigestCheck::Skip
-    };
-    let limit = detect_memory_limit(sizing.memory_limit)?;
-    let params_started = Instant::now();
-    let key = Arc::new(params::load(job.seal_proof, &dir, check)?);
-    let params_seconds = params_started.elapsed().as_secs_f64();
-    rss::reset_peak_rss();
+    }
+}
 
+/// What a Filecoin job's partitions did in a pipeline of their own.
+pub(super) struct PartitionsRun {
+    pub plan: Plan,
+    pub proofs: Vec<PartitionProof>,
+    pub outcome: JobOutcome,
+    /// From submission to the last event.
+    pub seconds: f64,
+    pub buffers: BufferSnapshot,
+    pub backend: &'static str,
+}
+
+/// Sizes a pipeline for `key`'s circuit from the memory limit, proves `partitions` partitions
+/// of `source` in it (each logged as it is proved) and shuts it down: what `prove
+/// --porep-c1`, `--snap-vanilla` and the PoSt inputs share.
+pub(super) fn prove_partitions(
+    name: &str,
+    key: &Arc<ProvingKey>,
+    source: Arc<dyn PartitionSource>,
+    partitions: u32,
+    matrices_bytes: u64,
+    sizing: &SizingArgs,
+    memory_limit: u64,
+) -> Result<PartitionsRun, ProverError> {
     let (backend, why) = proofpipe_kernels::select_backend();
     tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
     let gpus = backend.gpu_devices();
     let plan = plan(&SizingInput {
-        circuit: seal_proof.clone(),
+        circuit: name.to_string(),
         shape: key.shape,
-        memory_limit: limit.bytes,
+        memory_limit,
         params_bytes: key.heap_bytes(),
         matrices_bytes,
         headroom: sizing.headroom,
         cpu_cores: cpu_cores(),
         gpu_devices: gpus.len(),
         gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
-        max_parallel_partitions: Some(job.partitions as usize),
+        max_parallel_partitions: Some(partitions as usize),
         overrides: sizing.overrides(),
     })?;
     let pipeline = Pipeline::start(PipelineConfig::from_plan(&plan), backend)?;
     let started = Instant::now();
-    let handle = pipeline.submit_source(job.source, Arc::clone(&key), job.partitions, 0, &[])?;
+    let handle = pipeline.submit_source(source, Arc::clone(key), partitions, 0, &[])?;
     let mut proofs = Vec::new();
     let mut outcome = JobOutcome::Failed("the pipeline stopped".into());
     for event in handle.events.iter() {
@@ -182,7 +189,58 @@ pub fn prove(
     }
     let seconds = started.elapsed().as_secs_f64();
     let buffers = pipeline.buffers();
+    let backend = pipeline.backend_name();
     pipeline.shutdown();
+    Ok(PartitionsRun {
+        plan,
+        proofs,
+        outcome,
+        seconds,
+        buffers,
+        backend,
+    })
+}
+
+pub fn prove(
+    args: &PorepArgs,
+    c1_path: &Path,
+    sizing: &SizingArgs,
+    synthesis: SynthesisMode,
+    params_dir: Option<&Path>,
+    json: bool,
+) -> Result<ExitCode, ProverError> {
+    let identity =
+        SectorIdentity::parse(args.prover_id.as_deref(), args.miner_id, args.sector_number)?;
+    let input = c1::read(c1_path, identity)?;
+    let job = porep::prepare(&input, synthesis)?;
+    let matrices_bytes = job.matrices_bytes();
+    let seal_proof = seal_proof_name(job.seal_proof);
+    tracing::info!(proof = %seal_proof, partitions = job.partitions, "C1 output read");
+
+    let dir = parameter_dir(params_dir);
+    let check = digest_check(args);
+    let limit = detect_memory_limit(sizing.memory_limit)?;
+    let params_started = Instant::now();
+    let key = Arc::new(params::load(job.seal_proof, &dir, check)?);
+    let params_seconds = params_started.elapsed().as_secs_f64();
+    rss::reset_peak_rss();
+
+    let PartitionsRun {
+        plan,
+        proofs,
+        outcome,
+        seconds,
+        buffers,
+        backend,
+    } = prove_partitions(
+        &seal_proof,
+        &key,
+        job.source,
+        job.partitions,
+        matrices_bytes,
+        sizing,
+        limit.bytes,
+    )?;
 
     let partitions_verified = proofs.iter().filter(|p| p.verified).count();
     let mut proof_bytes = Vec::new();
@@ -237,7 +295,7 @@ pub fn prove(
         channel_capacity: plan.channel_capacity,
         gpu_workers: plan.gpu_workers,
         max_synthesized_in_flight: buffers.max_synthesized_in_flight,
-        backend: pipeline.backend_name(),
+        backend,
         params_bytes: key.heap_bytes(),
         synthesis,
         matrices_bytes,

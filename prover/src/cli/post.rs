@@ -13,17 +13,19 @@ use clap::Args;
 use filecoin_proofs_api::PartitionSnarkProof;
 use proofpipe_prover::ProverError;
 use proofpipe_prover::filecoin::c1;
-use proofpipe_prover::filecoin::params::{self, DigestCheck};
+use proofpipe_prover::filecoin::params;
 use proofpipe_prover::filecoin::post::{self, PostInput, PostKind, kind_name, post_proof_name};
 use proofpipe_prover::filecoin::post_testdata::{self, SealedSector};
 use proofpipe_prover::filecoin::{RegisteredPoStProof, RegisteredSealProof};
-use proofpipe_prover::pipeline::{JobEvent, JobOutcome, Pipeline, PipelineConfig};
+use proofpipe_prover::pipeline::JobOutcome;
 use proofpipe_prover::rss;
-use proofpipe_prover::sizing::{SizingInput, detect_memory_limit, plan};
+use proofpipe_prover::sizing::detect_memory_limit;
 use serde::Serialize;
 
-use super::porep::{PorepArgs, parameter_dir, write_atomically};
-use super::{SizingArgs, cpu_cores};
+use super::SizingArgs;
+use super::porep::{
+    PartitionsRun, PorepArgs, digest_check, parameter_dir, prove_partitions, write_atomically,
+};
 
 /// The verifier filecoin-proofs-api has for `kind`.
 fn verifier(kind: &PostKind) -> &'static str {
@@ -117,57 +119,29 @@ pub fn prove(
     );
 
     let dir = parameter_dir(params_dir);
-    let check = if args.verify_params_digest {
-        DigestCheck::Verify
-    } else {
-        DigestCheck::Skip
-    };
+    let check = digest_check(args);
     let limit = detect_memory_limit(sizing.memory_limit)?;
     let params_started = Instant::now();
     let key = Arc::new(params::load_post(job.post_proof, &dir, check)?);
     let params_seconds = params_started.elapsed().as_secs_f64();
     rss::reset_peak_rss();
 
-    let (backend, why) = proofpipe_kernels::select_backend();
-    tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
-    let gpus = backend.gpu_devices();
-    let plan = plan(&SizingInput {
-        circuit: name.clone(),
-        shape: key.shape,
-        memory_limit: limit.bytes,
-        params_bytes: key.heap_bytes(),
-        matrices_bytes: 0,
-        headroom: sizing.headroom,
-        cpu_cores: cpu_cores(),
-        gpu_devices: gpus.len(),
-        gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
-        max_parallel_partitions: Some(job.partitions as usize),
-        overrides: sizing.overrides(),
-    })?;
-    let pipeline = Pipeline::start(PipelineConfig::from_plan(&plan), backend)?;
-    let started = Instant::now();
-    let handle = pipeline.submit_source(job.source, Arc::clone(&key), job.partitions, 0, &[])?;
-    let mut proofs = Vec::new();
-    let mut outcome = JobOutcome::Failed("the pipeline stopped".into());
-    for event in handle.events.iter() {
-        match event {
-            JobEvent::PartitionProved(p) => {
-                tracing::info!(
-                    partition = p.partition,
-                    verified = p.verified,
-                    "partition proved"
-                );
-                proofs.push(p);
-            }
-            JobEvent::Finished(o) => {
-                outcome = o;
-                break;
-            }
-        }
-    }
-    let seconds = started.elapsed().as_secs_f64();
-    let buffers = pipeline.buffers();
-    pipeline.shutdown();
+    let PartitionsRun {
+        plan,
+        proofs,
+        outcome,
+        seconds,
+        buffers,
+        backend,
+    } = prove_partitions(
+        &name,
+        &key,
+        job.source,
+        job.partitions,
+        0,
+        sizing,
+        limit.bytes,
+    )?;
 
     let partitions_verified = proofs.iter().filter(|p| p.verified).count();
     let mut proof_bytes = Vec::new();
@@ -227,7 +201,7 @@ pub fn prove(
         channel_capacity: plan.channel_capacity,
         gpu_workers: plan.gpu_workers,
         max_synthesized_in_flight: buffers.max_synthesized_in_flight,
-        backend: pipeline.backend_name(),
+        backend,
         params_bytes: key.heap_bytes(),
         stock_seconds,
         speedup_vs_stock,

@@ -60,11 +60,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     } else {
         Feed::Synthesis
     };
-    let mut config = prepared.pipeline_config(&args.job);
-    if args.replay_synthesis {
-        // The replayed partition is kept beside the pipeline's own: one permit fewer.
-        config.partition_budget = config.partition_budget.map(|b| b.saturating_sub(1).max(1));
-    }
+    let config = with_replay_permit(prepared.pipeline_config(&args.job), &args);
     let mut backend = Some(first_backend);
     let mut stock = None;
     let mut all_verified = true;
@@ -118,6 +114,15 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// With `--replay-synthesis` the replayed partition is kept beside the pipeline's own: one
+/// partition-budget permit fewer.
+fn with_replay_permit(mut config: PipelineConfig, args: &BenchArgs) -> PipelineConfig {
+    if args.replay_synthesis {
+        config.partition_budget = config.partition_budget.map(|b| b.saturating_sub(1).max(1));
+    }
+    config
 }
 
 /// The variants of `--gpu-variants` in the order they first appear, each with how many times
@@ -292,11 +297,7 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
         source,
         key: key.clone(),
     };
-    let mut config = PipelineConfig::from_plan(&plan);
-    if args.replay_synthesis {
-        // The replayed partition is kept beside the pipeline's own: one permit fewer.
-        config.partition_budget = config.partition_budget.map(|b| b.saturating_sub(1).max(1));
-    }
+    let config = with_replay_permit(PipelineConfig::from_plan(&plan), args);
     let options = GpuOptions::from_env();
     let mut all_verified = true;
     let mut summary = Vec::new();

@@ -7,9 +7,20 @@ cd "$(dirname "$0")/.."
 testenv=../shared/kube-testenv
 testdata_pid=
 started_testenv=
+step_started=$(date +%s)
+step_times=()
+# Records the time since the last step under $1 (printed at the end, also on failure).
+step() {
+  local now
+  now=$(date +%s)
+  step_times+=("$(printf '%6d s  %s' "$(( now - step_started ))" "$1")")
+  step_started=$now
+}
 cleanup() {
   if [ -n "$testdata_pid" ]; then kill "$testdata_pid" 2>/dev/null || true; fi
   if [ -n "$started_testenv" ]; then "$testenv/stop.sh" "$KUBE_TESTENV_DIR" >/dev/null 2>&1 || true; fi
+  echo "== scripts/test.sh step times"
+  printf '%s\n' "${step_times[@]}"
 }
 trap cleanup EXIT
 if [ -z "${KUBECONFIG:-}" ] && [ -x "$testenv/start.sh" ]; then
@@ -26,32 +37,61 @@ fi
 # Filecoin test data (parameters from random setups, sealed 2 KiB sectors, SnapDeals and PoSt
 # inputs), made once: the longest step on 2 cores, so it runs with the prover binary while the
 # tests compile (both are CPU-bound, but the compile leaves a core idle in its serial stretches).
-cargo build --locked -p proofpipe-prover
+#
+# The data depends only on the generator (the script, the prover's test-data commands) and on
+# filecoin-proofs' version (Cargo.lock), so it is kept outside the clone under a key of their
+# contents: runs on the same machine share it, a change to any of them makes it anew. Set
+# PROOFPIPE_FILECOIN_TESTDATA to use (or make) a directory of your own instead.
+testdata_inputs=(scripts/filecoin-testdata.sh Cargo.lock prover/src/filecoin/testdata.rs
+  prover/src/filecoin/post_testdata.rs prover/src/filecoin/params.rs prover/src/cli/porep.rs
+  prover/src/cli/snap.rs prover/src/cli/post.rs)
+testdata_key=$(cat "${testdata_inputs[@]}" | sha256sum | cut -c1-16)
+testdata_cache="${PROOFPIPE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/proofpipe}/filecoin-testdata"
+testdata_dir="${PROOFPIPE_FILECOIN_TESTDATA:-$testdata_cache/$testdata_key}"
 testdata_out=$(mktemp)
 testdata_log=$(mktemp)
-PROOFPIPE_PROVER_BIN="$PWD/${CARGO_TARGET_DIR:-target}/debug/proofpipe-prover" \
-  scripts/filecoin-testdata.sh > "$testdata_out" 2> "$testdata_log" &
-testdata_pid=$!
+if [ -n "${PROOFPIPE_FILECOIN_TESTDATA:-}" ] || [ ! -f "$testdata_dir/complete" ]; then
+  echo "making the Filecoin test data in $testdata_dir (key of ${testdata_inputs[*]})" >&2
+  cargo build --locked -p proofpipe-prover
+  # Older keys' data (~1.8 GB each) goes: it can only be made again, never used again.
+  if [ -z "${PROOFPIPE_FILECOIN_TESTDATA:-}" ] && [ -d "$testdata_cache" ]; then
+    find "$testdata_cache" -mindepth 1 -maxdepth 1 -type d ! -name "$testdata_key" -exec rm -rf {} +
+  fi
+  ( PROOFPIPE_PROVER_BIN="$PWD/${CARGO_TARGET_DIR:-target}/debug/proofpipe-prover" \
+      scripts/filecoin-testdata.sh "$testdata_dir" && touch "$testdata_dir/complete" ) \
+    > "$testdata_out" 2> "$testdata_log" &
+  testdata_pid=$!
+else
+  echo "reusing the Filecoin test data in $testdata_dir" >&2
+fi
+step "start kube-testenv, build the prover"
 cargo test --workspace --locked --no-run
-if ! wait "$testdata_pid"; then
+step "build every test (beside the Filecoin test data)"
+if [ -n "$testdata_pid" ]; then
+  if ! wait "$testdata_pid"; then
+    testdata_pid=
+    cat "$testdata_log" >&2
+    echo "making the Filecoin test data failed (scripts/filecoin-testdata.sh)" >&2
+    exit 1
+  fi
   testdata_pid=
   cat "$testdata_log" >&2
-  echo "making the Filecoin test data failed (scripts/filecoin-testdata.sh)" >&2
-  exit 1
 fi
-testdata_pid=
-cat "$testdata_log" >&2
-PROOFPIPE_FILECOIN_TESTDATA="$(cat "$testdata_out")"
+step "the rest of the Filecoin test data"
+PROOFPIPE_FILECOIN_TESTDATA="$testdata_dir"
 # An S3-compatible server (moto, from PyPI) for the cluster scenario's inputs and outputs.
 PROOFPIPE_S3_SERVER="$(scripts/s3-test-server.sh)"
 # A gRPC client that is not ours (Python grpcio) for the gateway's curio-client test.
 PROOFPIPE_GRPC_PYTHON="$(scripts/grpc-test-client.sh)"
 export PROOFPIPE_FILECOIN_TESTDATA PROOFPIPE_S3_SERVER PROOFPIPE_GRPC_PYTHON
+step "install the S3 test server and grpcio"
 
 # The two slow recounts of the 32 GiB and 64 GiB PoRep partitions (~170 s each; the committed
 # 32 GiB counts are also held to the seed engine's numbers by a fast test) run by hand:
 #   cargo test -p proofpipe-prover --lib -- --ignored counted_shape_of
 cargo test --workspace --locked -- --include-ignored \
   --skip counted_shape_of_32gib_matches_a_recount --skip counted_shape_of_64gib_matches_a_recount
+step "cargo test (every test)"
 # The Helm chart: lint, render, Kubernetes schemas, and an apply to the same API server.
 scripts/chart-check.sh
+step "scripts/chart-check.sh"

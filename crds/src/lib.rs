@@ -31,12 +31,12 @@ pub use pod_template::{
 pub use proof_job::{
     AttemptFailure, CIRCUIT_MIN_CONSTRAINTS, CIRCUITS, MAX_CONSTRAINTS, MAX_PARTITIONS,
     MIN_CONSTRAINTS, PartitionProof, ProofJob, ProofJobPhase, ProofJobSpec, ProofJobStatus,
-    StageSeconds, circuit_min_constraints,
+    ProverFailure, StageSeconds, circuit_min_constraints,
 };
 pub use prover_pool::{
     AutoscalingSpec, AutoscalingStatus, MAX_POOL_NAME, POOL_NAME_PATTERN, PipelineSizing,
     PipelineSpec, ProverPhase, ProverPool, ProverPoolSpec, ProverPoolStatus, ProverStatus,
-    StageBuffers,
+    StageBuffers, default_progress_deadline_seconds,
 };
 
 /// Label on prover pods naming the ProverPool they belong to; the pool's scale selector

@@ -265,7 +265,8 @@ fn reserved_env_rule() -> Value {
         ),
         "message": format!(
             "{RESERVED_ENV_PREFIX}* variables are set by the operator (ADR 0003); of them a \
-             template may set only {} (or pass prover flags such as --listen in args)",
+             template may set only {}; prover flags go in args (a --listen there moves the \
+             metrics port and the probes with it)",
             USER_PROVER_ENV.join(", ")
         ),
     })

@@ -357,6 +357,11 @@ pub struct ProofJobStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_failure: Option<AttemptFailure>,
 
+    /// Why the assigned prover stopped proving the job, in its own words: written by the
+    /// prover (the operator turns it into the phase, `lastFailure` and a retry or not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prover_failure: Option<ProverFailure>,
+
     /// Mean seconds per partition spent in each pipeline stage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage_seconds: Option<StageSeconds>,
@@ -438,6 +443,29 @@ pub struct AttemptFailure {
     /// message: the error that ended it, or the last lines of its log).
     pub message: String,
     /// When the operator saw it fail.
+    pub time: Time,
+}
+
+/// A prover's report that it could not prove the job on its attempt. The prover stays up and
+/// takes the next job; the operator decides what follows from `permanent`.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProverFailure {
+    /// The prover pod that reports it.
+    pub pod: String,
+    /// The attempt it failed (`status.attempts` when the prover started it); a report of an
+    /// earlier attempt is history.
+    pub attempt: i32,
+    /// A CamelCase reason: `InvalidInput` (the input can never prove: fix it and submit
+    /// again), `DoesNotFit` (the pool's provers have too little memory for it), `Stalled` (no
+    /// progress within the pool's `progressDeadlineSeconds`), or a transient one such as
+    /// `StorageUnavailable`, `ParametersUnavailable`, `ProvingError`.
+    pub reason: String,
+    /// What went wrong and what to do about it.
+    pub message: String,
+    /// True when retrying cannot help: the job fails at once.
+    pub permanent: bool,
+    /// When the prover gave up.
     pub time: Time,
 }
 

@@ -116,10 +116,25 @@ pub struct ProverPoolSpec {
     /// Scale the pool with its queue. Unset means `replicas` is left as set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autoscaling: Option<AutoscalingSpec>,
+
+    /// Seconds a prover may make no progress in a stage of a job (fetching the input,
+    /// loading parameters, a partition moving through the pipeline, verifying) before it is
+    /// stalled: it reports the job back for a retry and restarts, and its liveness probe fails.
+    /// Longer than the slowest single step: a 32 GiB PoRep parameter load or one partition's
+    /// synthesis.
+    #[serde(default = "default_progress_deadline_seconds")]
+    #[schemars(range(min = 1))]
+    pub progress_deadline_seconds: i32,
 }
 
 fn default_replicas() -> i32 {
     1
+}
+
+/// The default of `spec.progressDeadlineSeconds`: 15 minutes, past a 64 GiB parameter load
+/// from a slow volume.
+pub fn default_progress_deadline_seconds() -> i32 {
+    900
 }
 
 fn pool_name_length_rule() -> Rule {
@@ -313,6 +328,14 @@ pub struct ProverStatus {
     /// last) job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sizing: Option<PipelineSizing>,
+    /// What the prover is doing for its current job: `fetching input`, `loading parameters`,
+    /// `proving`, `verifying`, `writing proofs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// When the current job last made progress (a stage began or a partition moved), to
+    /// within 30 s; stalled provers are told apart by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_progress_time: Option<Time>,
     /// Partitions the prover has proved since it started.
     pub proofs_completed: i64,
     /// When the prover last reported.

@@ -20,7 +20,8 @@ use kube::api::{
 use kube::{Client, Resource};
 use proofpipe_crds::{
     AttemptFailure, PartitionProof, PipelineSizing, ProofJob, ProofJobPhase, ProofJobStatus,
-    ProverPhase, ProverPool, ProverPoolStatus, ProverStatus, StageBuffers, StageSeconds,
+    ProverFailure, ProverPhase, ProverPool, ProverPoolStatus, ProverStatus, StageBuffers,
+    StageSeconds,
 };
 use serde_json::{Value, json};
 
@@ -998,6 +999,14 @@ async fn proof_job_status_round_trips() {
             message: "prover pod gpu-1 terminated during attempt 1".into(),
             time: now(),
         }),
+        prover_failure: Some(ProverFailure {
+            pod: "gpu-1".into(),
+            attempt: 1,
+            reason: "StorageUnavailable".into(),
+            message: "reading s3://b/c1.json: connection refused".into(),
+            permanent: false,
+            time: now(),
+        }),
         stage_seconds: Some(StageSeconds {
             synthesis: 1.5,
             queue_wait: 0.25,
@@ -1114,6 +1123,8 @@ async fn prover_pool_status_and_scale_subresource() {
             },
             estimated_bytes: 40_000_000_000,
             sizing: None,
+            stage: Some("proving".into()),
+            last_progress_time: Some(now()),
             proofs_completed: 17,
             last_report: now(),
         }]),

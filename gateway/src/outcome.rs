@@ -69,10 +69,18 @@ pub fn outcome(job_name: &str, view: JobView<'_>) -> Result<Outcome, GatewayErro
             }))
         }
         Some(ProofJobPhase::Failed) => {
+            // The operator's message carries the prover's own words (an input it refused, the
+            // last attempt's failure); the Failed condition's reason says which kind.
             let message = status
                 .and_then(|s| s.message.clone())
                 .or_else(|| status.and_then(|s| s.last_failure.as_ref().map(|f| f.message.clone())))
                 .unwrap_or_else(|| "the job failed without a message".into());
+            let reason = status
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|c| c.iter().find(|c| c.type_ == "Failed" && c.status == "True"))
+                .map(|c| format!("{}: ", c.reason))
+                .unwrap_or_default();
+            let message = format!("{reason}{message}");
             Ok(Outcome::Done(AwaitProofResponse {
                 error_message: format!("{message} (kubectl describe proofjob {job_name})"),
                 ..with_timings(answer(job_name, AwaitStatus::Failed), job)

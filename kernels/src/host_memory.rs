@@ -156,7 +156,8 @@ mod tests {
             Some(p)
         }
         unsafe fn deallocate(&self, ptr: NonNull<u8>) -> bool {
-            match self.live.lock().unwrap().remove(&(ptr.as_ptr() as usize)) {
+            let layout = self.live.lock().unwrap().remove(&(ptr.as_ptr() as usize));
+            match layout {
                 Some(layout) => {
                     self.idle.lock().unwrap().push((ptr, layout));
                     true

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use proofpipe_crds::{AttemptFailure, ProofJobPhase, ProofJobSpec, ProofJobStatus};
+use proofpipe_crds::{AttemptFailure, ProofJobPhase, ProofJobSpec, ProofJobStatus, ProverFailure};
 
 use crate::conditions::{DesiredCondition, settle};
 use crate::prover_pods::PodHealth;
@@ -29,10 +29,25 @@ pub struct JobObservation<'a> {
     pub assignment: Option<(&'a str, Option<PodHealth>)>,
     /// How the assigned pod's prover ended, when it terminated (e.g. `OOMKilled (exit 137)`).
     pub termination: Option<&'a str>,
+    /// The assigned prover's heartbeat from its pool entry, when it reports one.
+    pub progress: Option<ProverProgress<'a>>,
     /// The delay before the first retry ([`RETRY_DELAY`] unless configured).
     pub retry_delay: Duration,
     pub now: Timestamp,
 }
+
+/// What the assigned prover last said about its progress (its entry of the pool's status).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProverProgress<'a> {
+    pub stage: &'a str,
+    pub last_progress: Timestamp,
+    /// The pool's `spec.progressDeadlineSeconds`.
+    pub deadline: Duration,
+}
+
+/// Slack beyond the deadline before the operator calls a prover stalled: the progress time
+/// is reported to within 30 s, and the prover's own watchdog should act first.
+const STALL_SLACK: Duration = Duration::from_secs(60);
 
 /// Why a job failed, as the `Failed` condition's reason.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +58,11 @@ pub enum FailureReason {
     DeadlineExceeded,
     /// Filecoin's verifier rejected the assembled proof of a Filecoin job.
     ProofRejected,
+    /// The prover found the input can never prove (it does not parse, its digest differs,
+    /// Filecoin's vanilla verifier rejects it, it is of another proof type).
+    InvalidInput,
+    /// The pool's provers have too little memory for the job.
+    DoesNotFit,
 }
 
 impl FailureReason {
@@ -51,6 +71,8 @@ impl FailureReason {
             Self::BackoffLimitExceeded => "BackoffLimitExceeded",
             Self::DeadlineExceeded => "DeadlineExceeded",
             Self::ProofRejected => "ProofRejected",
+            Self::InvalidInput => "InvalidInput",
+            Self::DoesNotFit => "DoesNotFit",
         }
     }
 }
@@ -71,6 +93,11 @@ pub enum JobEvent {
     /// Taken off its pod because `spec.suspend` became true.
     Suspended {
         pod: String,
+    },
+    /// Its prover has made no progress past the pool's deadline.
+    Stalled {
+        pod: String,
+        note: String,
     },
     Failed {
         reason: FailureReason,
@@ -199,6 +226,9 @@ pub fn decide(observation: &JobObservation) -> JobDecision {
         return fail(observation, next, FailureReason::DeadlineExceeded, note);
     }
 
+    let report = observation
+        .assignment
+        .and_then(|(pod, _)| this_attempts_report(current, pod));
     let mut decision = match observation.assignment {
         Some((pod, _)) if spec.suspend => {
             let mut decision = waiting(observation, next);
@@ -208,6 +238,13 @@ pub fn decide(observation: &JobObservation) -> JobDecision {
             });
             decision
         }
+        Some((pod, health)) if report.is_some() => reported(
+            observation,
+            next,
+            pod,
+            health,
+            report.expect("the guard checked it"),
+        ),
         Some((pod, Some(health))) if health.is_alive() => running(observation, next, pod),
         Some((pod, health)) => lost(observation, next, pod, health),
         None => waiting(observation, next),
@@ -253,6 +290,7 @@ fn running(observation: &JobObservation, mut next: ProofJobStatus, pod: &str) ->
     }
     let attempt = next.attempts.unwrap_or(1);
     let message = format!("proving on {pod} (attempt {attempt})");
+    let was_stalled = stalled_condition(observation.status);
     set_phase(
         observation,
         &mut next,
@@ -260,6 +298,10 @@ fn running(observation: &JobObservation, mut next: ProofJobStatus, pod: &str) ->
         None,
         message,
     );
+    let stall = observation
+        .progress
+        .filter(|_| !newly_assigned)
+        .and_then(|progress| stalled_for(progress, now).map(|idle| (progress, idle)));
     let mut decision = unchanged(next);
     if newly_assigned {
         decision.event = Some(JobEvent::Assigned {
@@ -267,7 +309,130 @@ fn running(observation: &JobObservation, mut next: ProofJobStatus, pod: &str) ->
             attempt,
         });
     }
+    match stall {
+        Some((progress, idle)) => {
+            let note = format!(
+                "prover {pod} has made no progress for {} s in stage {} (progressDeadlineSeconds \
+                 {}); it should restart and the job be retried",
+                idle.as_secs(),
+                progress.stage,
+                progress.deadline.as_secs()
+            );
+            add_condition(
+                observation,
+                &mut decision.status,
+                DesiredCondition::new("Progressing", false, "NoProgress", note.clone()),
+            );
+            if !was_stalled {
+                decision.event = Some(JobEvent::Stalled {
+                    pod: pod.to_owned(),
+                    note,
+                });
+            }
+        }
+        // Known to move: say so, and look again when the deadline (and the slack) would pass
+        // without progress.
+        None => {
+            if let Some(progress) = observation.progress {
+                add_condition(
+                    observation,
+                    &mut decision.status,
+                    DesiredCondition::new("Progressing", true, "Progressing", ""),
+                );
+                let idle = until(progress.last_progress, now);
+                let due = progress.deadline + STALL_SLACK;
+                decision.requeue_after = Some(due.saturating_sub(idle).max(Duration::from_secs(1)));
+            }
+        }
+    }
     decision
+}
+
+/// How long the prover has been without progress, if past its deadline and the slack.
+fn stalled_for(progress: ProverProgress, now: Timestamp) -> Option<Duration> {
+    let idle = until(progress.last_progress, now);
+    (idle > progress.deadline + STALL_SLACK).then_some(idle)
+}
+
+/// Whether `status` already says the job's prover is stalled.
+fn stalled_condition(status: &ProofJobStatus) -> bool {
+    status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Progressing" && c.status == "False")
+}
+
+/// Adds `condition` to the conditions `set_phase` settled, keeping its transition time.
+fn add_condition(
+    observation: &JobObservation,
+    status: &mut ProofJobStatus,
+    condition: DesiredCondition,
+) {
+    let settled = settle(
+        observation.status.conditions.as_deref(),
+        vec![condition],
+        observation.generation,
+        observation.now,
+    );
+    status.conditions.get_or_insert_default().extend(settled);
+}
+
+/// The assigned prover's failure report of the current attempt, if it made one.
+fn this_attempts_report<'a>(status: &'a ProofJobStatus, pod: &str) -> Option<&'a ProverFailure> {
+    status.prover_failure.as_ref().filter(|report| {
+        report.pod == pod
+            && status.pod.as_deref() == Some(pod)
+            && Some(report.attempt) == status.attempts
+    })
+}
+
+/// The prover reported that it could not prove the job on this attempt. A permanent
+/// failure (an input that can never prove, a job too large for the pool) fails the job at
+/// once; any other counts as a failed attempt, retried under `spec.backoffLimit` while the
+/// prover, still up, takes other work.
+fn reported(
+    observation: &JobObservation,
+    mut next: ProofJobStatus,
+    pod: &str,
+    health: Option<PodHealth>,
+    report: &ProverFailure,
+) -> JobDecision {
+    let attempts = next.attempts.unwrap_or(0);
+    if !report.permanent {
+        // A stalled prover exits after its report: the pod's end is part of the same failure.
+        let how = match (health, observation.termination) {
+            (Some(health), Some(how)) if !health.is_alive() => {
+                format!(". The prover ended with {how}")
+            }
+            _ => String::new(),
+        };
+        return attempt_failed(
+            observation,
+            next,
+            pod,
+            report.reason.clone(),
+            format!("prover {pod} reported: {}", report.message),
+            how,
+        );
+    }
+    next.failed = Some(next.failed.unwrap_or(0) + 1);
+    next.last_failure = Some(AttemptFailure {
+        attempt: attempts,
+        pod: pod.to_owned(),
+        reason: report.reason.clone(),
+        message: report.message.clone(),
+        time: Time(observation.now),
+    });
+    let reason = match report.reason.as_str() {
+        "DoesNotFit" => FailureReason::DoesNotFit,
+        _ => FailureReason::InvalidInput,
+    };
+    let note = format!(
+        "{}; prover {pod} found it can never be proved, so it is not retried",
+        report.message
+    );
+    fail(observation, next, reason, note)
 }
 
 /// The pods to start `assignedPods` with for a job that has none: the provers of its
@@ -304,7 +469,7 @@ pub fn retry_delay(failures: i32, first: Duration) -> Duration {
 /// retry delay, or fail once `spec.backoffLimit` failures have been retried.
 fn lost(
     observation: &JobObservation,
-    mut next: ProofJobStatus,
+    next: ProofJobStatus,
     pod: &str,
     health: Option<PodHealth>,
 ) -> JobDecision {
@@ -326,20 +491,42 @@ fn lost(
         _ => String::new(),
     };
     let attempts = next.attempts.unwrap_or(0);
+    attempt_failed(
+        observation,
+        next,
+        pod,
+        reason,
+        format!("prover pod {pod} {what} during attempt {attempts}"),
+        how,
+    )
+}
+
+/// The current attempt failed for `reason` (`what` happened, `how` the prover ended): the
+/// job goes back to the queue after the retry delay, or fails once `spec.backoffLimit`
+/// failures have been retried.
+fn attempt_failed(
+    observation: &JobObservation,
+    mut next: ProofJobStatus,
+    pod: &str,
+    reason: String,
+    what: String,
+    how: String,
+) -> JobDecision {
+    let attempts = next.attempts.unwrap_or(0);
     let failed = next.failed.unwrap_or(0) + 1;
     next.failed = Some(failed);
     next.last_failure = Some(AttemptFailure {
         attempt: attempts,
         pod: pod.to_owned(),
         reason,
-        message: format!("prover pod {pod} {what} during attempt {attempts}{how}"),
+        message: format!("{what}{how}"),
         time: Time(observation.now),
     });
     let limit = observation.spec.backoff_limit;
     if failed > limit {
         let note = format!(
-            "prover pod {pod} {what} during attempt {attempts}; that is failure {failed}, and \
-             backoffLimit ({limit}) allows no more retries{how}"
+            "{what}; that is failure {failed}, and backoffLimit ({limit}) allows no more \
+             retries{how}"
         );
         return fail(observation, next, FailureReason::BackoffLimitExceeded, note);
     }
@@ -355,8 +542,8 @@ fn lost(
     decision.event = Some(JobEvent::Requeued {
         pod: pod.to_owned(),
         note: format!(
-            "prover pod {pod} {what} during attempt {attempts}; failure {failed} of at most {}, \
-             retrying in {} s; finished partitions are kept{how}",
+            "{what}; failure {failed} of at most {}, retrying in {} s; finished partitions are \
+             kept{how}",
             limit + 1,
             delay.as_secs()
         ),
@@ -598,6 +785,7 @@ mod tests {
             pool_exists: true,
             assignment,
             termination: None,
+            progress: None,
             retry_delay: RETRY_DELAY,
             now,
         })
@@ -732,6 +920,165 @@ mod tests {
         );
     }
 
+    fn report(pod: &str, attempt: i32, reason: &str, permanent: bool) -> ProverFailure {
+        ProverFailure {
+            pod: pod.into(),
+            attempt,
+            reason: reason.into(),
+            message: format!("{reason} happened"),
+            permanent,
+            time: Time(at(3)),
+        }
+    }
+
+    #[test]
+    fn a_permanent_failure_the_prover_reports_fails_the_job_at_once() {
+        let spec = spec();
+        let mut status = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+        status.prover_failure = Some(report("gpu-prover-0", 1, "InvalidInput", true));
+        let ready = Some(("gpu-prover-0", Some(PodHealth::Ready)));
+        let decision = decide_at(&spec, &status, ready, at(4));
+        assert_eq!(decision.status.phase, Some(ProofJobPhase::Failed));
+        assert_eq!(
+            condition(&decision.status, "Failed"),
+            Some(("True", "InvalidInput"))
+        );
+        assert!(decision.unassign, "the prover is freed for other work");
+        let last = decision.status.last_failure.as_ref().unwrap();
+        assert_eq!(
+            (last.reason.as_str(), last.message.as_str()),
+            ("InvalidInput", "InvalidInput happened")
+        );
+        assert!(
+            decision
+                .status
+                .message
+                .as_deref()
+                .unwrap()
+                .starts_with("InvalidInput happened; "),
+            "{:?}",
+            decision.status.message
+        );
+        let mut too_big = status.clone();
+        too_big.prover_failure = Some(report("gpu-prover-0", 1, "DoesNotFit", true));
+        let decision = decide_at(&spec, &too_big, ready, at(4));
+        assert_eq!(
+            condition(&decision.status, "Failed"),
+            Some(("True", "DoesNotFit"))
+        );
+    }
+
+    #[test]
+    fn a_transient_failure_the_prover_reports_is_a_failed_attempt_retried_later() {
+        let spec = spec();
+        let mut status = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+        status.prover_failure = Some(report("gpu-prover-0", 1, "StorageUnavailable", false));
+        let ready = Some(("gpu-prover-0", Some(PodHealth::Ready)));
+        let decision = decide_at(&spec, &status, ready, at(4));
+        assert_eq!(decision.status.phase, Some(ProofJobPhase::Queued));
+        assert!(decision.unassign);
+        assert_eq!(decision.status.failed, Some(1));
+        let last = decision.status.last_failure.as_ref().unwrap();
+        assert_eq!(last.reason, "StorageUnavailable");
+        assert_eq!(
+            last.message,
+            "prover gpu-prover-0 reported: StorageUnavailable happened"
+        );
+        assert!(matches!(decision.event, Some(JobEvent::Requeued { .. })));
+        // A stalled prover exits after its report: the pod's end is the same failure, counted
+        // once, with how it ended.
+        let mut stalled = status.clone();
+        stalled.prover_failure = Some(report("gpu-prover-0", 1, "Stalled", false));
+        let decision = decide(&JobObservation {
+            spec: &spec,
+            generation: Some(1),
+            status: &stalled,
+            pool_exists: true,
+            assignment: Some(("gpu-prover-0", Some(PodHealth::Terminated))),
+            termination: Some("Error (exit 3)"),
+            progress: None,
+            retry_delay: RETRY_DELAY,
+            now: at(4),
+        });
+        let last = decision.status.last_failure.as_ref().unwrap();
+        assert_eq!(last.reason, "Stalled");
+        assert!(
+            last.message
+                .ends_with(". The prover ended with Error (exit 3)"),
+            "{last:?}"
+        );
+        assert_eq!(decision.status.failed, Some(1));
+    }
+
+    #[test]
+    fn a_report_of_another_attempt_or_pod_is_history() {
+        let spec = spec();
+        let mut status = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+        let ready = Some(("gpu-prover-0", Some(PodHealth::Ready)));
+        for stale in [
+            report("gpu-prover-0", 0, "InvalidInput", true),
+            report("gpu-prover-3", 1, "InvalidInput", true),
+        ] {
+            status.prover_failure = Some(stale);
+            let decision = decide_at(&spec, &status, ready, at(4));
+            assert_eq!(decision.status.phase, Some(ProofJobPhase::Running));
+            assert!(!decision.unassign);
+        }
+    }
+
+    #[test]
+    fn a_prover_without_progress_past_its_deadline_marks_the_job_once() {
+        let spec = spec();
+        let status = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+        let ready = Some(("gpu-prover-0", Some(PodHealth::Ready)));
+        let observe = |status: &ProofJobStatus, now: Timestamp| {
+            decide(&JobObservation {
+                spec: &spec,
+                generation: Some(1),
+                status,
+                pool_exists: true,
+                assignment: ready,
+                termination: None,
+                progress: Some(ProverProgress {
+                    stage: "loading parameters",
+                    last_progress: at(10),
+                    deadline: Duration::from_secs(100),
+                }),
+                retry_delay: RETRY_DELAY,
+                now,
+            })
+        };
+        let fine = observe(&status, at(100));
+        assert_eq!(
+            condition(&fine.status, "Progressing"),
+            Some(("True", "Progressing"))
+        );
+        assert_eq!(
+            fine.requeue_after,
+            Some(Duration::from_secs(70)),
+            "looked at again when deadline and slack pass"
+        );
+        let stuck = observe(&fine.status, at(171));
+        assert_eq!(
+            condition(&stuck.status, "Progressing"),
+            Some(("False", "NoProgress"))
+        );
+        let Some(JobEvent::Stalled { note, .. }) = &stuck.event else {
+            panic!("{:?}", stuck.event)
+        };
+        assert!(
+            note.contains("no progress for 161 s in stage loading parameters"),
+            "{note}"
+        );
+        assert_eq!(
+            stuck.status.phase,
+            Some(ProofJobPhase::Running),
+            "the prover's call"
+        );
+        let again = observe(&stuck.status, at(200));
+        assert_eq!(again.event, None, "one Event per stall");
+    }
+
     #[test]
     fn a_new_job_is_queued_or_pending_without_its_pool() {
         let spec = spec();
@@ -751,6 +1098,7 @@ mod tests {
             pool_exists: false,
             assignment: None,
             termination: None,
+            progress: None,
             retry_delay: RETRY_DELAY,
             now: at(0),
         });
@@ -807,6 +1155,7 @@ mod tests {
             pool_exists: true,
             assignment: Some(("gpu-prover-0", Some(PodHealth::Terminated))),
             termination: Some("OOMKilled (exit 137)"),
+            progress: None,
             retry_delay: RETRY_DELAY,
             now: at(10),
         });
@@ -1032,6 +1381,7 @@ mod tests {
             pool_exists: true,
             assignment: Some(("gpu-prover-0", Some(PodHealth::Terminated))),
             termination: Some("Error (exit 1): memory limit 64 MiB is too small"),
+            progress: None,
             retry_delay: RETRY_DELAY,
             now: at(30),
         });

@@ -23,7 +23,8 @@ use crate::names::{
     TEMPLATE_HASH_LABEL,
 };
 
-/// The daemon's `/metrics`, `/readyz` and `/healthz` port.
+/// The daemon's `/metrics`, `/readyz` and `/healthz` port, unless its args say
+/// `--listen` (see [`listen_port`]).
 const METRICS_PORT: i32 = 9100;
 /// Name of [`METRICS_PORT`], which the probes use.
 const METRICS_PORT_NAME: &str = "metrics";
@@ -147,6 +148,10 @@ fn complete_prover(prover: &mut Container, pool: &ProverPool, pool_name: &str) {
             pipeline.channel_capacity.as_str(),
         ),
         value_env("PROOFPIPE_GPU_WORKERS", pipeline.gpu_workers.as_str()),
+        value_env(
+            "PROOFPIPE_PROGRESS_DEADLINE_SECONDS",
+            &pool.spec.progress_deadline_seconds.to_string(),
+        ),
         // The daemon prefers its cgroup's limit; this is the fallback where the cgroup has none.
         EnvVar {
             name: "PROOFPIPE_MEMORY_LIMIT".into(),
@@ -174,17 +179,24 @@ fn complete_prover(prover: &mut Container, pool: &ProverPool, pool_name: &str) {
             .collect(),
     );
 
-    let mut ports = vec![ContainerPort {
-        name: Some(METRICS_PORT_NAME.into()),
-        container_port: METRICS_PORT,
-        ..ContainerPort::default()
-    }];
-    ports.extend(prover.ports.take().into_iter().flatten().filter(|port| {
-        port.container_port != METRICS_PORT && port.name.as_deref() != Some(METRICS_PORT_NAME)
+    // The probes follow the daemon's listen address: a `--listen` in the template's args moves
+    // the port. Port 0 (a free port, for tests that run many provers on one host) cannot be
+    // probed: such a container gets neither the port nor probes.
+    let port = listen_port(prover.args.as_deref().unwrap_or_default());
+    let mut ports: Vec<ContainerPort> = port
+        .map(|port| ContainerPort {
+            name: Some(METRICS_PORT_NAME.into()),
+            container_port: port,
+            ..ContainerPort::default()
+        })
+        .into_iter()
+        .collect();
+    ports.extend(prover.ports.take().into_iter().flatten().filter(|other| {
+        Some(other.container_port) != port && other.name.as_deref() != Some(METRICS_PORT_NAME)
     }));
     prover.ports = Some(ports);
-    prover.readiness_probe = Some(http_probe("/readyz"));
-    prover.liveness_probe = Some(http_probe("/healthz"));
+    prover.readiness_probe = port.map(|_| http_probe("/readyz"));
+    prover.liveness_probe = port.map(|_| http_probe("/healthz"));
     // The prover writes why it failed to /dev/termination-log; if it could not (a panic, a
     // kill), the end of its log stands in. The operator copies it into the job's
     // status.lastFailure, since the pod is replaced.
@@ -299,6 +311,25 @@ fn field_env(name: &str, field_path: &str) -> EnvVar {
     }
 }
 
+/// The port the daemon listens on, from its args: the last `--listen ADDR` or
+/// `--listen=ADDR` (clap's rule), else [`METRICS_PORT`]; `None` for port 0. An address that
+/// does not parse keeps the default: the daemon refuses it at start, naming it.
+pub fn listen_port(args: &[String]) -> Option<i32> {
+    let mut listen = None;
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        if word == "--listen" {
+            listen = words.next().map(String::as_str);
+        } else if let Some(value) = word.strip_prefix("--listen=") {
+            listen = Some(value);
+        }
+    }
+    let port = listen
+        .and_then(|addr| addr.parse::<std::net::SocketAddr>().ok())
+        .map_or(METRICS_PORT, |addr| i32::from(addr.port()));
+    (port != 0).then_some(port)
+}
+
 fn http_probe(path: &str) -> Probe {
     Probe {
         http_get: Some(HTTPGetAction {
@@ -392,6 +423,48 @@ mod tests {
             .flatten()
             .map(|mount| mount.mount_path.as_str())
             .collect()
+    }
+
+    #[test]
+    fn the_probes_follow_the_listen_address_in_the_args() {
+        let args = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(listen_port(&args(&[])), Some(METRICS_PORT));
+        assert_eq!(
+            listen_port(&args(&["--listen", "0.0.0.0:9200"])),
+            Some(9200)
+        );
+        assert_eq!(
+            listen_port(&args(&["--listen=[::]:9300", "--listen", "0.0.0.0:9400"])),
+            Some(9400),
+            "the last one wins, as clap takes it"
+        );
+        assert_eq!(listen_port(&args(&["--listen", "127.0.0.1:0"])), None);
+        assert_eq!(
+            listen_port(&args(&["--listen", "nonsense"])),
+            Some(METRICS_PORT)
+        );
+
+        let mut pool: ProverPool = yaml(include_str!("../fixtures/pool-minimal.yaml"));
+        pool.spec.template.spec.containers[0].args = Some(args(&["--listen", "0.0.0.0:9200"]));
+        let pod = prover_pod(&pool, "small-prover-0");
+        let container = prover(&pod);
+        let ports = container.ports.as_deref().unwrap();
+        assert_eq!(
+            (ports[0].container_port, ports[0].name.as_deref()),
+            (9200, Some("metrics"))
+        );
+        let probe = container.liveness_probe.as_ref().unwrap();
+        assert_eq!(
+            probe.http_get.as_ref().unwrap().port,
+            IntOrString::String("metrics".into()),
+            "the probes name the port, which now is 9200"
+        );
+
+        pool.spec.template.spec.containers[0].args = Some(args(&["--listen", "127.0.0.1:0"]));
+        let pod = prover_pod(&pool, "small-prover-0");
+        let container = prover(&pod);
+        assert!(container.liveness_probe.is_none() && container.readiness_probe.is_none());
+        assert!(container.ports.as_deref().unwrap().is_empty());
     }
 
     #[test]

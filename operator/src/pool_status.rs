@@ -256,6 +256,8 @@ mod tests {
                 memory_limit_bytes: Some(64 << 30),
                 memory_estimate: format!("{predicted_peak_bytes}B/64GiB"),
             }),
+            stage: None,
+            last_progress_time: None,
             proofs_completed: 0,
             last_report: Time(Timestamp::UNIX_EPOCH),
         }

@@ -288,6 +288,27 @@ fn a_prover_writes_no_filecoin_result_but_its_own() {
     refused_because(admit(&job_policy(), &as_prover, &theirs, &removed), why);
 }
 
+#[test]
+fn a_prover_reports_a_failure_only_as_its_own() {
+    let as_prover = prover("gpu-prover-1", "job-a");
+    let why = "status.proverFailure only as its own";
+    let old = stored_job("gpu-prover-1");
+    let report = |pod: &str| {
+        json!({ "pod": pod, "attempt": 2, "reason": "InvalidInput", "message": "bad C1",
+                "permanent": true, "time": "2026-01-01T00:00:00Z" })
+    };
+    let mut own = old.clone();
+    own["status"]["proverFailure"] = report("gpu-prover-1");
+    assert_eq!(admit(&job_policy(), &as_prover, &old, &own), Ok(()));
+    let mut forged = old.clone();
+    forged["status"]["proverFailure"] = report("gpu-prover-5");
+    refused_because(admit(&job_policy(), &as_prover, &old, &forged), why);
+    // An earlier pod's report (history: another attempt) is replaced by this pod's own.
+    let mut earlier = old.clone();
+    earlier["status"]["proverFailure"] = report("gpu-prover-0");
+    assert_eq!(admit(&job_policy(), &as_prover, &earlier, &own), Ok(()));
+}
+
 /// The status fields of `kind` in the generated CRDs.
 fn status_fields(kind: &str) -> Vec<String> {
     let text = std::fs::read_to_string(chart().join("crds/proofpipe-crds.yaml")).unwrap();
@@ -321,7 +342,7 @@ fn a_prover_changes_no_operator_field_of_a_job() {
     let fields = status_fields("ProofJob");
     assert!(fields.len() > 10, "{fields:?}");
     for field in fields {
-        if ["proofs", "stageSeconds", "filecoin"].contains(&field.as_str()) {
+        if ["proofs", "stageSeconds", "filecoin", "proverFailure"].contains(&field.as_str()) {
             continue;
         }
         let mut new = rightful_write(&old);

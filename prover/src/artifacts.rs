@@ -26,6 +26,7 @@ fn open(
         url: url.to_owned(),
         message,
         hint,
+        retryable: false,
     };
     let parsed = Url::parse(url).map_err(|e| {
         fail(
@@ -77,21 +78,28 @@ fn open(
 pub async fn fetch(url: &str) -> Result<Vec<u8>, ProverError> {
     const ACTION: &str = "reading";
     let (store, path) = open(url, ACTION)?;
-    let result = store.get(&path).await.map_err(|e| ProverError::Artifact {
-        action: ACTION,
-        url: url.to_owned(),
-        hint: if matches!(e, object_store::Error::NotFound { .. }) {
-            "the object does not exist: upload it or fix the URL"
-        } else {
-            "check that the prover can reach the store and has read access"
-        },
-        message: e.to_string(),
+    let result = store.get(&path).await.map_err(|e| {
+        let missing = matches!(e, object_store::Error::NotFound { .. });
+        ProverError::Artifact {
+            action: ACTION,
+            url: url.to_owned(),
+            hint: if missing {
+                "the object does not exist: upload it or fix the URL"
+            } else {
+                "check that the prover can reach the store and has read access"
+            },
+            // A missing object stays missing (the gateway uploads before it creates the
+            // job); an unreachable store may come back.
+            retryable: !missing,
+            message: e.to_string(),
+        }
     })?;
     let bytes = result.bytes().await.map_err(|e| ProverError::Artifact {
         action: ACTION,
         url: url.to_owned(),
         message: e.to_string(),
         hint: "the transfer broke off; the job is retried",
+        retryable: true,
     })?;
     Ok(bytes.to_vec())
 }
@@ -118,6 +126,7 @@ pub async fn put(url: &str, bytes: Vec<u8>) -> Result<(), ProverError> {
             url: url.to_owned(),
             message: e.to_string(),
             hint: "check that the prover can reach the store and has write access",
+            retryable: true,
         })?;
     Ok(())
 }
@@ -142,6 +151,7 @@ pub fn check_sha256(url: &str, bytes: &[u8], expected: &str) -> Result<(), Prove
             ),
             hint: "the input changed or was cut short since the job was made: fix the input or \
                    the job's sha256",
+            retryable: false,
         })
     }
 }

@@ -94,8 +94,6 @@ pub enum ProverError {
     Runtime(#[source] std::io::Error),
     #[error("the watch of ProofJobs assigned to this pod ended unexpectedly")]
     WatchEnded,
-    #[error("proving ProofJob {job} failed: {message}")]
-    JobFailed { job: String, message: String },
 
     #[error("{path}: not a usable C1 output ({reason}); {hint}")]
     BadC1Input {
@@ -131,7 +129,47 @@ pub enum ProverError {
         url: String,
         message: String,
         hint: &'static str,
+        /// The store may answer another time (unreachable, a transfer cut short); false for
+        /// a bad URL, a missing object or a digest that does not match.
+        retryable: bool,
     },
+}
+
+/// What a job's failure means for the job: the operator retries a transient one and fails a
+/// permanent one at once (ADR 0021).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureClass {
+    /// The input or the job's spec can never prove: fix it and submit again.
+    InvalidInput,
+    /// The job needs more memory than this prover's limit.
+    DoesNotFit,
+    /// The store of the input or output did not answer or broke off.
+    StorageUnavailable,
+    /// The prover's parameter files are missing or do not match.
+    ParametersUnavailable,
+    /// Anything else that went wrong while proving: another attempt may succeed.
+    ProvingError,
+    /// The prover made no progress within its deadline (or did not stop when cancelled).
+    Stalled,
+}
+
+impl FailureClass {
+    /// The CamelCase reason the job's status shows.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::InvalidInput => "InvalidInput",
+            Self::DoesNotFit => "DoesNotFit",
+            Self::StorageUnavailable => "StorageUnavailable",
+            Self::ParametersUnavailable => "ParametersUnavailable",
+            Self::ProvingError => "ProvingError",
+            Self::Stalled => "Stalled",
+        }
+    }
+
+    /// Whether retrying cannot help.
+    pub fn is_permanent(self) -> bool {
+        matches!(self, Self::InvalidInput | Self::DoesNotFit)
+    }
 }
 
 impl ProverError {
@@ -169,6 +207,28 @@ impl ProverError {
     /// Whether this is the API server saying the object does not exist (any more).
     pub fn is_not_found(&self) -> bool {
         matches!(self, ProverError::Kube { source, .. } if matches!(&**source, kube::Error::Api(status) if status.is_not_found()))
+    }
+
+    /// What this error, ending a job, means for the job.
+    pub fn failure_class(&self) -> FailureClass {
+        match self {
+            ProverError::UnknownCircuit(_)
+            | ProverError::CircuitTooSmall { .. }
+            | ProverError::CircuitTooLarge { .. }
+            | ProverError::ZeroPartitions
+            | ProverError::InvalidArgument { .. }
+            | ProverError::BadC1Input { .. }
+            | ProverError::Artifact {
+                retryable: false, ..
+            } => FailureClass::InvalidInput,
+            ProverError::Artifact { .. } => FailureClass::StorageUnavailable,
+            ProverError::MemoryLimitTooSmall { .. } => FailureClass::DoesNotFit,
+            ProverError::MissingFilecoinParams { .. }
+            | ProverError::FilecoinParamsMismatch { .. }
+            | ProverError::CorruptParams { .. }
+            | ProverError::ParamsGeneration { .. } => FailureClass::ParametersUnavailable,
+            _ => FailureClass::ProvingError,
+        }
     }
 
     /// The process exit code for this error: 2 for bad input, 1 for everything else.

@@ -90,6 +90,13 @@ pub(super) fn job_event(decided: &JobEvent, namespace: &str) -> Event {
             format!("spec.suspend is true: unassigned from {pod}; finished partitions are kept"),
             Some(pod_reference(Some(namespace), pod)),
         ),
+        JobEvent::Stalled { pod, note } => event(
+            EventType::Warning,
+            "Stalled",
+            "Watch",
+            note.clone(),
+            Some(pod_reference(Some(namespace), pod)),
+        ),
         JobEvent::Failed { reason, note } => event(
             EventType::Warning,
             "Failed",

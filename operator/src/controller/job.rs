@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
@@ -18,7 +19,7 @@ use super::informers::Caches;
 use super::writes::{delete_job, set_assigned_pod, set_job_status};
 use super::{CONCURRENCY, Context, error_policy, events, log_outcome, namespace_of, succeeded};
 use crate::error::Error;
-use crate::job_state::{JobEvent, JobObservation, decide, operator_fields};
+use crate::job_state::{JobEvent, JobObservation, ProverProgress, decide, operator_fields};
 use crate::metrics::Outcome;
 use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FINALIZER};
 use crate::prover_pods::{assigned_pod_health, termination as termination_of};
@@ -85,10 +86,10 @@ async fn apply(
 ) -> Result<Action, Error> {
     let name = job.name_any();
     let caches = &context.caches;
-    let pool_exists = caches
+    let pool = caches
         .pools
-        .get(&ObjectRef::new(&job.spec.pool).within(namespace))
-        .is_some();
+        .get(&ObjectRef::new(&job.spec.pool).within(namespace));
+    let pool_exists = pool.is_some();
     let assigned_pod = job.labels().get(ASSIGNED_POD_LABEL).cloned();
     let mut termination = None;
     let pod_health = match &assigned_pod {
@@ -106,6 +107,30 @@ async fn apply(
         None => None,
     };
     let current = job.status.clone().unwrap_or_default();
+    // The assigned prover's heartbeat, from its entry of the pool's status.
+    let entry = assigned_pod.as_deref().and_then(|pod| {
+        pool.as_deref()?
+            .status
+            .as_ref()?
+            .provers
+            .as_ref()?
+            .iter()
+            .find(|entry| entry.pod == pod && entry.current_job.as_deref() == Some(name.as_str()))
+            .cloned()
+    });
+    let progress = entry.as_ref().and_then(|entry| {
+        Some(ProverProgress {
+            stage: entry.stage.as_deref()?,
+            last_progress: entry.last_progress_time.as_ref()?.0,
+            deadline: Duration::from_secs(
+                pool.as_deref()?
+                    .spec
+                    .progress_deadline_seconds
+                    .unsigned_abs()
+                    .into(),
+            ),
+        })
+    });
     let decision = decide(&JobObservation {
         spec: &job.spec,
         generation: job.meta().generation,
@@ -113,6 +138,7 @@ async fn apply(
         pool_exists,
         assignment: assigned_pod.as_deref().map(|pod| (pod, pod_health)),
         termination: termination.as_deref(),
+        progress,
         retry_delay: context.retry_delay,
         now: Timestamp::now(),
     });
@@ -204,6 +230,6 @@ fn observe(context: &Context, job: &ProofJob, event: &JobEvent, latest: &ProofJo
                     .observe(took);
             }
         }
-        JobEvent::Suspended { .. } => {}
+        JobEvent::Suspended { .. } | JobEvent::Stalled { .. } => {}
     }
 }

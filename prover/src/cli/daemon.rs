@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use proofpipe_prover::ProverError;
 use proofpipe_prover::daemon::config::{choose_memory_limit, from_env};
+use proofpipe_prover::daemon::fault::Fault;
 use proofpipe_prover::daemon::{self, DaemonOptions};
 use proofpipe_prover::params::ParamsStore;
 use proofpipe_prover::sizing::detect_memory_limit;
@@ -25,6 +26,9 @@ pub struct DaemonArgs {
     /// terminationMessagePath). Skipped when the file cannot be written (outside a pod).
     #[arg(long, default_value = "/dev/termination-log")]
     termination_log: PathBuf,
+    /// Test fault hook: hang a stage the way a deadlock would (tests of the watchdog only).
+    #[arg(long, value_enum, default_value = "none", hide = true)]
+    test_fault: Fault,
 }
 
 /// I/O and control threads only: proving has the pipeline's own threads.
@@ -40,6 +44,8 @@ pub fn run(args: DaemonArgs) -> Result<ExitCode, ProverError> {
             .clone()
             .unwrap_or_else(ParamsStore::default_dir),
         listen: args.listen,
+        fault: args.test_fault,
+        termination_log: args.termination_log.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(RUNTIME_THREADS)
@@ -52,33 +58,13 @@ pub fn run(args: DaemonArgs) -> Result<ExitCode, ProverError> {
     // process is about to exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
     if let Err(error) = &result {
-        write_termination_message(&args.termination_log, error);
+        let mut message = error.to_string();
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            message.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        daemon::write_termination_message(&args.termination_log, &message);
     }
     result.map(|()| ExitCode::SUCCESS)
-}
-
-/// Writes `error` with its causes to the termination-message file, if there is one to write
-/// (the kubelet creates it; it caps the message at 4 KiB).
-fn write_termination_message(path: &std::path::Path, error: &ProverError) {
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        message.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    let truncated: String = message.chars().take(4000).collect();
-    // Only an existing file: outside a pod there is none, and the daemon must not create
-    // one in /dev.
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(path)
-    {
-        Ok(mut file) => {
-            if let Err(err) = std::io::Write::write_all(&mut file, truncated.as_bytes()) {
-                tracing::debug!(path = %path.display(), %err, "termination message not written");
-            }
-        }
-        Err(err) => tracing::debug!(path = %path.display(), %err, "no termination-message file"),
-    }
 }

@@ -4,6 +4,7 @@
 //! Pure: the environment comes in as a lookup function, so tests need no process state.
 
 use std::fmt;
+use std::time::Duration;
 
 use proofpipe_crds::parse_pipeline_override;
 
@@ -17,6 +18,7 @@ pub const PARTITION_WORKERS_VAR: &str = "PROOFPIPE_PARTITION_WORKERS";
 pub const CHANNEL_CAPACITY_VAR: &str = "PROOFPIPE_CHANNEL_CAPACITY";
 pub const GPU_WORKERS_VAR: &str = "PROOFPIPE_GPU_WORKERS";
 pub const MEMORY_LIMIT_VAR: &str = "PROOFPIPE_MEMORY_LIMIT";
+pub const PROGRESS_DEADLINE_VAR: &str = "PROOFPIPE_PROGRESS_DEADLINE_SECONDS";
 
 /// Who this daemon is: its pod, the namespace it watches and the pool it reports into.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +43,8 @@ pub struct EnvSettings {
     pub overrides: Overrides,
     /// The container's `limits.memory` through the Downward API, if set.
     pub memory_limit: Option<String>,
+    /// The pool's `spec.progressDeadlineSeconds`.
+    pub progress_deadline: Duration,
 }
 
 /// Reads the settings through `var` (`std::env::var(..).ok()` in the binary).
@@ -74,6 +78,22 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<EnvSettings, Pro
             gpu_workers: count(GPU_WORKERS_VAR)?,
         },
         memory_limit: var(MEMORY_LIMIT_VAR).filter(|value| !value.is_empty()),
+        progress_deadline: match var(PROGRESS_DEADLINE_VAR).filter(|v| !v.is_empty()) {
+            None => Duration::from_secs(
+                proofpipe_crds::default_progress_deadline_seconds()
+                    .unsigned_abs()
+                    .into(),
+            ),
+            Some(value) => value
+                .parse::<u64>()
+                .ok()
+                .filter(|&seconds| seconds > 0)
+                .map(Duration::from_secs)
+                .ok_or_else(|| ProverError::InvalidArgument {
+                    what: PROGRESS_DEADLINE_VAR,
+                    reason: format!("{value:?} is not a positive number of seconds"),
+                })?,
+        },
     })
 }
 
@@ -164,6 +184,23 @@ mod tests {
         );
         assert_eq!(settings.overrides.partition_workers, None);
         assert_eq!(settings.memory_limit, None);
+        assert_eq!(settings.progress_deadline, Duration::from_secs(900));
+    }
+
+    #[test]
+    fn the_progress_deadline_is_a_positive_number_of_seconds() {
+        let mut pairs = IDENTITY.to_vec();
+        pairs.push((PROGRESS_DEADLINE_VAR, "5"));
+        assert_eq!(
+            from_env(env(&pairs)).unwrap().progress_deadline,
+            Duration::from_secs(5)
+        );
+        for bad in ["0", "-3", "soon"] {
+            let mut pairs = IDENTITY.to_vec();
+            pairs.push((PROGRESS_DEADLINE_VAR, bad));
+            let err = from_env(env(&pairs)).unwrap_err();
+            assert!(err.to_string().contains(PROGRESS_DEADLINE_VAR), "{err}");
+        }
     }
 
     #[test]

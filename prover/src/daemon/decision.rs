@@ -24,18 +24,37 @@ pub enum Decision {
     Idle,
 }
 
-/// Decides from the uid of the running job, if any, the jobs assigned to this pod, and the
-/// uids of jobs this process already proved completely (the watch may not show their last
-/// proofs yet).
+/// One attempt at a job: its uid and `status.attempts` when the daemon started it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Attempt {
+    pub uid: String,
+    pub attempt: i32,
+}
+
+impl Attempt {
+    /// The attempt `job` is on now, if it has a uid.
+    pub fn of(job: &ProofJob) -> Option<Self> {
+        Some(Self {
+            uid: job.uid()?,
+            attempt: job.status.as_ref().and_then(|s| s.attempts).unwrap_or(0),
+        })
+    }
+}
+
+/// Decides from the uid of the running job, if any, the jobs assigned to this pod (`pod`),
+/// and the attempts this process already ended: proved completely (the watch may not show
+/// their last proofs yet) or reported failed (the operator has yet to take them off).
 ///
 /// One job at a time: a second assigned job waits until the first ends. Among several
-/// (which the operator does not do) the oldest goes first. A job whose partitions all have
-/// verified proofs (and, for Filecoin work, an assembled proof) is not started: only the
-/// operator's Succeeded is still missing.
+/// (which the operator does not do) the oldest goes first. A job is started once the
+/// operator has recorded its assignment (`status.pod`), so the attempt it reports on is the
+/// operator's. A job whose partitions all have verified proofs (and, for Filecoin work, an
+/// assembled proof) is not started: only the operator's Succeeded is still missing.
 pub fn decide(
     running: Option<&str>,
+    pod: &str,
     assigned: &[Arc<ProofJob>],
-    completed: &HashSet<String>,
+    ended: &HashSet<Attempt>,
 ) -> Decision {
     if let Some(uid) = running {
         let still_ours = assigned
@@ -49,7 +68,8 @@ pub fn decide(
     }
     assigned
         .iter()
-        .filter(|job| job.uid().is_some_and(|uid| !completed.contains(&uid)))
+        .filter(|job| Attempt::of(job).is_some_and(|attempt| !ended.contains(&attempt)))
+        .filter(|job| job.status.as_ref().and_then(|s| s.pod.as_deref()) == Some(pod))
         .filter(|job| is_open(job) && has_work_left(job))
         .min_by(|a, b| {
             (a.creation_timestamp(), a.name_any()).cmp(&(b.creation_timestamp(), b.name_any()))
@@ -76,8 +96,16 @@ mod tests {
     use super::*;
     use crate::daemon::resume::tests::{job, proof};
 
+    const POD: &str = "p";
+
+    /// `job` as the operator leaves it once it recorded the assignment to [`POD`].
+    fn recorded(mut job: ProofJob) -> ProofJob {
+        job.status.get_or_insert_default().pod = Some(POD.into());
+        job
+    }
+
     fn created(name: &str, second: i64) -> Arc<ProofJob> {
-        let mut job = job(name, 2, vec![]);
+        let mut job = recorded(job(name, 2, vec![]));
         job.metadata.creation_timestamp = Some(Time(Timestamp::from_second(second).unwrap()));
         Arc::new(job)
     }
@@ -89,7 +117,7 @@ mod tests {
     }
 
     fn decide(running: Option<&str>, assigned: &[Arc<ProofJob>]) -> Decision {
-        super::decide(running, assigned, &HashSet::new())
+        super::decide(running, POD, assigned, &HashSet::new())
     }
 
     #[test]
@@ -98,10 +126,33 @@ mod tests {
     }
 
     #[test]
-    fn a_job_completed_here_is_not_started_again_before_the_watch_catches_up() {
+    fn an_attempt_ended_here_is_not_started_again_but_the_next_attempt_is() {
         let job = created("a", 1);
-        let completed = HashSet::from([job.uid().unwrap()]);
-        assert_eq!(super::decide(None, &[job], &completed), Decision::Idle);
+        let ended = HashSet::from([Attempt::of(&job).unwrap()]);
+        assert_eq!(
+            super::decide(None, POD, std::slice::from_ref(&job), &ended),
+            Decision::Idle
+        );
+        // The operator requeued it and gave it back to this pod: attempt 2.
+        let mut again = (*job).clone();
+        again.status.as_mut().unwrap().attempts = Some(2);
+        let again = Arc::new(again);
+        assert_eq!(
+            super::decide(None, POD, std::slice::from_ref(&again), &ended),
+            Decision::Start(again)
+        );
+    }
+
+    #[test]
+    fn a_job_is_started_only_once_its_assignment_is_recorded() {
+        let unrecorded = Arc::new(job("a", 2, vec![]));
+        assert_eq!(
+            decide(None, std::slice::from_ref(&unrecorded)),
+            Decision::Idle
+        );
+        let mut elsewhere = (*unrecorded).clone();
+        elsewhere.status.as_mut().unwrap().pod = Some("other".into());
+        assert_eq!(decide(None, &[Arc::new(elsewhere)]), Decision::Idle);
     }
 
     #[test]
@@ -120,7 +171,11 @@ mod tests {
         let finished = with_phase(&created("a", 1), ProofJobPhase::Succeeded);
         let mut deleting = (*created("b", 2)).clone();
         deleting.metadata.deletion_timestamp = Some(Time(Timestamp::from_second(5).unwrap()));
-        let proved = Arc::new(job("c", 2, vec![proof(0, true, "p"), proof(1, true, "p")]));
+        let proved = Arc::new(recorded(job(
+            "c",
+            2,
+            vec![proof(0, true, "p"), proof(1, true, "p")],
+        )));
         let open = created("d", 4);
         let all = [finished, Arc::new(deleting), proved, open.clone()];
         assert_eq!(decide(None, &all), Decision::Start(open));
@@ -129,7 +184,7 @@ mod tests {
 
     #[test]
     fn a_filecoin_job_with_every_partition_proved_is_started_until_its_proof_is_assembled() {
-        let mut job = job("sector", 1, vec![proof(0, true, "p")]);
+        let mut job = recorded(job("sector", 1, vec![proof(0, true, "p")]));
         job.spec = serde_json::from_value(serde_json::json!({
             "pool": "gpu", "filecoin": {
                 "sealProof": "StackedDrg2KiBV1_1",

@@ -19,6 +19,7 @@ use kube::ResourceExt;
 use proofpipe_crds::{FilecoinProofKind, FilecoinResult, FilecoinWork, ProofJob};
 
 use super::Daemon;
+use super::progress::Stage;
 use super::resident::ParamSet;
 use super::sizing::HEADROOM;
 use crate::artifacts;
@@ -134,12 +135,20 @@ pub async fn prepare(
     // What a parameter set may take beside the ones already resident: the limit less the
     // plan's headroom.
     let budget = (daemon.memory_limit as f64 * (1.0 - HEADROOM)) as u64;
-    let loaded = tokio::task::spawn_blocking(move || resident.get(params, budget))
-        .await
-        .map_err(|e| ProverError::Filecoin {
-            action: format!("loading the parameters of {}", params.name()),
-            message: e.to_string(),
-        })??;
+    daemon.state.enter(Stage::LoadingParameters);
+    let fault = daemon.fault;
+    let loaded = tokio::task::spawn_blocking(move || {
+        fault.at_parameter_load();
+        resident.get(params, budget)
+    })
+    .await
+    .map_err(|e| ProverError::Filecoin {
+        action: format!("loading the parameters of {}", params.name()),
+        message: e.to_string(),
+    })??;
+    if loaded.loaded {
+        daemon.metrics.parameter_set_loaded(&loaded.identifier);
+    }
     let pod = &daemon.identity.pod;
     let status = job.status.clone().unwrap_or_default();
     // Other pods' proofs, only those of pods the job was assigned to (ADR 0014).

@@ -35,9 +35,14 @@ async fn metrics(State(daemon): State<Arc<Daemon>>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 
-/// The process answers: it is alive.
-async fn healthz() -> &'static str {
-    "ok\n"
+/// Alive unless the watchdog found the current job stalled: then the probe fails with why,
+/// and the kubelet restarts the prover should the daemon not exit by itself.
+async fn healthz(State(daemon): State<Arc<Daemon>>) -> (StatusCode, String) {
+    let stalled = daemon.stalled.lock().clone();
+    match stalled {
+        None => (StatusCode::OK, "ok\n".into()),
+        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("stalled: {why}\n")),
+    }
 }
 
 /// Ready once the watch of assigned ProofJobs has listed them; not ready while it is

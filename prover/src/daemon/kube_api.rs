@@ -1,9 +1,11 @@
 //! The daemon's writes to the API server: thin, each one request, errors with the object.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource, ResourceExt};
-use proofpipe_crds::{ProofJob, ProverPool};
+use proofpipe_crds::{ProofJob, ProverFailure, ProverPool};
 use serde_json::Value;
 
 use super::config::Identity;
@@ -74,6 +76,41 @@ impl KubeWriter {
             "applying status of ProverPool {}/{pool}",
             self.identity.namespace
         )))
+    }
+
+    /// Reports that this prover could not prove `job` on `attempt` (`status.proverFailure`),
+    /// for the operator to fail or requeue it. Under a field manager of its own, so that the
+    /// proofs' applies (which do not carry it) never remove it, nor it them.
+    pub async fn report_failure(
+        &self,
+        job: &str,
+        attempt: i32,
+        failure: &super::runner::JobFailure,
+    ) -> Result<(), ProverError> {
+        let report = ProverFailure {
+            pod: self.identity.pod.clone(),
+            attempt,
+            reason: failure.class.reason().to_owned(),
+            message: truncate(&failure.message, 4000).to_owned(),
+            permanent: failure.class.is_permanent(),
+            time: Time(Timestamp::now()),
+        };
+        let body = serde_json::json!({
+            "apiVersion": ProofJob::api_version(&()),
+            "kind": ProofJob::kind(&()),
+            "metadata": { "name": job },
+            "status": { "proverFailure": report },
+        });
+        let manager = format!("{}.failure", self.identity.field_manager());
+        let params = PatchParams::apply(&manager).force();
+        self.jobs
+            .patch_status(job, &params, &Patch::Apply(&body))
+            .await
+            .map(drop)
+            .map_err(ProverError::kube(format!(
+                "reporting the failure of ProofJob {}/{job}",
+                self.identity.namespace
+            )))
     }
 
     /// A Warning Event `ProvingFailed` on the job: the daemon's only word about a failure,

@@ -33,6 +33,8 @@ pub struct DaemonMetrics {
     pipeline: PipelineMetrics,
     resident_memory: IntGauge,
     predicted_peak: IntGauge,
+    job_failures: IntCounterVec,
+    parameter_loads: IntCounterVec,
 }
 
 impl DaemonMetrics {
@@ -83,6 +85,23 @@ impl DaemonMetrics {
             ),
             &["object"],
         )?;
+        let job_failures = IntCounterVec::new(
+            Opts::new(
+                "proofpipe_daemon_job_failures_total",
+                "Jobs this daemon could not prove, by reason (InvalidInput, DoesNotFit, ...)",
+            ),
+            &["reason"],
+        )?;
+        let parameter_loads = IntCounterVec::new(
+            Opts::new(
+                "proofpipe_daemon_parameter_loads_total",
+                "Filecoin parameter sets read from disk, by circuit identifier (a warm prover \
+                 reads each set once)",
+            ),
+            &["set"],
+        )?;
+        registry.register(Box::new(job_failures.clone()))?;
+        registry.register(Box::new(parameter_loads.clone()))?;
         registry.register(Box::new(jobs_started.clone()))?;
         registry.register(Box::new(jobs_finished.clone()))?;
         registry.register(Box::new(status_writes.clone()))?;
@@ -104,7 +123,17 @@ impl DaemonMetrics {
             pipeline,
             resident_memory,
             predicted_peak,
+            job_failures,
+            parameter_loads,
         })
+    }
+
+    pub fn job_failed(&self, reason: &str) {
+        self.job_failures.with_label_values(&[reason]).inc();
+    }
+
+    pub fn parameter_set_loaded(&self, identifier: &str) {
+        self.parameter_loads.with_label_values(&[identifier]).inc();
     }
 
     /// The counters every job's pipeline adds to.

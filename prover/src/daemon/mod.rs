@@ -6,19 +6,27 @@
 //!
 //! The decisions are pure and tested without a cluster: [`config`] (the environment),
 //! [`resume`] (what is left to prove), [`decision`] (start, continue or cancel),
-//! [`payload`] (the apply bodies), [`throttle`] (when to report), [`sizing`]; `resident`
-//! holds the Filecoin parameter sets kept between jobs, counted in each job's plan. The rest is
-//! I/O: the supervisor loop here, the job runner, the status reporter, the HTTP endpoints
-//! and the API writes. Tokio only moves events and bytes; proving runs on the pipeline's
-//! threads and anything blocking on blocking threads.
+//! [`payload`] (the apply bodies), [`throttle`] (when to report), [`progress`] (a job's
+//! stage and heartbeat: stalled or not), [`sizing`]; `resident` holds the Filecoin parameter
+//! sets kept between jobs, counted in each job's plan. The rest is I/O: the supervisor loop
+//! here, the job runner, the status reporter, the watchdog, the HTTP endpoints and the API
+//! writes. Tokio only moves events and bytes; proving runs on the pipeline's threads and
+//! anything blocking on blocking threads.
+//!
+//! A job's failure never ends the daemon (ADR 0021): it reports the failure into the job's
+//! status (`status.proverFailure`, permanent or not) and takes the next job. Only a stall ends
+//! it, since a thread that never returns cannot be taken back: the watchdog reports the job
+//! back and exits, and the pod is replaced.
 
 pub mod config;
 pub mod decision;
+pub mod fault;
 mod filecoin;
 mod http;
 mod kube_api;
 pub mod metrics;
 pub mod payload;
+pub mod progress;
 mod reporter;
 mod resident;
 pub mod resume;
@@ -26,6 +34,7 @@ mod runner;
 pub mod sizing;
 mod state;
 pub mod throttle;
+mod watchdog;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -50,15 +59,15 @@ use crate::circuits::CircuitShape;
 use crate::error::ProverError;
 use crate::filecoin::params::DigestCheck;
 use crate::params::ParamsStore;
-use crate::pipeline::JobOutcome;
 use crate::sizing::{Overrides, SizingInput};
 use config::{ChosenLimit, EnvSettings, Identity};
-use decision::{Decision, decide};
+use decision::{Attempt, Decision, decide};
+use fault::Fault;
 use kube_api::KubeWriter;
 use metrics::DaemonMetrics;
 use resident::ResidentKeys;
-use runner::JobRun;
-use state::ProverState;
+use runner::{JobFailure, JobRun, RunOutcome};
+use state::{CurrentJob, ProverState};
 
 /// How long a SIGTERM waits for the current job to stop and write its last proofs; within
 /// Kubernetes' default grace period of 30 s.
@@ -69,6 +78,10 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
 pub struct DaemonOptions {
     pub params_dir: PathBuf,
     pub listen: SocketAddr,
+    /// A test fault hook; [`Fault::None`] outside tests.
+    pub fault: Fault,
+    /// The container's terminationMessagePath: why the daemon ended, for the pod's status.
+    pub termination_log: PathBuf,
 }
 
 /// What every part of the running daemon shares.
@@ -87,6 +100,12 @@ pub struct Daemon {
     state: ProverState,
     metrics: DaemonMetrics,
     watch_ready: AtomicBool,
+    /// How long a job may make no progress before the prover is stalled.
+    progress_deadline: Duration,
+    /// Why the prover is stalled, once it is: `/healthz` fails with it.
+    stalled: parking_lot::Mutex<Option<String>>,
+    fault: Fault,
+    termination_log: PathBuf,
 }
 
 impl Daemon {
@@ -111,8 +130,9 @@ impl Daemon {
     }
 }
 
-/// Runs until SIGTERM or ctrl-c (then `Ok`), or until a job fails in the pipeline (then
-/// the error: the pod fails and the operator requeues the job under its backoff limit).
+/// Runs until SIGTERM or ctrl-c (then `Ok`); a job's failure is reported and the daemon goes
+/// on. Errors are the daemon's own (no API server, the watch gone); a stall exits the
+/// process from the watchdog.
 pub async fn run(
     settings: EnvSettings,
     limit: ChosenLimit,
@@ -155,7 +175,15 @@ pub async fn run(
         state: ProverState::default(),
         metrics,
         watch_ready: AtomicBool::new(false),
+        progress_deadline: settings.progress_deadline,
+        stalled: parking_lot::Mutex::new(None),
+        fault: options.fault,
+        termination_log: options.termination_log.clone(),
     });
+    if options.fault != Fault::None {
+        tracing::warn!(fault = ?options.fault, "a test fault hook is set: this prover will hang on purpose");
+    }
+    watchdog::spawn(daemon.clone(), tokio::runtime::Handle::current());
 
     let (stop, stopped) = watch::channel(false);
     let http = tokio::spawn(http::serve(listener, daemon.clone(), stopped.clone()));
@@ -193,6 +221,7 @@ fn filecoin_params_cache() -> ResidentKeys {
 struct ActiveJob {
     job: Arc<ProofJob>,
     uid: String,
+    attempt: i32,
     cancel: watch::Sender<bool>,
     task: JoinHandle<JobRun>,
 }
@@ -210,9 +239,10 @@ async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
     let mut events = pin!(events);
     let mut terminate = pin!(shutdown_signal());
     let mut active: Option<ActiveJob> = None;
-    // Uids of jobs this process proved and wrote completely: the watch may still show them
-    // with partitions unproved for a moment, and they must not be started again.
-    let mut completed = HashSet::new();
+    // Attempts this process ended: proved and written completely (the watch may still show
+    // them with partitions unproved for a moment) or reported failed (until the operator takes
+    // them off this pod); they must not be started again.
+    let mut ended = HashSet::new();
     loop {
         tokio::select! {
             () = &mut terminate => {
@@ -235,30 +265,46 @@ async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
                 None => return Err(ProverError::WatchEnded),
             },
             run = finished(&mut active) => {
-                let ended = active.take().expect("only an active job finishes");
+                let done = active.take().expect("only an active job finishes");
                 let proofs_written = run.proofs_written;
-                if end_job(daemon, &ended.job, run).await? == JobOutcome::Succeeded && proofs_written {
-                    completed.insert(ended.uid);
+                let outcome = end_job(daemon, &done.job, done.attempt, run).await;
+                let over = match outcome {
+                    RunOutcome::Succeeded => proofs_written,
+                    RunOutcome::Failed(_) => true,
+                    RunOutcome::Cancelled => false,
+                };
+                if over {
+                    ended.insert(Attempt { uid: done.uid, attempt: done.attempt });
                 }
             }
         }
         // Until the first list is complete, the store may miss the running job.
         if daemon.watch_ready.load(Ordering::Relaxed) {
-            act(daemon, &store.state(), &mut active, &mut completed);
+            act(daemon, &store.state(), &mut active, &mut ended);
         }
     }
 }
 
-/// Carries out the decision for the jobs now assigned; forgets completed jobs no longer
-/// assigned.
+/// Carries out the decision for the jobs now assigned; forgets ended attempts of jobs no
+/// longer assigned.
 fn act(
     daemon: &Arc<Daemon>,
     assigned: &[Arc<ProofJob>],
     active: &mut Option<ActiveJob>,
-    completed: &mut HashSet<String>,
+    ended: &mut HashSet<Attempt>,
 ) {
-    completed.retain(|uid| assigned.iter().any(|job| job.uid().as_ref() == Some(uid)));
-    match decide(active.as_ref().map(|a| a.uid.as_str()), assigned, completed) {
+    ended.retain(|done| {
+        assigned
+            .iter()
+            .any(|job| job.uid().as_ref() == Some(&done.uid))
+    });
+    let pod = daemon.identity.pod.as_str();
+    match decide(
+        active.as_ref().map(|a| a.uid.as_str()),
+        pod,
+        assigned,
+        ended,
+    ) {
         Decision::Continue | Decision::Idle => {}
         Decision::Cancel => {
             if let Some(active) = active.as_ref().filter(|active| !*active.cancel.borrow()) {
@@ -271,13 +317,18 @@ fn act(
         }
         Decision::Start(job) => {
             let (cancel, cancelled) = watch::channel(false);
-            daemon.state.job_started(&job.name_any());
+            let Attempt { uid, attempt } =
+                Attempt::of(&job).expect("decide starts only jobs with a uid");
+            daemon.state.job_started(CurrentJob {
+                name: job.name_any(),
+                attempt,
+            });
             daemon.metrics.job_started();
             let task = tokio::spawn(runner::run_job(daemon.clone(), job.clone(), cancelled));
-            let uid = job.uid().expect("decide starts only jobs with a uid");
             *active = Some(ActiveJob {
                 job,
                 uid,
+                attempt,
                 cancel,
                 task,
             });
@@ -291,39 +342,44 @@ async fn finished(active: &mut Option<ActiveJob>) -> JobRun {
         return std::future::pending().await;
     };
     (&mut active.task).await.unwrap_or_else(|err| JobRun {
-        outcome: JobOutcome::Failed(format!("the job runner stopped: {err}")),
+        outcome: RunOutcome::Failed(JobFailure {
+            class: crate::error::FailureClass::ProvingError,
+            message: format!("the job runner stopped: {err}"),
+        }),
         pipeline: None,
         proofs_written: false,
     })
 }
 
 /// Stops the job's pipeline (so its memory is free before another job starts) and tells
-/// how the job ended. A failure ends the daemon.
-async fn end_job(daemon: &Daemon, job: &ProofJob, run: JobRun) -> Result<JobOutcome, ProverError> {
+/// how the job ended. A failure is reported into the job's status for the operator, with an
+/// Event for its owner; the daemon goes on to the next job.
+async fn end_job(daemon: &Daemon, job: &ProofJob, attempt: i32, run: JobRun) -> RunOutcome {
+    daemon.state.enter(progress::Stage::Stopping);
     if let Some(pipeline) = run.pipeline {
         pipeline.stop().await;
     }
     daemon.state.job_ended();
-    daemon.metrics.job_finished(&run.outcome);
+    daemon.metrics.job_finished(&run.outcome.as_job_outcome());
     let name = job.name_any();
     match &run.outcome {
-        JobOutcome::Succeeded => {
+        RunOutcome::Succeeded => {
             tracing::info!(job = %name, "every partition of the job is proved")
         }
-        JobOutcome::Cancelled => tracing::info!(job = %name, "stopped proving the job"),
-        JobOutcome::Failed(message) => {
-            tracing::error!(job = %name, "proving failed: {message}");
-            if let Err(err) = daemon.kube.proving_failed(job, message).await {
+        RunOutcome::Cancelled => tracing::info!(job = %name, "stopped proving the job"),
+        RunOutcome::Failed(failure) => {
+            let reason = failure.class.reason();
+            tracing::error!(job = %name, reason, permanent = failure.class.is_permanent(), "proving failed: {}", failure.message);
+            daemon.metrics.job_failed(reason);
+            if let Err(err) = daemon.kube.report_failure(&name, attempt, failure).await {
                 tracing::warn!("{err}");
             }
-            let job = format!("{}/{name}", daemon.identity.namespace);
-            return Err(ProverError::JobFailed {
-                job,
-                message: message.clone(),
-            });
+            if let Err(err) = daemon.kube.proving_failed(job, &failure.message).await {
+                tracing::warn!("{err}");
+            }
         }
     }
-    Ok(run.outcome)
+    run.outcome
 }
 
 /// Cancels the running job and waits a while for its last proofs to be written. Its
@@ -334,7 +390,7 @@ async fn stop_for_shutdown(daemon: &Daemon, active: Option<ActiveJob>) {
     };
     active.cancel.send_replace(true);
     match tokio::time::timeout(SHUTDOWN_GRACE, &mut active.task).await {
-        Ok(Ok(run)) => daemon.metrics.job_finished(&run.outcome),
+        Ok(Ok(run)) => daemon.metrics.job_finished(&run.outcome.as_job_outcome()),
         Ok(Err(err)) => tracing::warn!("the job runner stopped: {err}"),
         Err(_) => {
             tracing::warn!(job = %active.job.name_any(), "the job did not stop in time; its unwritten proofs are lost");
@@ -372,5 +428,25 @@ async fn shutdown_signal() {
     tokio::select! {
         () = terminate => {}
         () = interrupt => {}
+    }
+}
+
+/// Writes `message` to the termination-message file, if there is one to write (the kubelet
+/// creates it; it caps the message at 4 KiB).
+pub fn write_termination_message(path: &std::path::Path, message: &str) {
+    let truncated: String = message.chars().take(4000).collect();
+    // Only an existing file: outside a pod there is none, and the daemon must not create
+    // one in /dev.
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+    {
+        Ok(mut file) => {
+            if let Err(err) = std::io::Write::write_all(&mut file, truncated.as_bytes()) {
+                tracing::debug!(path = %path.display(), %err, "termination message not written");
+            }
+        }
+        Err(err) => tracing::debug!(path = %path.display(), %err, "no termination-message file"),
     }
 }

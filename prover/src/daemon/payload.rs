@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use proofpipe_crds::{
     FilecoinResult, PartitionProof, PipelineSizing, ProofJob, ProverPhase, ProverPool,
@@ -173,6 +174,10 @@ impl ProofLedger {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProverReport {
     pub current_job: Option<String>,
+    /// The current job's stage.
+    pub stage: Option<String>,
+    /// When the current job last made progress, rounded down to 30 s.
+    pub last_progress: Option<Timestamp>,
     pub buffers: BufferSnapshot,
     pub sizing: Option<PipelineSizing>,
     pub proofs_completed: i64,
@@ -202,6 +207,8 @@ impl ProverReport {
             },
             estimated_bytes: i64::try_from(b.estimated_bytes()).unwrap_or(i64::MAX),
             sizing: self.sizing.clone(),
+            stage: self.stage.clone(),
+            last_progress_time: self.last_progress.map(Time),
             proofs_completed: self.proofs_completed,
             last_report: now,
         }
@@ -331,6 +338,8 @@ mod tests {
                 ..Default::default()
             },
             sizing: None,
+            stage: Some("proving".into()),
+            last_progress: Some(Timestamp::from_second(1_699_999_980).unwrap()),
             proofs_completed: 4,
         };
         let now = Time(Timestamp::from_second(1_700_000_000).unwrap());
@@ -353,6 +362,11 @@ mod tests {
         assert_eq!(
             body["status"]["provers"][0]["lastReport"],
             "2023-11-14T22:13:20Z"
+        );
+        assert_eq!(body["status"]["provers"][0]["stage"], "proving");
+        assert_eq!(
+            body["status"]["provers"][0]["lastProgressTime"],
+            "2023-11-14T22:13:00Z"
         );
         let idle = ProverReport {
             current_job: None,

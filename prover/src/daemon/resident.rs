@@ -69,6 +69,8 @@ pub struct JobKey {
     pub key: Arc<ProvingKey>,
     pub identifier: String,
     pub others_bytes: u64,
+    /// Loaded for this job (not resident before).
+    pub loaded: bool,
 }
 
 impl ResidentKeys {
@@ -85,18 +87,36 @@ impl ResidentKeys {
     /// thread (the daemon proves one job at a time, so loads never race).
     pub fn get(&self, set: ParamSet, budget: u64) -> Result<JobKey, ProverError> {
         let files = set.files(&self.dir)?;
-        let identifier = files.identifier.clone();
-        if let Some(key) = self.keys.lock().get(&identifier).cloned() {
+        // The file's size stands for the key's (the points as stored, uncompressed); a
+        // missing file is reported by the load, with its digest.
+        let needed = std::fs::metadata(&files.params).map_or(0, |m| m.len());
+        self.get_or_load(files.identifier, needed, budget, || {
+            set.load(&self.dir, self.check)
+        })
+    }
+
+    /// The key resident under `identifier`, or the one `load` makes (expected to take
+    /// `needed` bytes), kept from then on.
+    fn get_or_load(
+        &self,
+        identifier: String,
+        needed: u64,
+        budget: u64,
+        load: impl FnOnce() -> Result<ProvingKey, ProverError>,
+    ) -> Result<JobKey, ProverError> {
+        // The guard must end with this statement: in edition 2024 a guard taken in an
+        // `if let` scrutinee lives through the whole block, and `others_bytes` locks again
+        // (parking_lot's mutex is not reentrant: a warm prover hung on its second job).
+        let resident = self.keys.lock().get(&identifier).cloned();
+        if let Some(key) = resident {
             let others_bytes = self.others_bytes(&identifier);
             return Ok(JobKey {
                 key,
                 identifier,
                 others_bytes,
+                loaded: false,
             });
         }
-        // The file's size stands for the key's (the points as stored, uncompressed); a
-        // missing file is reported by the load, with its digest.
-        let needed = std::fs::metadata(&files.params).map_or(0, |m| m.len());
         let others = self.others_bytes(&identifier);
         if others > 0 && !others_may_stay(others, needed, budget) {
             tracing::info!(
@@ -107,12 +127,13 @@ impl ResidentKeys {
             );
             self.keep_only(&identifier);
         }
-        let key = Arc::new(set.load(&self.dir, self.check)?);
+        let key = Arc::new(load()?);
         self.keys.lock().insert(identifier.clone(), key.clone());
         Ok(JobKey {
             key,
             others_bytes: self.others_bytes(&identifier),
             identifier,
+            loaded: true,
         })
     }
 
@@ -143,6 +164,75 @@ mod tests {
         assert!(others_may_stay(10 * gib, 45 * gib, 60 * gib));
         assert!(!others_may_stay(20 * gib, 45 * gib, 60 * gib));
         assert!(!others_may_stay(u64::MAX, 1, u64::MAX - 1), "no overflow");
+    }
+
+    /// A small real key (a random setup of a tiny circuit).
+    fn tiny_key() -> ProvingKey {
+        let params =
+            crate::params::CircuitParams::generate(crate::circuits::CircuitKind::MulChain, 1024)
+                .expect("a tiny setup");
+        Arc::try_unwrap(params.key)
+            .ok()
+            .expect("nothing else holds the new key")
+    }
+
+    /// Runs `f` on a thread and fails the test if it has not returned within 30 s: a
+    /// deadlock fails instead of hanging the suite.
+    fn within_30s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the key cache deadlocked (a lock guard held across a call that locks again)")
+    }
+
+    #[test]
+    fn a_resident_key_is_served_again_without_a_second_load() {
+        let keys = Arc::new(ResidentKeys::new("/nonexistent", DigestCheck::Skip));
+        let first = tiny_key();
+        let cache = keys.clone();
+        within_30s(move || {
+            let load = |key: ProvingKey| move || Ok(key);
+            let a = cache
+                .get_or_load("set-a".into(), 1, 1 << 30, load(first))
+                .unwrap();
+            assert!(a.loaded);
+            // The second job of the same set: served from the cache (this hung before).
+            let again = cache
+                .get_or_load("set-a".into(), 1, 1 << 30, || panic!("loaded twice"))
+                .unwrap();
+            assert!(Arc::ptr_eq(&a.key, &again.key));
+            assert!(!again.loaded);
+            assert_eq!(again.others_bytes, 0);
+            // A second set beside it, then the first again: both resident, counted.
+            let b = cache
+                .get_or_load("set-b".into(), 1, 1 << 30, load(tiny_key()))
+                .unwrap();
+            assert_eq!(b.others_bytes, a.key.heap_bytes());
+            let a_again = cache
+                .get_or_load("set-a".into(), 1, 1 << 30, || panic!("loaded twice"))
+                .unwrap();
+            assert_eq!(a_again.others_bytes, b.key.heap_bytes());
+            assert!(!a_again.loaded, "each set loaded once");
+        });
+    }
+
+    #[test]
+    fn other_sets_are_dropped_when_the_new_one_would_not_fit_beside_them() {
+        let keys = Arc::new(ResidentKeys::new("/nonexistent", DigestCheck::Skip));
+        let cache = keys.clone();
+        within_30s(move || {
+            let a = cache
+                .get_or_load("set-a".into(), 1, u64::MAX, || Ok(tiny_key()))
+                .unwrap();
+            let budget = a.key.heap_bytes() + 10;
+            let b = cache
+                .get_or_load("set-b".into(), 11, budget, || Ok(tiny_key()))
+                .unwrap();
+            assert_eq!(b.others_bytes, 0, "set-a was dropped to make room");
+            assert_eq!(cache.keys.lock().len(), 1);
+        });
     }
 
     #[test]

@@ -14,10 +14,11 @@ use tokio::time::{Instant, interval_at};
 
 use super::filecoin::{self, FilecoinRun};
 use super::payload::ProofLedger;
+use super::progress::Stage;
 use super::resume::{own_proofs, pipeline_job, proved_partitions};
 use super::sizing::reported_sizing;
 use super::{Daemon, raised};
-use crate::error::ProverError;
+use crate::error::{FailureClass, ProverError};
 use crate::params::{CircuitParams, ProvingKey, estimated_params_bytes};
 use crate::pipeline::{JobEvent, JobHandle, JobOutcome, JobSpec, Pipeline, PipelineConfig};
 use crate::sizing::plan;
@@ -58,16 +59,58 @@ impl Drop for PipelineGuard {
     }
 }
 
+/// Why a job could not be proved, and what that means for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobFailure {
+    pub class: FailureClass,
+    pub message: String,
+}
+
+impl JobFailure {
+    fn of(error: &ProverError) -> Self {
+        Self {
+            class: error.failure_class(),
+            message: error.to_string(),
+        }
+    }
+
+    fn proving(message: impl Into<String>) -> Self {
+        Self {
+            class: FailureClass::ProvingError,
+            message: message.into(),
+        }
+    }
+}
+
+/// How a job run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunOutcome {
+    Succeeded,
+    Cancelled,
+    Failed(JobFailure),
+}
+
+impl RunOutcome {
+    /// The pipeline's word for it, for the metrics it shares with the CLI.
+    pub fn as_job_outcome(&self) -> JobOutcome {
+        match self {
+            Self::Succeeded => JobOutcome::Succeeded,
+            Self::Cancelled => JobOutcome::Cancelled,
+            Self::Failed(failure) => JobOutcome::Failed(failure.message.clone()),
+        }
+    }
+}
+
 /// How a job run ended, and its pipeline, still to be stopped.
 pub struct JobRun {
-    pub outcome: JobOutcome,
+    pub outcome: RunOutcome,
     pub pipeline: Option<PipelineGuard>,
     /// Every proof the run made is in the job's status.
     pub proofs_written: bool,
 }
 
 impl JobRun {
-    fn without_pipeline(outcome: JobOutcome) -> Self {
+    fn without_pipeline(outcome: RunOutcome) -> Self {
         Self {
             outcome,
             pipeline: None,
@@ -88,10 +131,14 @@ pub async fn run_job(
     let (pipeline, handle, filecoin_run) = tokio::select! {
         started = started => match started {
             Ok(started) => started,
-            Err(err) => return JobRun::without_pipeline(JobOutcome::Failed(err.to_string())),
+            Err(err) => return JobRun::without_pipeline(RunOutcome::Failed(JobFailure::of(&err))),
         },
-        () = raised(&mut cancel) => return JobRun::without_pipeline(JobOutcome::Cancelled),
+        () = raised(&mut cancel) => {
+            daemon.state.cancelled();
+            return JobRun::without_pipeline(RunOutcome::Cancelled);
+        }
     };
+    daemon.state.enter(Stage::Proving);
 
     // The pipeline reports on a blocking channel; forward it on a blocking thread. The
     // job's last event is always `Finished` (cancelling sends it at once).
@@ -117,12 +164,13 @@ pub async fn run_job(
         tokio::select! {
             () = raised(&mut cancel), if !cancel_sent => {
                 tracing::info!(job = %name, "cancelling the job in the pipeline");
+                daemon.state.cancelled();
                 handle.cancel();
                 cancel_sent = true;
             }
             event = events.recv() => {
                 let Some(event) = event else {
-                    break JobOutcome::Failed("the pipeline stopped before the job finished".into());
+                    break RunOutcome::Failed(JobFailure::proving("the pipeline stopped before the job finished"));
                 };
                 // Take whatever else already arrived, so proofs that finish together are
                 // written together.
@@ -135,7 +183,11 @@ pub async fn run_job(
                             ledger.record(&proof);
                             daemon.state.partition_proved();
                         }
-                        JobEvent::Finished(outcome) => finished = Some(outcome),
+                        JobEvent::Finished(outcome) => finished = Some(match outcome {
+                            JobOutcome::Succeeded => RunOutcome::Succeeded,
+                            JobOutcome::Cancelled => RunOutcome::Cancelled,
+                            JobOutcome::Failed(message) => RunOutcome::Failed(JobFailure::proving(message)),
+                        }),
                     }
                     next = events.try_recv().ok();
                 }
@@ -151,16 +203,18 @@ pub async fn run_job(
         }
     };
     let mut outcome = outcome;
-    if let (JobOutcome::Succeeded, Some(run)) = (&outcome, filecoin_run) {
+    if let (RunOutcome::Succeeded, Some(run)) = (&outcome, filecoin_run) {
+        daemon.state.enter(Stage::Verifying);
         let verifier = run.verifier();
         match filecoin::finish(run, ledger.proofs(), pod).await {
             Ok(result) => {
                 tracing::info!(job = %name, bytes = result.proof_bytes, verified = result.verified, output = ?result.output_url, "Filecoin proof assembled and checked with {verifier}");
                 ledger.set_filecoin(result);
             }
-            Err(err) => outcome = JobOutcome::Failed(err.to_string()),
+            Err(err) => outcome = RunOutcome::Failed(JobFailure::of(&err)),
         }
     }
+    daemon.state.enter(Stage::WritingProofs);
     let proofs_written = write_remaining_proofs(&daemon, &mut ledger, &name).await;
     JobRun {
         outcome,
@@ -178,9 +232,17 @@ async fn start_job(
     match &job.spec.filecoin {
         None => {
             let spec = pipeline_job(job)?;
+            daemon.state.enter(Stage::LoadingParameters);
             let params = load_params(daemon, &spec).await?;
             let pipeline = start_pipeline(daemon, work, spec.todo().len(), &params, 0)?;
-            let handle = pipeline.get().submit(spec, params)?;
+            let source = pipeline.get().synthetic_source(&spec, &params)?;
+            let handle = pipeline.get().submit_source(
+                daemon.fault.wrap_source(source),
+                params.key.clone(),
+                spec.partitions,
+                spec.priority,
+                &spec.skip,
+            )?;
             Ok((pipeline, handle, None))
         }
         Some(filecoin_work) => {
@@ -202,7 +264,7 @@ async fn start_job(
                 started => started?,
             };
             let handle = pipeline.get().submit_source(
-                prepared.source,
+                daemon.fault.wrap_source(prepared.source),
                 prepared.key,
                 prepared.partitions,
                 job.spec.priority,
@@ -227,13 +289,17 @@ async fn load_params(
     ))?;
     let store = daemon.params.clone();
     let (circuit, constraints) = (spec.circuit, spec.constraints);
-    let (params, origin) = tokio::task::spawn_blocking(move || store.get(circuit, constraints))
-        .await
-        .map_err(|err| ProverError::ParamsGeneration {
-            circuit,
-            constraints,
-            message: err.to_string(),
-        })??;
+    let fault = daemon.fault;
+    let (params, origin) = tokio::task::spawn_blocking(move || {
+        fault.at_parameter_load();
+        store.get(circuit, constraints)
+    })
+    .await
+    .map_err(|err| ProverError::ParamsGeneration {
+        circuit,
+        constraints,
+        message: err.to_string(),
+    })??;
     tracing::info!(%circuit, constraints, ?origin, bytes = params.heap_bytes(), "parameters ready");
     Ok(params)
 }

@@ -66,6 +66,9 @@ pub struct BufferSnapshot {
     pub max_held: u64,
     /// The most estimated bytes seen at once, over all stages.
     pub max_estimated_bytes: u64,
+    /// Buffers that entered, moved or left a stage since the tracker was made: the pipeline's
+    /// heartbeat (two snapshots with the same counts may have moved in between).
+    pub transitions: u64,
 }
 
 impl BufferSnapshot {
@@ -214,6 +217,7 @@ impl BufferTracker {
                 s.max_synthesized_in_flight.max(s.synthesized_in_flight());
             s.max_held = s.max_held.max(s.held());
             s.max_estimated_bytes = s.max_estimated_bytes.max(s.estimated_bytes());
+            s.transitions += 1;
             if let Some(t) = &self.timeline {
                 t.lock().push(TimelinePoint {
                     seconds: self.started.elapsed().as_secs_f64(),

@@ -201,6 +201,15 @@ impl PodRunner {
         out
     }
 
+    /// The process id of pod `name`'s container while it runs (the leader of its process
+    /// group).
+    pub fn pod_pid(&self, name: &str) -> Option<i32> {
+        let pods = self.shared.pods.lock().expect("pods lock");
+        pods.values()
+            .filter(|entry| entry.name == name)
+            .find_map(|entry| entry.pgid)
+    }
+
     /// The cgroup directory of pod `name` while its container runs.
     pub fn pod_cgroup_dir(&self, name: &str) -> Option<PathBuf> {
         let pods = self.shared.pods.lock().expect("pods lock");
@@ -381,9 +390,12 @@ async fn run_pod(shared: Arc<Shared>, pod: Pod, uid: String, dir: PathBuf, stop:
         }
     };
     let pgid = child.id().map(|pid| pid as i32);
-    if let Some(entry) = shared.pods.lock().expect("pods lock").get_mut(&uid) {
-        entry.pgid = pgid;
-        entry.cgroup = cgroup.clone();
+    {
+        let mut pods = shared.pods.lock().expect("pods lock");
+        if let Some(entry) = pods.get_mut(&uid) {
+            entry.pgid = pgid;
+            entry.cgroup = cgroup.clone();
+        }
     }
     write_status(
         &shared.pods_api,
@@ -412,8 +424,11 @@ async fn run_pod(shared: Arc<Shared>, pod: Pod, uid: String, dir: PathBuf, stop:
         }
     };
     // The process is reaped: its pid (and group id) may be reused from here on.
-    if let Some(entry) = shared.pods.lock().expect("pods lock").get_mut(&uid) {
-        entry.pgid = None;
+    {
+        let mut pods = shared.pods.lock().expect("pods lock");
+        if let Some(entry) = pods.get_mut(&uid) {
+            entry.pgid = None;
+        }
     }
     let (code, signal) = exit_status.map_or((1, None), exit_code);
     let oom_killed = cgroup.as_ref().is_some_and(|cgroup| cgroup.oom_kills() > 0);

@@ -85,6 +85,12 @@ impl Stack {
         self.namespace.apply(&objects).await;
     }
 
+    /// Where the scenario's provers keep the synthetic circuits' parameters (the
+    /// `PROOFPIPE_PARAMS_DIR` that [`Stack::apply`] gives pools).
+    pub fn params_dir(&self) -> PathBuf {
+        self.work.path().join("params")
+    }
+
     /// Verifies `job`'s proofs with the parameters the scenario's provers used, without
     /// trusting their `verified` flags.
     pub fn verify_proofs(&self, job: &ProofJob) -> Result<(), String> {

@@ -97,9 +97,9 @@ async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
             },
         }))
     };
-    // The job with the wrong digest goes first (higher priority) and must fail without a proof.
-    // Its prover exits; the operator may hand the sector's job to that pod before it sees the
-    // exit (the sector's job failed once in 4 local runs that way), so that job may retry.
+    // The job with the wrong digest goes first (higher priority) and must fail without a proof,
+    // at once (an input that can never prove is not retried); its prover stays up and proves
+    // the sector's job next.
     stack
         .namespace
         .apply(&[
@@ -125,17 +125,24 @@ async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
             .and_then(|s| s.filecoin.as_ref())
             .is_none()
     );
-    // Why it failed is in the job's own status, from the prover's last words (the pod that
-    // said them is replaced).
-    let last_failure = failed
-        .status
-        .as_ref()
-        .and_then(|s| s.last_failure.clone())
+    // Why it failed is in the job's own status, in the prover's words, on its first attempt.
+    let failed_status = failed.status.as_ref().expect("a failed job's status");
+    let last_failure = failed_status
+        .last_failure
+        .clone()
         .expect("status.lastFailure");
     assert!(
-        last_failure.message.contains("SHA-256"),
+        last_failure.message.contains("SHA-256") && last_failure.reason == "InvalidInput",
         "lastFailure: {last_failure:?}"
     );
+    assert_eq!(failed_status.attempts, Some(1), "not retried");
+    let condition = failed_status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Failed" && c.status == "True")
+        .expect("a Failed condition");
+    assert_eq!(condition.reason, "InvalidInput", "{condition:?}");
     let events = stack.namespace.api::<Event>();
     stack
         .wait_for("an Event saying the input's SHA-256 is wrong", || async {
@@ -169,6 +176,12 @@ async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
         })
         .await;
     let status = done.status.unwrap();
+    // The bad input's prover was not replaced: it proved this job, on the first attempt.
+    assert_eq!(status.attempts, Some(1), "{status:?}");
+    assert_eq!(
+        status.assigned_pods.as_deref(),
+        Some(&["fil-prover-0".to_owned()][..])
+    );
     let result = status
         .filecoin
         .expect("status.filecoin of a succeeded Filecoin job");

@@ -118,9 +118,8 @@ async fn a_snap_deals_update_is_proved_from_s3_and_its_verifier_accepts_the_proo
             },
         }))
     };
-    // The mismatched job goes first (higher priority) and must fail without a proof. Its
-    // prover exits; the operator may hand the other job to that pod before it sees the exit,
-    // so that job may retry (as in scenario_filecoin).
+    // The mismatched job goes first (higher priority) and must fail without a proof, at once
+    // (Filecoin's vanilla verifier rejects it: it can never prove); its prover stays up.
     stack
         .namespace
         .apply(&[
@@ -160,6 +159,8 @@ async fn a_snap_deals_update_is_proved_from_s3_and_its_verifier_accepts_the_proo
         .find(|c| c.type_ == "Failed" && c.status == "True")
         .expect("a Failed condition");
     assert!(condition.message.contains(why), "{condition:?}");
+    assert_eq!(condition.reason, "InvalidInput", "{condition:?}");
+    assert_eq!(status.attempts, Some(1), "not retried");
 
     let done = stack
         .wait_within("the update's job to succeed", PROVING_TIMEOUT, || async {

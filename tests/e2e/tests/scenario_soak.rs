@@ -50,7 +50,7 @@ enum Kind {
     Synthetic(i32),
     /// A synthetic job deleted once its first proof is in.
     Cancelled,
-    /// A C1 output of StackedDrg2KiBV1_1 in a job that says StackedDrg2KiBV1.
+    /// A C1 output of StackedDrg2KiBV1_1 in a job that says another registered proof.
     WrongProofType,
     /// The right C1 output, the wrong SHA-256.
     WrongDigest,
@@ -94,7 +94,9 @@ fn job_object(name: &str, kind: Kind, c1_sha: &str, snap_sha: &str) -> DynamicOb
     };
     let spec = match kind {
         Kind::PoRep => serde_json::json!({ "filecoin": c1("StackedDrg2KiBV1_1", c1_sha) }),
-        Kind::WrongProofType => serde_json::json!({ "filecoin": c1("StackedDrg2KiBV1", c1_sha) }),
+        Kind::WrongProofType => {
+            serde_json::json!({ "filecoin": c1("StackedDrg2KiBV1_1_Feat_SyntheticPoRep", c1_sha) })
+        }
         Kind::WrongDigest => {
             serde_json::json!({ "filecoin": c1("StackedDrg2KiBV1_1", &"0".repeat(64)) })
         }
@@ -134,14 +136,25 @@ fn resident_bytes(pid: i32) -> Option<u64> {
 
 /// The daemon's `/metrics`, at the address it logged (`--listen 127.0.0.1:0` picks a port).
 async fn scrape(log: &str) -> String {
-    let listen = log
+    // The text log may color its field names: drop the escape sequences first.
+    let mut plain = String::with_capacity(log.len());
+    let mut chars = log.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().take_while(|&c| c != 'm').for_each(drop);
+        } else {
+            plain.push(c);
+        }
+    }
+    let listen = plain
         .lines()
         .find_map(|line| {
             line.split_whitespace()
                 .find_map(|word| word.strip_prefix("listen="))
         })
-        .expect("the daemon logs its listen address");
-    let mut stream = tokio::net::TcpStream::connect(listen).await.unwrap();
+        .unwrap_or_else(|| panic!("the daemon logs its listen address:\n{plain}"))
+        .to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&listen).await.unwrap();
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     stream
         .write_all(b"GET /metrics HTTP/1.0\r\nHost: prover\r\n\r\n")
@@ -352,8 +365,16 @@ fn check_outcome(stack: &Stack, job: &ProofJob, kind: Kind, testdata: &Path, dir
     let status = job.status.as_ref().unwrap();
     let params = testdata.join("params");
     match kind {
-        Kind::PoRep | Kind::Snap | Kind::Synthetic(_) => {
+        Kind::Synthetic(_) => {
             check_succeeded(job).unwrap_or_else(|e| panic!("{name} ({kind:?}): {e}"));
+            assert_eq!(status.attempts, Some(1), "{name}: one attempt");
+        }
+        Kind::PoRep | Kind::Snap => {
+            // Filecoin partition proofs carry no public inputs: the assembled proof and
+            // Filecoin's verifier (below) stand for them.
+            assert_eq!(phase(job), Some(ProofJobPhase::Succeeded), "{name}: {status:?}");
+            let total = job.spec.partition_count();
+            assert_eq!(status.partitions_done, Some(total), "{name}");
             assert_eq!(status.attempts, Some(1), "{name}: one attempt");
         }
         Kind::WrongProofType | Kind::WrongDigest => {
@@ -373,7 +394,8 @@ fn check_outcome(stack: &Stack, job: &ProofJob, kind: Kind, testdata: &Path, dir
             let why = if kind == Kind::WrongDigest {
                 "its SHA-256 is"
             } else {
-                "it is a C1 output of StackedDrg2KiBV1_1, but the job says StackedDrg2KiBV1"
+                "it is a C1 output of StackedDrg2KiBV1_1, but the job says \
+                 StackedDrg2KiBV1_1_Feat_SyntheticPoRep"
             };
             let last = status.last_failure.as_ref().expect("lastFailure");
             assert!(

@@ -8,7 +8,7 @@ use base64::Engine;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use proofpipe_crds::{ASSIGNED_POD_LABEL, FilecoinProofKind, ProofJob, ProofJobPhase, ProverPool};
-use proofpipe_operator::queue;
+use proofpipe_operator::job::queue;
 
 use crate::error::GatewayError;
 use crate::proto::await_proof_response::Status as AwaitStatus;

@@ -1,35 +1,17 @@
 //! The proofpipe operator: reconciles ProverPools onto prover pods and ProofJobs onto those
 //! provers, as fixed by ADR 0003 (docs/decisions/0003-operator-prover-contract.md).
 //!
-//! The decisions are pure functions without a Kubernetes client, each in the module named
-//! for its concept: [`queue`], [`assignment`], [`job_state`], [`scaling`], [`pod_spec`],
-//! [`pool_status`], [`prover_rbac`], [`lease`]. The `controller` module and
-//! [`leader_election`] are the thin I/O edges around them; [`run`] ties everything together.
+//! One folder per resource, each holding its pure decisions (no Kubernetes client) and its
+//! reconciler: [`job`] (queue, assignment, the lifecycle state machine) and [`pool`] (scaling,
+//! autoscaling, pod specs, RBAC, status). [`runtime`] is the Kubernetes plumbing around them
+//! (leader election, informers, writes, events, metrics); [`run`] ties everything together.
 
-pub mod api_metrics;
-pub mod assignment;
-pub mod autoscale;
 pub mod conditions;
-mod controller;
-pub mod crd_check;
 pub mod error;
-pub mod event_recorder;
-mod http;
-pub mod job_state;
-pub mod leader_election;
-pub mod lease;
-pub mod metrics;
+pub mod job;
 pub mod names;
-pub mod pod_spec;
-pub mod pool_decision;
-pub mod pool_status;
-pub mod prover_pods;
-pub mod prover_rbac;
-pub mod queue;
-mod retry;
-pub mod scaling;
-pub mod simulate;
-pub mod triggers;
+pub mod pool;
+pub mod runtime;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -41,10 +23,10 @@ use kube::Client;
 
 pub use error::Error;
 
-use crate::http::Health;
-use crate::leader_election::{LeaderElector, fenced_client};
-use crate::lease::Timing;
-use crate::metrics::Metrics;
+use crate::runtime::http::Health;
+use crate::runtime::leader_election::{LeaderElector, fenced_client};
+use crate::runtime::lease::Timing;
+use crate::runtime::metrics::Metrics;
 
 /// How long a stopping leader waits for its reconciles in flight before releasing the Lease
 /// (the chart's terminationGracePeriodSeconds, 30 s, leaves room for it).
@@ -92,7 +74,7 @@ impl Config {
             namespace,
             lease_namespace,
             identity,
-            retry_delay: job_state::RETRY_DELAY,
+            retry_delay: job::state::RETRY_DELAY,
             leader_election: Timing::default(),
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
         }
@@ -117,11 +99,11 @@ pub async fn run_until(
     stop: impl Future<Output = ()>,
 ) -> Result<(), Error> {
     let metrics = Metrics::new()?;
-    let client = api_metrics::counted(client, metrics.api_requests.clone());
+    let client = runtime::api_metrics::counted(client, metrics.api_requests.clone());
     let ready = Arc::new(AtomicBool::new(false));
     let server = match config.listen {
         Some(addr) => Some(
-            http::serve(
+            runtime::http::serve(
                 addr,
                 Health {
                     metrics: metrics.clone(),
@@ -147,7 +129,7 @@ pub async fn run_until(
             config.leader_election,
         );
         let standing_by = async {
-            crd_check::ensure_installed(&client).await?;
+            runtime::crd_check::ensure_installed(&client).await?;
             ready.store(true, Ordering::Relaxed);
             elector.acquire().await
         };
@@ -161,7 +143,7 @@ pub async fn run_until(
         }
         let (stopping, stopping_receiver) = tokio::sync::watch::channel(false);
         // The controllers write through the fence: nothing once the renew deadline passed.
-        let mut controllers = Box::pin(controller::run(
+        let mut controllers = Box::pin(runtime::controller::run(
             fenced_client(client.clone(), elector.fence()),
             &config,
             metrics,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use proofpipe_operator::Config;
-use proofpipe_operator::lease::Timing;
+use proofpipe_operator::runtime::lease::Timing;
 
 /// The proofpipe Kubernetes operator.
 #[derive(Parser)]
@@ -37,9 +37,6 @@ enum Command {
         #[command(flatten)]
         leader_election: LeaderElectionArgs,
     },
-    /// Replay a proof-arrival trace (a file, or a generated day with bursts) against static
-    /// and autoscaled pools: GPU-hours, time to proof, jobs past their deadline.
-    Simulate(proofpipe_operator::simulate::command::SimulateArgs),
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -117,8 +114,6 @@ enum Error {
     Runtime(#[source] io::Error),
     #[error(transparent)]
     Operator(#[from] proofpipe_operator::Error),
-    #[error(transparent)]
-    Simulate(#[from] proofpipe_operator::simulate::command::SimulateError),
 }
 
 fn main() -> ExitCode {
@@ -171,12 +166,6 @@ fn run(command: Command) -> Result<(), Error> {
             }
             let runtime = tokio::runtime::Runtime::new().map_err(Error::Runtime)?;
             runtime.block_on(operate(config))?;
-        }
-        Command::Simulate(args) => {
-            let report = proofpipe_operator::simulate::command::run(&args)?;
-            let mut stdout = io::stdout().lock();
-            stdout.write_all(report.as_bytes())?;
-            stdout.flush()?;
         }
     }
     Ok(())

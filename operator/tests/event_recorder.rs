@@ -11,7 +11,7 @@ use k8s_openapi::api::events::v1::Event as K8sEvent;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use kube::runtime::events::{Event, EventType, Reporter};
-use proofpipe_operator::event_recorder::Recorder;
+use proofpipe_operator::runtime::event_recorder::Recorder;
 
 #[tokio::test]
 async fn repeats_become_a_series_and_new_messages_new_events() {

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{
     SeccompProfile, SecurityContext, Sysctl, Volume,
 };
 use proofpipe_crds::ProverPool;
-use proofpipe_operator::pod_spec::prover_pod;
+use proofpipe_operator::pool::pod_spec::prover_pod;
 
 /// Sysctls the baseline profile allows.
 const SAFE_SYSCTLS: &[&str] = &[

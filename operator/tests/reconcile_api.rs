@@ -56,7 +56,7 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
             identity: "reconcile-api-test".into(),
             // Short, so that the requeued job is retried within the test's waits.
             retry_delay: Duration::from_secs(1),
-            leader_election: proofpipe_operator::lease::Timing::default(),
+            leader_election: proofpipe_operator::runtime::lease::Timing::default(),
             drain_timeout: proofpipe_operator::DEFAULT_DRAIN_TIMEOUT,
         },
     ));

@@ -92,6 +92,19 @@ def main():
     seen["submitted_job"] = first.job_id
     seen["queue_position"] = first.queue_position
 
+    # A C1 output under another registered proof than it was sealed with (10:
+    # StackedDrg2KiBV1_1_Feat_SyntheticPoRep): it can never prove, so it fails at once with the
+    # prover's reason, and the prover stays for the next proof.
+    wrong = pb.SubmitProofRequest()
+    wrong.CopyFrom(submit)
+    wrong.request_id = f"porep-{args.miner}-{sector}-wrong-type"
+    wrong.registered_proof = 10
+    wrong.priority = pb.HIGH
+    result = engine.Prove(pb.ProveRequest(submit=wrong), metadata=auth, timeout=1800).result
+    seen["wrong_type_job"] = result.job_id
+    seen["wrong_type_status"] = pb.AwaitProofResponse.Status.Name(result.status)
+    seen["wrong_type_error"] = result.error_message
+
     # A second proof, cancelled while it waits behind the first: its waiter hears CANCELLED.
     doomed = pb.SubmitProofRequest()
     doomed.CopyFrom(submit)

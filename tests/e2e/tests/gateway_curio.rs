@@ -137,6 +137,17 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
 
     assert_eq!(seen["token_none"], "UNAUTHENTICATED", "{seen}");
     assert_eq!(seen["token_wrong"], "UNAUTHENTICATED", "{seen}");
+    // A C1 output under the wrong registered proof: FAILED, with the prover's own reason.
+    assert_eq!(seen["wrong_type_status"], "FAILED", "{seen}");
+    let why = seen["wrong_type_error"].as_str().unwrap();
+    assert!(
+        why.starts_with("InvalidInput: ")
+            && why.contains(
+                "it is a C1 output of StackedDrg2KiBV1_1, but the job says \
+                 StackedDrg2KiBV1_1_Feat_SyntheticPoRep"
+            ),
+        "{why}"
+    );
     assert_eq!(seen["cancelled_waiter"], "CANCELLED", "{seen}");
     assert_eq!(seen["prove_status"], "COMPLETED", "{seen}");
     // The same request id twice (SubmitProof, then Prove) is one job.
@@ -154,7 +165,7 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
     );
     assert_eq!(
         seen["completed"], 2,
-        "the PoRep and the SnapDeals job: {seen}"
+        "the PoRep and the SnapDeals job (the failed one does not count): {seen}"
     );
     assert_eq!(seen["gpus"].as_array().map(Vec::len), Some(1), "{seen}");
     assert_eq!(seen["metrics_has_jobs_created"], true, "{seen}");
@@ -176,6 +187,26 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
         })
         .collect();
     assert_eq!(of_request.len(), 1, "one job per request id");
+    // The bad input failed on its first attempt and its prover stayed: every job, that one
+    // included, was proved by the pool's first and only pod.
+    let wrong = jobs
+        .iter()
+        .find(|job| job.metadata.name.as_deref() == seen["wrong_type_job"].as_str())
+        .expect("the failed job is kept");
+    let wrong_status = wrong.status.as_ref().unwrap();
+    assert_eq!(
+        (wrong_status.attempts, wrong_status.failed),
+        (Some(1), Some(1))
+    );
+    for job in &jobs {
+        let pods = job.status.as_ref().and_then(|s| s.assigned_pods.clone());
+        assert!(
+            pods.as_deref()
+                .is_none_or(|pods| pods.iter().all(|p| p.ends_with("-prover-0"))),
+            "{:?} ran on {pods:?}: a prover pod was replaced",
+            job.metadata.name
+        );
+    }
     let cancelled = seen["cancelled_job"].as_str().unwrap();
     assert!(
         jobs.iter()

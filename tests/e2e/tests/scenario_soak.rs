@@ -372,7 +372,11 @@ fn check_outcome(stack: &Stack, job: &ProofJob, kind: Kind, testdata: &Path, dir
         Kind::PoRep | Kind::Snap => {
             // Filecoin partition proofs carry no public inputs: the assembled proof and
             // Filecoin's verifier (below) stand for them.
-            assert_eq!(phase(job), Some(ProofJobPhase::Succeeded), "{name}: {status:?}");
+            assert_eq!(
+                phase(job),
+                Some(ProofJobPhase::Succeeded),
+                "{name}: {status:?}"
+            );
             let total = job.spec.partition_count();
             assert_eq!(status.partitions_done, Some(total), "{name}");
             assert_eq!(status.attempts, Some(1), "{name}: one attempt");

@@ -1,4 +1,4 @@
-//! `proofpipe-operator simulate`: the command line of the capacity simulation.
+//! `proofpipe-simulate`: the command line of the capacity simulation.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{DayShape, Model, Outcome, PoolPolicy, generate_day, parse, simulate};
-use crate::autoscale::Policy;
+use proofpipe_operator::pool::autoscale::Policy;
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {

@@ -44,7 +44,7 @@ fn job_as_seen_by_pool(job: &ProofJob) -> JobAsSeenByPool<'_> {
             .and_then(|status| status.next_attempt_after.as_ref())
             .map(|time| time.0.to_string()),
         queued_partitions: (assigned_pod.is_none() && !finished)
-            .then(|| crate::queue::remaining_partitions(job)),
+            .then(|| crate::job::queue::remaining_partitions(job)),
     }
 }
 
@@ -109,7 +109,7 @@ mod tests {
     use proofpipe_crds::{PartitionProof, ProofJobPhase, ProofJobStatus};
 
     use super::*;
-    use crate::queue::tests::job;
+    use crate::job::queue::tests::job;
 
     fn with_status(mut job: ProofJob, phase: ProofJobPhase, proofs: i32) -> ProofJob {
         job.status = Some(ProofJobStatus {

@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use kube::ResourceExt;
 use proofpipe_crds::ProofJob;
 
-use crate::job_state::verified_partitions;
+use crate::job::state::verified_partitions;
 use crate::names::ASSIGNED_POD_LABEL;
 
 /// Whether `job` waits in its pool's queue: not finished, not suspended, not assigned, not

@@ -1,16 +1,10 @@
-//! The two controllers and what they share: the I/O edge around the pure cores.
+//! What the two controllers share: the I/O edge around the pure cores.
 //!
-//! - [`pool`] reconciles a ProverPool: its prover RBAC, its pods (create, replace, scale
-//!   down), assignment of its queue to idle Ready provers, and its status.
-//! - [`job`] reconciles a ProofJob: its phase and status from [`crate::job_state`], requeue
-//!   on a lost pod, failure, TTL deletion, unassignment on suspend and on deletion (the
-//!   finalizer).
-
-mod events;
-mod informers;
-mod job;
-mod pool;
-mod writes;
+//! - [`crate::pool::reconcile`] reconciles a ProverPool: its prover RBAC, its pods (create,
+//!   replace, scale down), assignment of its queue to idle Ready provers, and its status.
+//! - [`crate::job::reconcile`] reconciles a ProofJob: its phase and status from
+//!   [`crate::job::state`], requeue on a lost pod, failure, TTL deletion, unassignment on
+//!   suspend and on deletion (the finalizer).
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
@@ -25,38 +19,40 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
-use self::informers::Caches;
+use super::events;
+use super::informers::{self, Caches};
 use crate::error::Error;
-use crate::event_recorder::Recorder;
-use crate::metrics::Metrics;
 use crate::names::FIELD_MANAGER;
-use crate::retry::FailureCounts;
+use crate::runtime::event_recorder::Recorder;
+use crate::runtime::metrics::Metrics;
+use crate::runtime::retry::FailureCounts;
+use crate::{job, pool};
 
 /// Reconciles of one kind that may run at once (the default is unbounded).
-const CONCURRENCY: u16 = 8;
+pub(crate) const CONCURRENCY: u16 = 8;
 /// After losing a resourceVersion race: the watch brings the new version almost at once.
-const CONFLICT_RETRY: Duration = Duration::from_millis(500);
+pub(crate) const CONFLICT_RETRY: Duration = Duration::from_millis(500);
 
 /// What every reconcile needs.
 pub(crate) struct Context {
-    client: Client,
-    recorder: Recorder,
-    metrics: Metrics,
-    failures: FailureCounts,
+    pub(crate) client: Client,
+    pub(crate) recorder: Recorder,
+    pub(crate) metrics: Metrics,
+    pub(crate) failures: FailureCounts,
     /// What the watches have seen: every read of a reconcile comes from here.
-    caches: Caches,
+    pub(crate) caches: Caches,
     /// The delay before retrying a failed attempt (doubled per failure).
-    retry_delay: Duration,
+    pub(crate) retry_delay: Duration,
     /// Namespaces whose prover RBAC was applied by this process (once each).
-    rbac_applied: Mutex<BTreeSet<String>>,
+    pub(crate) rbac_applied: Mutex<BTreeSet<String>>,
     /// Set once the process is asked to stop: the controllers take no new work.
-    stopping: tokio::sync::watch::Receiver<bool>,
+    pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Context {
     /// Resolves once the process is asked to stop; for `Controller::graceful_shutdown_on`,
     /// which then lets the reconciles in flight finish and starts no new one.
-    fn stopping(&self) -> impl Future<Output = ()> + Send + Sync + 'static {
+    pub(crate) fn stopping(&self) -> impl Future<Output = ()> + Send + Sync + 'static {
         let mut stopping = self.stopping.clone();
         async move {
             // A dropped sender means the process is going away: stop too.
@@ -64,7 +60,7 @@ impl Context {
         }
     }
 
-    fn namespaced<K>(&self, namespace: &str) -> Api<K>
+    pub(crate) fn namespaced<K>(&self, namespace: &str) -> Api<K>
     where
         K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
     {
@@ -120,8 +116,8 @@ pub(crate) async fn run(
             () = context.stopping() => return Ok(()),
         }
         tracing::info!("caches filled; reconciling");
-        let pools = Box::pin(pool::run(context.clone(), triggers.pools));
-        let jobs = Box::pin(job::run(context.clone(), triggers.jobs));
+        let pools = Box::pin(pool::reconcile::run(context.clone(), triggers.pools));
+        let jobs = Box::pin(job::reconcile::run(context.clone(), triggers.jobs));
         let (first, other) = match futures::future::select(pools, jobs).await {
             futures::future::Either::Left(((), jobs)) => {
                 ("ProverPool", futures::future::Either::Left(jobs))
@@ -146,7 +142,7 @@ pub(crate) async fn run(
 /// Logs what a controller stream yields besides successful reconciles: a failing watch (a
 /// missing permission, say) would otherwise go unnoticed. Failed reconciles were already
 /// logged by [`error_policy`].
-fn log_outcome<K, T>(
+pub(crate) fn log_outcome<K, T>(
     outcome: Result<T, controller::Error<Error, watcher::Error>>,
 ) -> std::future::Ready<()>
 where
@@ -163,7 +159,7 @@ where
 }
 
 /// The namespace of a namespaced object.
-fn namespace_of<K: Resource<DynamicType = ()>>(object: &K) -> Result<String, Error> {
+pub(crate) fn namespace_of<K: Resource<DynamicType = ()>>(object: &K) -> Result<String, Error> {
     object
         .meta()
         .namespace
@@ -187,7 +183,7 @@ fn failure_key<K: Resource<DynamicType = ()>>(object: &K) -> String {
 /// On a failed reconcile: a lost resourceVersion race is retried soon and quietly; anything
 /// else is logged, published as a Warning Event carrying the error chain (so `kubectl
 /// describe` explains a stuck object) and retried with exponential backoff.
-fn error_policy<K>(object: Arc<K>, error: &Error, context: Arc<Context>) -> Action
+pub(crate) fn error_policy<K>(object: Arc<K>, error: &Error, context: Arc<Context>) -> Action
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
 {
@@ -208,6 +204,6 @@ where
 }
 
 /// Records a successful reconcile of `object`: clears its backoff.
-fn succeeded<K: Resource<DynamicType = ()>>(context: &Context, object: &K) {
+pub(crate) fn succeeded<K: Resource<DynamicType = ()>>(context: &Context, object: &K) {
     context.failures.succeeded(&failure_key(object));
 }

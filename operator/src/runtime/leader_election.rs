@@ -1,5 +1,5 @@
 //! Leader election on the Lease `proofpipe-operator`: only the holder runs the controllers.
-//! The decisions are in [`crate::lease`] (client-go's rules, ADR 0012); this module reads and
+//! The decisions are in [`crate::runtime::lease`] (client-go's rules, ADR 0012); this module reads and
 //! writes the Lease, always with the `resourceVersion` it read (so two candidates can never
 //! both win a round), bounds every API call by a timeout, and keeps the [`Fence`] that stops
 //! the controllers' writes once leadership may have passed to another replica.
@@ -14,7 +14,7 @@ use kube::{Api, Client};
 use tokio::time::Instant;
 
 use crate::error::{Error, KubeResultExt};
-use crate::lease::{
+use crate::runtime::lease::{
     LeaseDecision, Observation, Timing, decide, held_by, holder, leadership_deadline, may_lead,
     observe, released,
 };
@@ -23,7 +23,7 @@ use crate::lease::{
 pub const LEASE_NAME: &str = "proofpipe-operator";
 
 /// Until when this replica may write as the leader: the deadline of its last successful
-/// renewal ([`crate::lease::may_lead`]), or closed. The controllers' client checks it before
+/// renewal ([`crate::runtime::lease::may_lead`]), or closed. The controllers' client checks it before
 /// every write ([`fenced_client`]), so a leader that resumes after a pause past its renew
 /// deadline writes nothing, even in the moment before its renewal loop notices.
 #[derive(Debug, Default)]

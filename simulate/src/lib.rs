@@ -1,7 +1,8 @@
 //! A capacity simulation: a proof-arrival trace replayed against a pool, static or driven by
-//! the autoscaler's own [`decide`](crate::autoscale::decide), to weigh GPU-hours against
-//! time to proof before choosing a policy. Pure and deterministic; `proofpipe-operator
-//! simulate` is its command line.
+//! the autoscaler's own [`decide`](proofpipe_operator::pool::autoscale::decide), to weigh GPU-hours against
+//! time to proof before choosing a policy. Pure and deterministic; `proofpipe-simulate` is its
+//! command line. A tool of its own, beside the operator: the controller binary carries
+//! neither the simulator nor its plotting.
 //!
 //! The model: a prover proves one job at a time at a fixed number of seconds per partition
 //! (measured by `proofpipe-prover bench`, or modelled); a new prover takes the node start-up
@@ -18,7 +19,7 @@ use std::collections::VecDeque;
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
-use crate::autoscale::{self, AutoscaleObservation, Change, Demand, Policy};
+use proofpipe_operator::pool::autoscale::{self, AutoscaleObservation, Change, Demand, Policy};
 pub use trace::{Arrival, DayShape, TraceError, generate_day, parse};
 
 /// How provers behave, and how the simulation steps.

@@ -10,12 +10,12 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use proofpipe_crds::{AutoscalingSpec, AutoscalingStatus, ProofJob, ProverPool};
 
-use crate::assignment::{Assignment, assign, busy_pods, idle_ready_pods};
-use crate::autoscale::{self, AutoscaleDecision, AutoscaleObservation, Demand, Policy};
-use crate::pool_status::{self, PoolObservation, PoolStatusPlan};
-use crate::prover_pods::ProverPod;
-use crate::queue::{queue, remaining_partitions};
-use crate::scaling::{PodPlan, plan};
+use crate::job::assignment::{Assignment, assign, busy_pods, idle_ready_pods};
+use crate::job::queue::{queue, remaining_partitions};
+use crate::pool::autoscale::{self, AutoscaleDecision, AutoscaleObservation, Demand, Policy};
+use crate::pool::prover_pods::ProverPod;
+use crate::pool::scaling::{PodPlan, plan};
+use crate::pool::status::{self as pool_status, PoolObservation, PoolStatusPlan};
 
 /// How often a pool is reconciled with nothing changing, to pick up its provers' reports
 /// (status writes, which do not trigger a reconcile) into `status.sizing`.
@@ -26,7 +26,7 @@ pub struct PoolInput<'a> {
     pub pool: &'a ProverPool,
     /// The pool's prover pods, as observed against `template_hash`.
     pub provers: &'a [ProverPod],
-    /// The hash of the pool's current template ([`crate::pod_spec::template_hash`]),
+    /// The hash of the pool's current template ([`crate::pool::pod_spec::template_hash`]),
     /// computed once per reconcile: it builds and hashes a whole pod spec.
     pub template_hash: &'a str,
     /// The jobs naming the pool.
@@ -202,10 +202,10 @@ mod tests {
     use k8s_openapi::api::core::v1::Pod;
 
     use super::*;
+    use crate::job::queue::tests::job;
     use crate::names::{ASSIGNED_POD_LABEL, TEMPLATE_HASH_LABEL};
-    use crate::pod_spec::template_hash;
-    use crate::prover_pods::tests::pod;
-    use crate::queue::tests::job;
+    use crate::pool::pod_spec::template_hash;
+    use crate::pool::prover_pods::tests::pod;
 
     fn pool(replicas: i32) -> ProverPool {
         let mut pool: ProverPool = serde_json::from_value(serde_json::json!({

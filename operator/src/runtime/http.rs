@@ -11,7 +11,7 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 
 use crate::error::Error;
-use crate::metrics::Metrics;
+use crate::runtime::metrics::Metrics;
 
 /// What the endpoints report.
 #[derive(Clone)]

@@ -13,27 +13,30 @@ use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
 use proofpipe_crds::{ProofJob, ProverPool};
 
-use super::informers::Caches;
-use super::writes::{
+use crate::error::Error;
+use crate::job::assignment::Assignment;
+use crate::pool::decision::{PoolInput, decide, queued_partitions};
+use crate::pool::pod_spec::{prover_pod, template_hash};
+use crate::pool::prover_pods::ProverPod;
+use crate::pool::scaling::PodPlan;
+use crate::pool::status as pool_status;
+use crate::runtime::controller::{
+    CONCURRENCY, Context, error_policy, log_outcome, namespace_of, succeeded,
+};
+use crate::runtime::events;
+use crate::runtime::informers::Caches;
+use crate::runtime::metrics::Outcome;
+use crate::runtime::writes::{
     create_pod, delete_pod, remove_prover_entries, set_assigned_pod, set_pool_replicas,
     set_pool_status,
 };
-use super::{CONCURRENCY, Context, error_policy, events, log_outcome, namespace_of, succeeded};
-use crate::assignment::Assignment;
-use crate::error::Error;
-use crate::metrics::Outcome;
-use crate::pod_spec::{prover_pod, template_hash};
-use crate::pool_decision::{PoolInput, decide, queued_partitions};
-use crate::pool_status;
-use crate::prover_pods::ProverPod;
-use crate::scaling::PodPlan;
 
 /// Assignment writes of one pool reconcile in flight at once.
 const ASSIGN_CONCURRENCY: usize = 16;
 
-pub(super) async fn run(context: Arc<Context>, triggers: UnboundedReceiver<ObjectRef<ProverPool>>) {
+pub(crate) async fn run(context: Arc<Context>, triggers: UnboundedReceiver<ObjectRef<ProverPool>>) {
     // Triggered by spec changes of the pool, changes of its pods, and the changes of its
-    // jobs that concern it (crate::triggers); its provers' reports, which are status writes,
+    // jobs that concern it (crate::runtime::triggers); its provers' reports, which are status writes,
     // are picked up by the periodic requeue.
     Controller::for_stream(
         futures::stream::pending::<Result<ProverPool, watcher::Error>>(),
@@ -57,7 +60,9 @@ async fn reconcile(pool: Arc<ProverPool>, context: Arc<Context>) -> Result<Actio
             // reconcile) is decided again soon, not at the next resync: the job's change may
             // be one that does not concern the pool, and so triggers nothing.
             if outcome == Outcome::Conflict {
-                return Ok(Action::requeue(requeue_after.min(super::CONFLICT_RETRY)));
+                return Ok(Action::requeue(
+                    requeue_after.min(crate::runtime::controller::CONFLICT_RETRY),
+                ));
             }
             Ok(Action::requeue(requeue_after))
         }
@@ -81,7 +86,7 @@ async fn reconcile_pool(
     if pool.meta().deletion_timestamp.is_some() {
         // Its pods go with it: they carry its controller ownerReference.
         context.metrics.forget_pool(&namespace, &name);
-        return Ok((Outcome::Unchanged, crate::pool_decision::RESYNC));
+        return Ok((Outcome::Unchanged, crate::pool::decision::RESYNC));
     }
     context.apply_prover_rbac_once(&namespace).await?;
 

@@ -4,7 +4,7 @@
 //! kube-runtime's shared streams would give the caches, but their subscribers never see a
 //! deletion, and a deleted pod is exactly what a job must react to; so the watch events are
 //! handled here: each is applied to its cache and then mapped, with the object's previous
-//! version from the cache, to the reconciles it concerns ([`crate::triggers`]).
+//! version from the cache, to the reconciles it concerns ([`crate::runtime::triggers`]).
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -23,9 +23,9 @@ use kube::{Api, Resource, ResourceExt};
 use proofpipe_crds::{ProofJob, ProverPool};
 use serde::de::DeserializeOwned;
 
-use crate::metrics::Metrics;
 use crate::names::{POOL_LABEL, all_provers_selector};
-use crate::triggers::{
+use crate::runtime::metrics::Metrics;
+use crate::runtime::triggers::{
     job_concerns_pool, jobs_on_pod, pool_concerns_jobs, pool_needs_reconcile,
     unfinished_jobs_of_pool,
 };

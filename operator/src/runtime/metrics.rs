@@ -21,7 +21,7 @@ pub struct Metrics {
     pub jobs_assigned: IntCounter,
     pub jobs_requeued: IntCounter,
     /// Requests the operator sent to the API server, by verb and resource: its load on a
-    /// shared control plane (counted by [`crate::api_metrics`]).
+    /// shared control plane (counted by [`crate::runtime::api_metrics`]).
     pub api_requests: IntCounterVec,
     /// Seconds from a job's creation to its first assignment.
     pub queue_wait: HistogramVec,

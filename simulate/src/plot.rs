@@ -40,7 +40,7 @@ pub fn draw(path: &Path, outcomes: &[Outcome]) -> Result<(), Box<dyn std::error:
 
     let root = SVGBackend::new(path, (1100, 700)).into_drawing_area();
     root.fill(&WHITE)?;
-    let root = root.titled("proofpipe-operator simulate", ("sans-serif", 20))?;
+    let root = root.titled("proofpipe-simulate", ("sans-serif", 20))?;
     let (top, bottom) = root.split_vertically(340);
 
     let mut provers = ChartBuilder::on(&top)

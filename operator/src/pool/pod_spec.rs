@@ -353,8 +353,9 @@ mod tests {
 
     #[test]
     fn the_pod_matches_the_fixture() {
-        let pool: ProverPool = yaml(include_str!("../fixtures/pool-gpu.yaml"));
-        let expected: serde_json::Value = yaml(include_str!("../fixtures/pool-gpu-prover-0.yaml"));
+        let pool: ProverPool = yaml(include_str!("../../fixtures/pool-gpu.yaml"));
+        let expected: serde_json::Value =
+            yaml(include_str!("../../fixtures/pool-gpu-prover-0.yaml"));
         let built = serde_json::to_value(prover_pod(&pool, "gpu-prover-0")).unwrap();
         assert_eq!(
             built,
@@ -366,7 +367,7 @@ mod tests {
 
     #[test]
     fn the_template_hash_follows_the_template_and_nothing_else() {
-        let pool: ProverPool = yaml(include_str!("../fixtures/pool-gpu.yaml"));
+        let pool: ProverPool = yaml(include_str!("../../fixtures/pool-gpu.yaml"));
         let hash = template_hash(&pool);
         assert_eq!(hash.len(), 10);
         assert_eq!(
@@ -444,7 +445,7 @@ mod tests {
             Some(METRICS_PORT)
         );
 
-        let mut pool: ProverPool = yaml(include_str!("../fixtures/pool-minimal.yaml"));
+        let mut pool: ProverPool = yaml(include_str!("../../fixtures/pool-minimal.yaml"));
         pool.spec.template.spec.containers[0].args = Some(args(&["--listen", "0.0.0.0:9200"]));
         let pod = prover_pod(&pool, "small-prover-0");
         let container = prover(&pod);
@@ -469,7 +470,7 @@ mod tests {
 
     #[test]
     fn scratch_space_is_added_only_where_the_template_has_none() {
-        let mut pool: ProverPool = yaml(include_str!("../fixtures/pool-minimal.yaml"));
+        let mut pool: ProverPool = yaml(include_str!("../../fixtures/pool-minimal.yaml"));
         let pod = prover_pod(&pool, "small-prover-0");
         assert_eq!(
             mount_paths(prover(&pod)),
@@ -508,7 +509,7 @@ mod tests {
 
     #[test]
     fn the_contract_variables_are_the_operators_even_past_admission() {
-        let mut pool: ProverPool = yaml(include_str!("../fixtures/pool-minimal.yaml"));
+        let mut pool: ProverPool = yaml(include_str!("../../fixtures/pool-minimal.yaml"));
         pool.spec.template.spec.containers[0].env = Some(vec![
             value_env("PROOFPIPE_POOL", "someone-elses"),
             value_env("PROOFPIPE_LOG", "debug"),
@@ -534,7 +535,7 @@ mod tests {
 
     #[test]
     fn a_minimal_pool_gets_auto_sizing_and_only_the_daemon_argument() {
-        let pool: ProverPool = yaml(include_str!("../fixtures/pool-minimal.yaml"));
+        let pool: ProverPool = yaml(include_str!("../../fixtures/pool-minimal.yaml"));
         let pod = prover_pod(&pool, "small-prover-2");
         let container = &pod.spec.as_ref().unwrap().containers[0];
         assert_eq!(container.args.as_deref(), Some(&["daemon".to_owned()][..]));

@@ -1,5 +1,5 @@
 //! The ProofJob reconciler: observe the job's pool and assigned pod, let
-//! [`crate::job_state`] decide, then apply: label, status, deletion, Events.
+//! [`crate::job::state`] decide, then apply: label, status, deletion, Events.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,19 +15,22 @@ use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
 use proofpipe_crds::ProofJob;
 
-use super::informers::Caches;
-use super::writes::{delete_job, set_assigned_pod, set_job_status};
-use super::{CONCURRENCY, Context, error_policy, events, log_outcome, namespace_of, succeeded};
 use crate::error::Error;
-use crate::job_state::{JobEvent, JobObservation, ProverProgress, decide, operator_fields};
-use crate::metrics::Outcome;
+use crate::job::state::{JobEvent, JobObservation, ProverProgress, decide, operator_fields};
 use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FINALIZER};
-use crate::prover_pods::{assigned_pod_health, termination as termination_of};
+use crate::pool::prover_pods::{assigned_pod_health, termination as termination_of};
+use crate::runtime::controller::{
+    CONCURRENCY, Context, error_policy, log_outcome, namespace_of, succeeded,
+};
+use crate::runtime::events;
+use crate::runtime::informers::Caches;
+use crate::runtime::metrics::Outcome;
+use crate::runtime::writes::{delete_job, set_assigned_pod, set_job_status};
 
-pub(super) async fn run(context: Arc<Context>, triggers: UnboundedReceiver<ObjectRef<ProofJob>>) {
+pub(crate) async fn run(context: Arc<Context>, triggers: UnboundedReceiver<ObjectRef<ProofJob>>) {
     // Every job change triggers its reconcile (the daemons' proofs arrive as status writes,
     // and each one may complete the job), as do changes of its pod and the appearance or
-    // removal of its pool: the informers decide (crate::triggers).
+    // removal of its pool: the informers decide (crate::runtime::triggers).
     Controller::for_stream(
         futures::stream::pending::<Result<ProofJob, watcher::Error>>(),
         context.caches.jobs.clone(),

@@ -1,14 +1,13 @@
-//! `proofpipe-operator simulate` on small traces: the table, the JSON, the plot, and a clear
+//! `proofpipe-simulate` on small traces: the table, the JSON, the plot, and a clear
 //! refusal of a bad trace.
 
 use std::process::Command;
 
 fn simulate(args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_proofpipe-operator"))
-        .arg("simulate")
+    let output = Command::new(env!("CARGO_BIN_EXE_proofpipe-simulate"))
         .args(args)
         .output()
-        .expect("run proofpipe-operator");
+        .expect("run proofpipe-simulate");
     (
         output.status.success(),
         String::from_utf8_lossy(&output.stdout).into_owned(),

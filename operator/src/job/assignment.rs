@@ -6,7 +6,7 @@ use kube::ResourceExt;
 use proofpipe_crds::ProofJob;
 
 use crate::names::ASSIGNED_POD_LABEL;
-use crate::prover_pods::{PodHealth, ProverPod};
+use crate::pool::prover_pods::{PodHealth, ProverPod};
 
 /// One decision: put `job` on `pod`.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,9 +54,9 @@ mod tests {
     use proofpipe_crds::{ProofJobPhase, ProofJobStatus};
 
     use super::*;
-    use crate::prover_pods::tests::prover;
-    use crate::queue::queue;
-    use crate::queue::tests::job;
+    use crate::job::queue::queue;
+    use crate::job::queue::tests::job;
+    use crate::pool::prover_pods::tests::prover;
 
     #[test]
     fn the_queue_head_goes_to_the_lowest_idle_ready_pod() {
@@ -107,7 +107,7 @@ mod tests {
     #[test]
     fn current_template_pods_take_work_before_outdated_ones() {
         let pods = [
-            crate::prover_pods::tests::outdated_prover(0, PodHealth::Ready),
+            crate::pool::prover_pods::tests::outdated_prover(0, PodHealth::Ready),
             prover(5, PodHealth::Ready),
         ];
         let idle: Vec<&str> = idle_ready_pods(&pods, &BTreeSet::new())

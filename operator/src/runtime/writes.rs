@@ -13,11 +13,11 @@ use kube::{Api, Resource, ResourceExt};
 use proofpipe_crds::{ProofJob, ProofJobStatus, ProverPool, ProverPoolStatus};
 use serde_json::{Value, json};
 
-use super::Context;
+use super::controller::Context;
 use crate::error::{Error, KubeResultExt};
 use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FIELD_MANAGER};
-use crate::prover_pods::ProverPod;
-use crate::prover_rbac;
+use crate::pool::prover_pods::ProverPod;
+use crate::pool::prover_rbac;
 
 fn apply() -> PatchParams {
     PatchParams::apply(FIELD_MANAGER).force()
@@ -38,7 +38,7 @@ fn apply_body<K: Resource<DynamicType = ()>>(name: &str, resource_version: Optio
 
 /// Sets (`Some(pod)`) or removes (`None`) the assigned-pod label and pod-UID annotation of
 /// `job`, in one write conditional on its `resourceVersion`; returns the job as written.
-pub(super) async fn set_assigned_pod(
+pub(crate) async fn set_assigned_pod(
     api: &Api<ProofJob>,
     job: &ProofJob,
     pod: Option<&ProverPod>,
@@ -70,7 +70,7 @@ pub(super) async fn set_assigned_pod(
 }
 
 /// Applies the operator-owned status fields of `job`, conditional on its `resourceVersion`.
-pub(super) async fn set_job_status(
+pub(crate) async fn set_job_status(
     api: &Api<ProofJob>,
     job: &ProofJob,
     status: &ProofJobStatus,
@@ -88,7 +88,7 @@ pub(super) async fn set_job_status(
         })
 }
 
-pub(super) async fn delete_job(api: &Api<ProofJob>, job: &ProofJob) -> Result<(), Error> {
+pub(crate) async fn delete_job(api: &Api<ProofJob>, job: &ProofJob) -> Result<(), Error> {
     let name = job.name_any();
     match api.delete(&name, &DeleteParams::default()).await {
         Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
@@ -104,7 +104,7 @@ pub(super) async fn delete_job(api: &Api<ProofJob>, job: &ProofJob) -> Result<()
 
 /// Applies the operator-owned status fields of `pool`. Not conditional: the operator is the
 /// only writer of these fields, and each daemon's entry is its own list-map key.
-pub(super) async fn set_pool_status(
+pub(crate) async fn set_pool_status(
     api: &Api<ProverPool>,
     pool: &ProverPool,
     status: &ProverPoolStatus,
@@ -125,7 +125,7 @@ pub(super) async fn set_pool_status(
 
 /// Sets `spec.replicas` of an autoscaled pool through the scale subresource, as HPA does:
 /// a merge patch of that one field, so a user's other fields and managers are untouched.
-pub(super) async fn set_pool_replicas(
+pub(crate) async fn set_pool_replicas(
     api: &Api<ProverPool>,
     pool: &ProverPool,
     replicas: i32,
@@ -151,7 +151,7 @@ pub(super) async fn set_pool_replicas(
 /// belong to the daemons' field managers, so this is a JSON patch, each removal guarded by a
 /// test of the entry's pod: a list that changed meanwhile fails the patch (left to the next
 /// reconcile) instead of removing a live prover's entry.
-pub(super) async fn remove_prover_entries(
+pub(crate) async fn remove_prover_entries(
     api: &Api<ProverPool>,
     pool: &ProverPool,
     pods: &[String],
@@ -194,7 +194,7 @@ pub(super) async fn remove_prover_entries(
 }
 
 /// Creates `pod`; one that already exists (a watch that lagged) is fine.
-pub(super) async fn create_pod(api: &Api<Pod>, pod: &Pod) -> Result<(), Error> {
+pub(crate) async fn create_pod(api: &Api<Pod>, pod: &Pod) -> Result<(), Error> {
     match api.create(&PostParams::default(), pod).await {
         Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
         result => result.map(drop),
@@ -208,7 +208,7 @@ pub(super) async fn create_pod(api: &Api<Pod>, pod: &Pod) -> Result<(), Error> {
     })
 }
 
-pub(super) async fn delete_pod(api: &Api<Pod>, namespace: &str, name: &str) -> Result<(), Error> {
+pub(crate) async fn delete_pod(api: &Api<Pod>, namespace: &str, name: &str) -> Result<(), Error> {
     match api.delete(name, &DeleteParams::default()).await {
         Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
         result => result.map(drop),
@@ -222,7 +222,7 @@ impl Context {
     /// Applies the prover RBAC of `namespace` once per process: it is the operator's alone
     /// (server-side apply with force), so re-applying on every reconcile would only add load.
     /// A user who deletes it gets it back at the operator's next start.
-    pub(super) async fn apply_prover_rbac_once(&self, namespace: &str) -> Result<(), Error> {
+    pub(crate) async fn apply_prover_rbac_once(&self, namespace: &str) -> Result<(), Error> {
         if self
             .rbac_applied
             .lock()

@@ -6,10 +6,10 @@ use k8s_openapi::jiff::Timestamp;
 use proofpipe_crds::{AutoscalingStatus, ProofJob, ProverPoolStatus, ProverStatus};
 
 use crate::conditions::{DesiredCondition, settle};
+use crate::job::queue::remaining_partitions;
 use crate::names::pool_selector;
-use crate::prover_pods::{PodHealth, ProverPod};
-use crate::queue::remaining_partitions;
-use crate::scaling::max_unavailable;
+use crate::pool::prover_pods::{PodHealth, ProverPod};
+use crate::pool::scaling::max_unavailable;
 
 /// What the pool's status is computed from.
 #[derive(Clone, Debug)]
@@ -17,7 +17,7 @@ pub struct PoolObservation<'a> {
     pub name: &'a str,
     pub generation: Option<i64>,
     pub desired_replicas: i32,
-    /// The hash of the pool's current template ([`crate::pod_spec::template_hash`]).
+    /// The hash of the pool's current template ([`crate::pool::pod_spec::template_hash`]).
     pub template_hash: &'a str,
     pub pods: &'a [ProverPod],
     /// Pods with an unfinished job.
@@ -228,8 +228,8 @@ mod tests {
     use proofpipe_crds::{PipelineSizing, ProverPhase, StageBuffers};
 
     use super::*;
-    use crate::prover_pods::tests::prover;
-    use crate::queue::tests::job;
+    use crate::job::queue::tests::job;
+    use crate::pool::prover_pods::tests::prover;
 
     /// The condition of `type_` in `status`; panics if there is none.
     fn find_condition<'a>(status: &'a ProverPoolStatus, type_: &str) -> &'a Condition {
@@ -358,7 +358,7 @@ mod tests {
 
     #[test]
     fn a_pool_of_no_provers_with_waiting_jobs_is_not_ready() {
-        let job = crate::queue::tests::job("waiting", 0, 0);
+        let job = crate::job::queue::tests::job("waiting", 0, 0);
         let idle = ready_condition(0, &[], &[]);
         assert_eq!(
             (idle.status.as_str(), idle.reason.as_str()),
@@ -425,9 +425,9 @@ mod tests {
     fn a_rolling_pool_counts_updated_pods_and_names_the_busy_ones_it_waits_for() {
         let pods = [
             prover(0, PodHealth::Ready),
-            crate::prover_pods::tests::outdated_prover(1, PodHealth::Ready),
-            crate::prover_pods::tests::outdated_prover(2, PodHealth::Ready),
-            crate::prover_pods::tests::outdated_prover(3, PodHealth::Terminating),
+            crate::pool::prover_pods::tests::outdated_prover(1, PodHealth::Ready),
+            crate::pool::prover_pods::tests::outdated_prover(2, PodHealth::Ready),
+            crate::pool::prover_pods::tests::outdated_prover(3, PodHealth::Terminating),
         ];
         let busy = BTreeSet::from(["gpu-prover-2".to_owned()]);
         let observe = |pods: &[ProverPod]| {

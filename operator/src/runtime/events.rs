@@ -5,14 +5,14 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType};
 
-use super::Context;
-use crate::autoscale::Change;
-use crate::job_state::JobEvent;
+use super::controller::Context;
+use crate::job::state::JobEvent;
+use crate::pool::autoscale::Change;
 
 impl Context {
     /// Publishes `event` about `regarding`. A failure is logged, never fatal: Events explain
     /// decisions, they do not make them.
-    pub(super) async fn publish(&self, regarding: &ObjectReference, event: Event) {
+    pub(crate) async fn publish(&self, regarding: &ObjectReference, event: Event) {
         if let Err(error) = self.recorder.publish(&event, regarding).await {
             tracing::warn!(
                 reason = %event.reason,
@@ -24,7 +24,7 @@ impl Context {
     }
 }
 
-/// An Event. The recorder ([`crate::event_recorder`]) counts a repeat of the same message
+/// An Event. The recorder ([`crate::runtime::event_recorder`]) counts a repeat of the same message
 /// about the same objects as a series and keeps every distinct message as its own Event.
 fn event(
     type_: EventType,
@@ -56,7 +56,7 @@ fn truncate(mut text: String, max: usize) -> String {
 }
 
 /// A reference to a Pod, for an Event's related object.
-pub(super) fn pod_reference(namespace: Option<&str>, name: &str) -> ObjectReference {
+pub(crate) fn pod_reference(namespace: Option<&str>, name: &str) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".into()),
         kind: Some("Pod".into()),
@@ -67,7 +67,7 @@ pub(super) fn pod_reference(namespace: Option<&str>, name: &str) -> ObjectRefere
 }
 
 /// What the job state machine decided, as an Event; `namespace` is the job's.
-pub(super) fn job_event(decided: &JobEvent, namespace: &str) -> Event {
+pub(crate) fn job_event(decided: &JobEvent, namespace: &str) -> Event {
     match decided {
         JobEvent::Assigned { pod, attempt } => event(
             EventType::Normal,
@@ -115,17 +115,17 @@ pub(super) fn job_event(decided: &JobEvent, namespace: &str) -> Event {
 }
 
 /// A pool created or deleted one pod (`action`: CreatePod, ReplacePod, DeletePod).
-pub(super) fn scaled(action: &str, note: String, pod: ObjectReference) -> Event {
+pub(crate) fn scaled(action: &str, note: String, pod: ObjectReference) -> Event {
     event(EventType::Normal, "Scaled", action, note, Some(pod))
 }
 
 /// A pool deleted an idle prover pod of an earlier template, to replace it from the current one.
-pub(super) fn rolled(note: String, pod: ObjectReference) -> Event {
+pub(crate) fn rolled(note: String, pod: ObjectReference) -> Event {
     event(EventType::Normal, "Rolled", "RollPod", note, Some(pod))
 }
 
 /// The autoscaler changed a pool's `spec.replicas`.
-pub(super) fn autoscaled(change: Change, reason: &str) -> Event {
+pub(crate) fn autoscaled(change: Change, reason: &str) -> Event {
     let (action, note) = match change {
         Change::Up { from, to } => (
             "ScaleUp",
@@ -141,7 +141,7 @@ pub(super) fn autoscaled(change: Change, reason: &str) -> Event {
 
 /// Prover pods of a pool cannot be scheduled: what a node autoscaler reacts to, and what a
 /// user without one must fix.
-pub(super) fn unschedulable(note: String) -> Event {
+pub(crate) fn unschedulable(note: String) -> Event {
     event(
         EventType::Warning,
         "ProversUnschedulable",
@@ -152,7 +152,7 @@ pub(super) fn unschedulable(note: String) -> Event {
 }
 
 /// A reconcile failed; the note is the whole error chain.
-pub(super) fn reconcile_failed(chain: &str, retry_in: Duration) -> Event {
+pub(crate) fn reconcile_failed(chain: &str, retry_in: Duration) -> Event {
     let note = format!("{chain} (retrying in {} s)", retry_in.as_secs());
     event(
         EventType::Warning,

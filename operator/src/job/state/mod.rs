@@ -1,0 +1,603 @@
+//! The ProofJob lifecycle as a pure function: (spec, current status, the assigned pod as
+//! observed, now) -> the status the operator writes and what it must do besides.
+//!
+//! The assigned-pod label is the truth about assignment (the daemon acts on it);
+//! `status.pod` mirrors it. A label without a matching `status.pod` is an assignment not yet
+//! recorded (the operator stopped between the two writes), so it is recorded here: this is
+//! also how the pool reconciler builds the status of a job it has just assigned.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use proofpipe_crds::{ProofJobPhase, ProofJobSpec, ProofJobStatus, ProverFailure};
+
+use crate::conditions::{DesiredCondition, settle};
+use crate::pool::prover_pods::PodHealth;
+pub use failure::{MAX_RETRY_DELAY, RETRY_DELAY, retry_delay};
+use failure::{lost, reported};
+
+/// What the operator knows about one ProofJob when it decides.
+#[derive(Clone, Debug)]
+pub struct JobObservation<'a> {
+    pub spec: &'a ProofJobSpec,
+    pub generation: Option<i64>,
+    pub status: &'a ProofJobStatus,
+    /// Whether the ProverPool named by `spec.pool` exists.
+    pub pool_exists: bool,
+    /// The pod named by the assigned-pod label, with its health; `None` health when that
+    /// pod does not exist.
+    pub assignment: Option<(&'a str, Option<PodHealth>)>,
+    /// How the assigned pod's prover ended, when it terminated (e.g. `OOMKilled (exit 137)`).
+    pub termination: Option<&'a str>,
+    /// The assigned prover's heartbeat from its pool entry, when it reports one.
+    pub progress: Option<ProverProgress<'a>>,
+    /// The delay before the first retry ([`RETRY_DELAY`] unless configured).
+    pub retry_delay: Duration,
+    pub now: Timestamp,
+}
+
+/// What the assigned prover last said about its progress (its entry of the pool's status).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProverProgress<'a> {
+    pub stage: &'a str,
+    pub last_progress: Timestamp,
+    /// The pool's `spec.progressDeadlineSeconds`.
+    pub deadline: Duration,
+}
+
+/// Slack beyond the deadline before the operator calls a prover stalled: the progress time
+/// is reported to within 30 s, and the prover's own watchdog should act first.
+const STALL_SLACK: Duration = Duration::from_secs(60);
+
+/// Why a job failed, as the `Failed` condition's reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureReason {
+    /// Its prover pod was lost on an attempt past `spec.backoffLimit` retries.
+    BackoffLimitExceeded,
+    /// `spec.activeDeadlineSeconds` passed since the first assignment.
+    DeadlineExceeded,
+    /// Filecoin's verifier rejected the assembled proof of a Filecoin job.
+    ProofRejected,
+    /// The prover found the input can never prove (it does not parse, its digest differs,
+    /// Filecoin's vanilla verifier rejects it, it is of another proof type).
+    InvalidInput,
+    /// The pool's provers have too little memory for the job.
+    DoesNotFit,
+}
+
+impl FailureReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BackoffLimitExceeded => "BackoffLimitExceeded",
+            Self::DeadlineExceeded => "DeadlineExceeded",
+            Self::ProofRejected => "ProofRejected",
+            Self::InvalidInput => "InvalidInput",
+            Self::DoesNotFit => "DoesNotFit",
+        }
+    }
+}
+
+/// Something worth an Event on the job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobEvent {
+    /// Put on a prover pod (the pool wrote the label; the job records it).
+    Assigned {
+        pod: String,
+        attempt: i32,
+    },
+    /// Taken off a pod that was lost, back into the queue.
+    Requeued {
+        pod: String,
+        note: String,
+    },
+    /// Taken off its pod because `spec.suspend` became true.
+    Suspended {
+        pod: String,
+    },
+    /// Its prover has made no progress past the pool's deadline.
+    Stalled {
+        pod: String,
+        note: String,
+    },
+    Failed {
+        reason: FailureReason,
+        note: String,
+    },
+    Succeeded {
+        note: String,
+    },
+}
+
+/// What the operator should make true for one ProofJob.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobDecision {
+    /// The operator-owned status fields (never `proofs` or `stageSeconds`: the daemons own
+    /// them).
+    pub status: ProofJobStatus,
+    /// Remove the assigned-pod label, which makes the daemon cancel the job.
+    pub unassign: bool,
+    /// Delete the job: its `ttlSecondsAfterFinished` ran out.
+    pub delete: bool,
+    pub event: Option<JobEvent>,
+    /// When to look again even if nothing changes: a deadline or a TTL falls due.
+    pub requeue_after: Option<Duration>,
+}
+
+/// The operator-owned part of a status: everything except what the daemons write.
+pub fn operator_fields(status: &ProofJobStatus) -> ProofJobStatus {
+    ProofJobStatus {
+        proofs: None,
+        stage_seconds: None,
+        filecoin: None,
+        ..status.clone()
+    }
+}
+
+/// Whether `pod` is one the job was assigned to (`status.assignedPods`), so that what it
+/// wrote into the status counts. Any holder of the prover Role can write a job's status; only
+/// the operator records assignments (ADR 0014).
+pub fn proved_by_assigned_pod(status: &ProofJobStatus, pod: &str) -> bool {
+    status.counts_work_of(pod)
+}
+
+/// Distinct partitions of `0..partitions` that have a verified proof by a pod the job was
+/// assigned to.
+pub fn verified_partitions(status: &ProofJobStatus, partitions: i32) -> i32 {
+    let verified: BTreeSet<i32> = status
+        .proofs
+        .iter()
+        .flatten()
+        .filter(|proof| proof.verified && (0..partitions).contains(&proof.partition))
+        .filter(|proof| proved_by_assigned_pod(status, &proof.proved_by))
+        .map(|proof| proof.partition)
+        .collect();
+    i32::try_from(verified.len()).unwrap_or(i32::MAX)
+}
+
+/// The next status of a job, and what to do besides writing it.
+pub fn decide(observation: &JobObservation) -> JobDecision {
+    let JobObservation {
+        spec,
+        status: current,
+        now,
+        ..
+    } = *observation;
+    let mut next = operator_fields(current);
+    next.observed_generation = observation.generation;
+    let partitions = spec.partition_count();
+    let done = verified_partitions(current, partitions);
+    next.partitions_done = Some(done);
+    next.partitions_total = Some(partitions);
+    next.progress = Some(format!("{done}/{partitions}"));
+
+    if let Some(phase) = current.phase.filter(|phase| phase.is_finished()) {
+        return finished(observation, next, phase);
+    }
+    // A Filecoin job is done when its assembled proof has passed Filecoin's verifier, which
+    // the prover does after the last partition; until then it keeps its pod.
+    let filecoin = current
+        .filecoin
+        .as_ref()
+        .filter(|result| proved_by_assigned_pod(current, &result.proved_by));
+    let outcome = match (&spec.filecoin, filecoin) {
+        _ if done < partitions => None,
+        (None, _) => Some(Ok(format!(
+            "all {partitions} partitions proved and verified"
+        ))),
+        (Some(_), None) => None,
+        (Some(work), Some(result)) if result.verified => Some(Ok(format!(
+            "all {partitions} partitions proved; the {}-byte proof passed {}{}",
+            result.proof_bytes,
+            work.kind.verifier(),
+            result
+                .output_url
+                .as_ref()
+                .map_or(String::new(), |url| format!(" and was written to {url}"))
+        ))),
+        (Some(work), Some(result)) => Some(Err(format!(
+            "Filecoin's {} rejected the proof {} assembled from the partitions",
+            work.kind.verifier(),
+            result.proved_by
+        ))),
+    };
+    match outcome {
+        Some(Ok(note)) => {
+            let mut decision = finish(
+                observation,
+                next,
+                ProofJobPhase::Succeeded,
+                None,
+                note.clone(),
+            );
+            decision.event = Some(JobEvent::Succeeded { note });
+            return decision;
+        }
+        Some(Err(note)) => return fail(observation, next, FailureReason::ProofRejected, note),
+        None => {}
+    }
+    let deadline = deadline(spec, current);
+    if let Some(deadline) = deadline
+        && now >= deadline
+    {
+        let note = format!(
+            "activeDeadlineSeconds ({}) passed since the job started",
+            spec.active_deadline_seconds.unwrap_or_default()
+        );
+        return fail(observation, next, FailureReason::DeadlineExceeded, note);
+    }
+
+    let report = observation
+        .assignment
+        .and_then(|(pod, _)| this_attempts_report(current, pod));
+    let mut decision = match observation.assignment {
+        Some((pod, _)) if spec.suspend => {
+            let mut decision = waiting(observation, next);
+            decision.unassign = true;
+            decision.event = Some(JobEvent::Suspended {
+                pod: pod.to_owned(),
+            });
+            decision
+        }
+        Some((pod, health)) if report.is_some() => reported(
+            observation,
+            next,
+            pod,
+            health,
+            report.expect("the guard checked it"),
+        ),
+        Some((pod, Some(health))) if health.is_alive() => running(observation, next, pod),
+        Some((pod, health)) => lost(observation, next, pod, health),
+        None => waiting(observation, next),
+    };
+    // Look again when the deadline passes, or the retry delay ends (its message changes).
+    let retry = decision
+        .status
+        .next_attempt_after
+        .as_ref()
+        .filter(|after| after.0 > now)
+        .map(|after| until(now, after.0));
+    decision.requeue_after = [
+        decision.requeue_after,
+        deadline.map(|deadline| until(now, deadline)),
+        retry,
+    ]
+    .into_iter()
+    .flatten()
+    .min();
+    decision
+}
+
+/// The job is on a live pod: record the assignment if it is new.
+fn running(observation: &JobObservation, mut next: ProofJobStatus, pod: &str) -> JobDecision {
+    let now = observation.now;
+    let newly_assigned = next.pod.as_deref() != Some(pod);
+    // Record the pod among those whose proofs count. Checked on every reconcile, not only a
+    // new assignment, so that a job running when the operator was upgraded gets its list.
+    let mut pods = next
+        .assigned_pods
+        .take()
+        .unwrap_or_else(|| legacy_provers(observation.status));
+    if !pods.iter().any(|assigned| assigned == pod) {
+        pods.push(pod.to_owned());
+    }
+    next.assigned_pods = Some(pods);
+    if newly_assigned {
+        next.pod = Some(pod.to_owned());
+        next.assigned_at = Some(Time(now));
+        next.attempts = Some(next.attempts.unwrap_or(0) + 1);
+        next.start_time.get_or_insert(Time(now));
+        next.next_attempt_after = None;
+    }
+    let attempt = next.attempts.unwrap_or(1);
+    let message = format!("proving on {pod} (attempt {attempt})");
+    let was_stalled = stalled_condition(observation.status);
+    set_phase(
+        observation,
+        &mut next,
+        ProofJobPhase::Running,
+        None,
+        message,
+    );
+    let stall = observation
+        .progress
+        .filter(|_| !newly_assigned)
+        .and_then(|progress| stalled_for(progress, now).map(|idle| (progress, idle)));
+    let mut decision = unchanged(next);
+    if newly_assigned {
+        decision.event = Some(JobEvent::Assigned {
+            pod: pod.to_owned(),
+            attempt,
+        });
+    }
+    match stall {
+        Some((progress, idle)) => {
+            let note = format!(
+                "prover {pod} has made no progress for {} s in stage {} (progressDeadlineSeconds \
+                 {}); it should restart and the job be retried",
+                idle.as_secs(),
+                progress.stage,
+                progress.deadline.as_secs()
+            );
+            add_condition(
+                observation,
+                &mut decision.status,
+                DesiredCondition::new("Progressing", false, "NoProgress", note.clone()),
+            );
+            if !was_stalled {
+                decision.event = Some(JobEvent::Stalled {
+                    pod: pod.to_owned(),
+                    note,
+                });
+            }
+        }
+        // Known to move: say so, and look again when the deadline (and the slack) would pass
+        // without progress.
+        None => {
+            if let Some(progress) = observation.progress {
+                add_condition(
+                    observation,
+                    &mut decision.status,
+                    DesiredCondition::new("Progressing", true, "Progressing", ""),
+                );
+                let idle = until(progress.last_progress, now);
+                let due = progress.deadline + STALL_SLACK;
+                decision.requeue_after = Some(due.saturating_sub(idle).max(Duration::from_secs(1)));
+            }
+        }
+    }
+    decision
+}
+
+/// How long the prover has been without progress, if past its deadline and the slack.
+fn stalled_for(progress: ProverProgress, now: Timestamp) -> Option<Duration> {
+    let idle = until(progress.last_progress, now);
+    (idle > progress.deadline + STALL_SLACK).then_some(idle)
+}
+
+/// Whether `status` already says the job's prover is stalled.
+fn stalled_condition(status: &ProofJobStatus) -> bool {
+    status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Progressing" && c.status == "False")
+}
+
+/// Adds `condition` to the conditions `set_phase` settled, keeping its transition time.
+fn add_condition(
+    observation: &JobObservation,
+    status: &mut ProofJobStatus,
+    condition: DesiredCondition,
+) {
+    let settled = settle(
+        observation.status.conditions.as_deref(),
+        vec![condition],
+        observation.generation,
+        observation.now,
+    );
+    status.conditions.get_or_insert_default().extend(settled);
+}
+
+/// The assigned prover's failure report of the current attempt, if it made one.
+fn this_attempts_report<'a>(status: &'a ProofJobStatus, pod: &str) -> Option<&'a ProverFailure> {
+    status.prover_failure.as_ref().filter(|report| {
+        report.pod == pod
+            && status.pod.as_deref() == Some(pod)
+            && Some(report.attempt) == status.attempts
+    })
+}
+
+/// The pods to start `assignedPods` with for a job that has none: the provers of its
+/// proofs if an operator before `assignedPods` assigned it (their proofs counted then and
+/// must keep counting, or a requeued job would never finish: the daemons skip verified
+/// partitions), else none.
+fn legacy_provers(status: &ProofJobStatus) -> Vec<String> {
+    let mut pods: Vec<String> = Vec::new();
+    if status.assigned_pods.is_none() && status.attempts.unwrap_or(0) > 0 {
+        for proof in status.proofs.iter().flatten() {
+            if !pods.contains(&proof.proved_by) {
+                pods.push(proof.proved_by.clone());
+            }
+        }
+    }
+    pods
+}
+
+/// Not on a pod: Pending while the pool is missing, else Queued (suspended or not).
+fn waiting(observation: &JobObservation, mut next: ProofJobStatus) -> JobDecision {
+    next.pod = None;
+    next.assigned_at = None;
+    let pool = &observation.spec.pool;
+    let (phase, message) = if !observation.pool_exists {
+        (
+            ProofJobPhase::Pending,
+            format!("ProverPool {pool} not found"),
+        )
+    } else if observation.spec.suspend {
+        (
+            ProofJobPhase::Queued,
+            "suspended: kept out of the queue".to_owned(),
+        )
+    } else if let Some(after) = next
+        .next_attempt_after
+        .as_ref()
+        .filter(|after| after.0 > observation.now)
+    {
+        (
+            ProofJobPhase::Queued,
+            format!(
+                "retrying after {} (failure {} of at most {}): waiting for a prover of pool {pool}",
+                after.0,
+                next.failed.unwrap_or(0),
+                observation.spec.backoff_limit + 1
+            ),
+        )
+    } else {
+        (
+            ProofJobPhase::Queued,
+            format!("waiting for a prover of pool {pool}"),
+        )
+    };
+    set_phase(observation, &mut next, phase, None, message);
+    unchanged(next)
+}
+
+fn fail(
+    observation: &JobObservation,
+    mut next: ProofJobStatus,
+    reason: FailureReason,
+    note: String,
+) -> JobDecision {
+    next.pod = None;
+    next.assigned_at = None;
+    let mut decision = finish(
+        observation,
+        next,
+        ProofJobPhase::Failed,
+        Some(reason),
+        note.clone(),
+    );
+    decision.unassign = observation.assignment.is_some();
+    decision.event = Some(JobEvent::Failed { reason, note });
+    decision
+}
+
+/// Enter a terminal phase now.
+fn finish(
+    observation: &JobObservation,
+    mut next: ProofJobStatus,
+    phase: ProofJobPhase,
+    failure: Option<FailureReason>,
+    message: String,
+) -> JobDecision {
+    next.completion_time = Some(Time(observation.now));
+    set_phase(observation, &mut next, phase, failure, message);
+    let mut decision = unchanged(next);
+    decision.requeue_after = ttl_expiry(observation).map(|expiry| until(observation.now, expiry));
+    decision
+}
+
+/// Already Succeeded or Failed: the phase never changes again; only the TTL matters.
+fn finished(
+    observation: &JobObservation,
+    mut next: ProofJobStatus,
+    phase: ProofJobPhase,
+) -> JobDecision {
+    let now = observation.now;
+    next.completion_time.get_or_insert(Time(now));
+    for condition in next.conditions.iter_mut().flatten() {
+        condition.observed_generation = observation.generation;
+    }
+    let mut decision = unchanged(next);
+    // A Succeeded job keeps its label (its daemon has nothing left to cancel); a Failed one
+    // must not keep a daemon working on it.
+    decision.unassign = phase == ProofJobPhase::Failed && observation.assignment.is_some();
+    match ttl_expiry(observation) {
+        Some(expiry) if now >= expiry => decision.delete = true,
+        Some(expiry) => decision.requeue_after = Some(until(now, expiry)),
+        None => {}
+    }
+    decision
+}
+
+fn set_phase(
+    observation: &JobObservation,
+    next: &mut ProofJobStatus,
+    phase: ProofJobPhase,
+    failure: Option<FailureReason>,
+    message: String,
+) {
+    let suspended = observation.spec.suspend && !phase.is_finished();
+    let mut desired = vec![
+        match phase {
+            ProofJobPhase::Running => {
+                DesiredCondition::new("Assigned", true, "Assigned", message.clone())
+            }
+            ProofJobPhase::Pending => {
+                DesiredCondition::new("Assigned", false, "PoolNotFound", message.clone())
+            }
+            ProofJobPhase::Queued if suspended => {
+                DesiredCondition::new("Assigned", false, "Suspended", "")
+            }
+            ProofJobPhase::Queued => {
+                DesiredCondition::new("Assigned", false, "Queued", message.clone())
+            }
+            ProofJobPhase::Succeeded | ProofJobPhase::Failed => {
+                DesiredCondition::new("Assigned", false, "Finished", "")
+            }
+        },
+        if suspended {
+            DesiredCondition::new("Suspended", true, "Suspended", "spec.suspend is true")
+        } else {
+            DesiredCondition::new("Suspended", false, "NotSuspended", "")
+        },
+    ];
+    match (phase, failure) {
+        (ProofJobPhase::Succeeded, _) => {
+            desired.push(DesiredCondition::new(
+                "Complete",
+                true,
+                "AllPartitionsProved",
+                message.clone(),
+            ));
+        }
+        (ProofJobPhase::Failed, Some(reason)) => {
+            desired.push(DesiredCondition::new(
+                "Failed",
+                true,
+                reason.as_str(),
+                message.clone(),
+            ));
+        }
+        _ => {}
+    }
+    next.phase = Some(phase);
+    next.message = Some(message);
+    next.conditions = Some(settle(
+        next.conditions.as_deref(),
+        desired,
+        observation.generation,
+        observation.now,
+    ));
+}
+
+fn unchanged(status: ProofJobStatus) -> JobDecision {
+    JobDecision {
+        status,
+        unassign: false,
+        delete: false,
+        event: None,
+        requeue_after: None,
+    }
+}
+
+/// `startTime + activeDeadlineSeconds`, once the job has started and if it has a deadline.
+fn deadline(spec: &ProofJobSpec, status: &ProofJobStatus) -> Option<Timestamp> {
+    let seconds = spec.active_deadline_seconds?;
+    let start = status.start_time.as_ref()?.0;
+    start.checked_add(SignedDuration::from_secs(seconds)).ok()
+}
+
+/// `completionTime + ttlSecondsAfterFinished`, if both are set.
+fn ttl_expiry(observation: &JobObservation) -> Option<Timestamp> {
+    let ttl = observation.spec.ttl_seconds_after_finished?;
+    let completed = observation
+        .status
+        .completion_time
+        .as_ref()
+        .map_or(observation.now, |time| time.0);
+    completed
+        .checked_add(SignedDuration::from_secs(i64::from(ttl)))
+        .ok()
+}
+
+/// Time from `now` to `then`, zero if `then` has passed.
+fn until(now: Timestamp, then: Timestamp) -> Duration {
+    Duration::try_from(then.duration_since(now)).unwrap_or(Duration::ZERO)
+}
+
+mod failure;
+#[cfg(test)]
+mod tests;

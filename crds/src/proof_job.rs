@@ -1,8 +1,12 @@
 //! `ProofJob`: one circuit instance, split into partitions, proved on a ProverPool.
 
+use std::collections::BTreeSet;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::core::Rule;
 use kube::{CustomResource, KubeSchema};
+use proofpipe_model::progress::{self, ProofRecord};
+use proofpipe_model::queue::QueueEntry;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -418,13 +422,70 @@ impl ProofJobStatus {
     /// counts: `pod` is one the job was assigned to (`assignedPods`, recorded only by the
     /// operator; ADR 0014). The operator and the provers apply the same rule.
     pub fn counts_work_of(&self, pod: &str) -> bool {
-        match &self.assigned_pods {
-            Some(pods) => pods.iter().any(|assigned| assigned == pod),
-            // A job assigned by an operator that predates `assignedPods`: its proofs are
-            // trusted as that operator trusted them, until the operator records the list. A
-            // job never assigned has no prover whose proofs could count.
-            None => self.attempts.unwrap_or(0) > 0,
-        }
+        // Without `assignedPods` (an operator that predates it) the proofs are trusted as
+        // that operator trusted them, until the list is recorded.
+        progress::counts_work_of(self.assigned_pods.as_deref(), self.attempts, pod)
+    }
+
+    /// The distinct partitions of `0..partitions` whose verified proof counts
+    /// ([`ProofJobStatus::counts_work_of`]), ascending: the one rule for progress, success and
+    /// what is left to prove.
+    pub fn proved_partitions(&self, partitions: u32) -> BTreeSet<u32> {
+        let records = self.proofs.iter().flatten().map(|proof| ProofRecord {
+            partition: i64::from(proof.partition),
+            verified: proof.verified,
+            proved_by: &proof.proved_by,
+        });
+        progress::proved_partitions(records, partitions, |pod| self.counts_work_of(pod))
+    }
+}
+
+impl ProofJob {
+    /// Partitions that still need a proof that counts.
+    pub fn remaining_partitions(&self) -> u32 {
+        let partitions = u32::try_from(self.spec.partition_count()).unwrap_or(0);
+        let proved = self
+            .status
+            .as_ref()
+            .map_or(0, |status| status.proved_partitions(partitions).len());
+        partitions - u32::try_from(proved).unwrap_or(partitions)
+    }
+}
+
+/// A job waits in its pool's queue when it is not finished, not suspended, not assigned and
+/// not being deleted; the queue's order is the model's.
+impl QueueEntry for ProofJob {
+    fn pool(&self) -> &str {
+        &self.spec.pool
+    }
+
+    fn is_waiting(&self) -> bool {
+        let finished = self
+            .status
+            .as_ref()
+            .and_then(|status| status.phase)
+            .is_some_and(|phase| phase.is_finished());
+        let assigned = self
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|labels| labels.contains_key(crate::ASSIGNED_POD_LABEL));
+        !finished && !self.spec.suspend && !assigned && self.metadata.deletion_timestamp.is_none()
+    }
+
+    fn priority(&self) -> i32 {
+        self.spec.priority
+    }
+
+    fn created(&self) -> Option<i64> {
+        self.metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|time| time.0.as_microsecond())
+    }
+
+    fn name(&self) -> &str {
+        self.metadata.name.as_deref().unwrap_or_default()
     }
 }
 

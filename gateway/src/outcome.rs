@@ -8,7 +8,7 @@ use base64::Engine;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use proofpipe_crds::{ASSIGNED_POD_LABEL, FilecoinProofKind, ProofJob, ProofJobPhase, ProverPool};
-use proofpipe_operator::job::queue;
+use proofpipe_model::queue::{self, QueueEntry};
 
 use crate::error::GatewayError;
 use crate::proto::await_proof_response::Status as AwaitStatus;
@@ -138,7 +138,7 @@ fn with_timings(mut response: AwaitProofResponse, job: &ProofJob) -> AwaitProofR
 /// Jobs ahead of `job` in its pool's queue (0: next, or already on a prover). `job` need not
 /// be among `jobs` yet (just created, not yet in the cache).
 pub fn queue_position(job: &ProofJob, jobs: &[Arc<ProofJob>]) -> u32 {
-    if !queue::is_queued(job) {
+    if !job.is_waiting() {
         return 0;
     }
     let name = job.name_any();
@@ -191,7 +191,7 @@ pub fn fleet(pool_name: &str, pool: Option<&ProverPool>, jobs: &[Arc<ProofJob>])
         match phase {
             Some(ProofJobPhase::Succeeded) => fleet.succeeded += 1,
             Some(ProofJobPhase::Failed) => fleet.failed += 1,
-            _ if queue::is_queued(job) => counts.0 += 1,
+            _ if job.is_waiting() => counts.0 += 1,
             _ if job.labels().contains_key(ASSIGNED_POD_LABEL) => counts.1 += 1,
             _ => {}
         }

@@ -1,59 +1,34 @@
 //! A pool's queue: the ProofJobs waiting for a prover, in the order they are served.
 
-use std::cmp::Reverse;
-
-use kube::ResourceExt;
 use proofpipe_crds::ProofJob;
-
-use crate::job::state::verified_partitions;
-use crate::names::ASSIGNED_POD_LABEL;
+use proofpipe_model::queue::QueueEntry;
 
 /// Whether `job` waits in its pool's queue: not finished, not suspended, not assigned, not
 /// being deleted.
 pub fn is_queued(job: &ProofJob) -> bool {
-    let finished = job
-        .status
-        .as_ref()
-        .and_then(|status| status.phase)
-        .is_some_and(|phase| phase.is_finished());
-    !finished
-        && !job.spec.suspend
-        && !job.labels().contains_key(ASSIGNED_POD_LABEL)
-        && job.metadata.deletion_timestamp.is_none()
+    job.is_waiting()
 }
 
 /// The queued jobs of `pool` among `jobs`, head first: highest `spec.priority`, then oldest,
-/// then by name so that the order is total.
+/// then by name so that the order is total (the model's order, which the gateway reports).
 pub fn queue<'a>(pool: &str, jobs: impl IntoIterator<Item = &'a ProofJob>) -> Vec<&'a ProofJob> {
-    let mut queued: Vec<&ProofJob> = jobs
-        .into_iter()
-        .filter(|job| job.spec.pool == pool && is_queued(job))
-        .collect();
-    queued.sort_by_cached_key(|job| {
-        (
-            Reverse(job.spec.priority),
-            job.metadata.creation_timestamp.as_ref().map(|time| time.0),
-            job.name_any(),
-        )
-    });
-    queued
+    proofpipe_model::queue::queue(pool, jobs)
 }
 
 /// Partitions of `job` that still need a proof.
 pub fn remaining_partitions(job: &ProofJob) -> i32 {
-    let done = job.status.as_ref().map_or(0, |status| {
-        verified_partitions(status, job.spec.partition_count())
-    });
-    job.spec.partition_count() - done
+    i32::try_from(job.remaining_partitions()).unwrap_or(i32::MAX)
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use k8s_openapi::jiff::Timestamp;
+    use kube::ResourceExt;
     use proofpipe_crds::{ProofJobPhase, ProofJobStatus};
 
     use super::*;
+    use crate::names::ASSIGNED_POD_LABEL;
 
     /// A job of pool `gpu` created `age_rank` seconds after an epoch, with `priority`.
     pub(crate) fn job(name: &str, priority: i32, created: i64) -> ProofJob {

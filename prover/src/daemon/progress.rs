@@ -150,7 +150,7 @@ impl Heartbeat {
             }
         }
         let idle = now.saturating_duration_since(self.last_progress);
-        (idle >= deadline).then(|| Stall {
+        (idle >= deadline).then_some(Stall {
             stage: self.stage,
             seconds: idle.as_secs(),
             buffers,

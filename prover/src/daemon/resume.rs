@@ -13,27 +13,14 @@ use crate::pipeline::JobSpec;
 /// Partitions in `0..partitions` that already have a verified proof in `status` by a pod
 /// the job was assigned to (the operator's rule, ADR 0014), ascending.
 pub fn proved_partitions(status: Option<&ProofJobStatus>, partitions: u32) -> Vec<u32> {
-    let Some(status) = status else {
-        return Vec::new();
-    };
-    let mut proved: Vec<u32> = status
-        .proofs
-        .as_deref()
-        .unwrap_or_default()
-        .iter()
-        .filter(|proof| proof.verified && status.counts_work_of(&proof.proved_by))
-        .filter_map(|proof| u32::try_from(proof.partition).ok())
-        .filter(|&partition| partition < partitions)
-        .collect();
-    proved.sort_unstable();
-    proved.dedup();
-    proved
+    status.map_or_else(Vec::new, |status| {
+        status.proved_partitions(partitions).into_iter().collect()
+    })
 }
 
 /// How many partitions of `job` have no verified proof yet.
 pub fn remaining_partitions(job: &ProofJob) -> usize {
-    let partitions = u32::try_from(job.spec.partition_count()).unwrap_or(0);
-    partitions as usize - proved_partitions(job.status.as_ref(), partitions).len()
+    job.remaining_partitions() as usize
 }
 
 /// Whether `job` still needs a prover: partitions without a verified proof, or, for Filecoin

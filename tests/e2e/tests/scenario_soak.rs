@@ -320,7 +320,7 @@ async fn one_prover_proves_many_jobs_of_mixed_kinds_without_hanging_or_growing()
         let live = live_pods(&pods).await.unwrap();
         assert_eq!(
             live.iter().map(|p| p.uid().unwrap()).collect::<Vec<_>>(),
-            [first_pod.clone()],
+            std::slice::from_ref(&first_pod),
             "after {name} ({kind:?}): the one prover pod was never replaced"
         );
         let pid = stack.runner.pod_pid(POD).expect("the prover runs");

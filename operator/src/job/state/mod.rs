@@ -6,7 +6,6 @@
 //! recorded (the operator stopped between the two writes), so it is recorded here: this is
 //! also how the pool reconciler builds the status of a job it has just assigned.
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -143,17 +142,10 @@ pub fn proved_by_assigned_pod(status: &ProofJobStatus, pod: &str) -> bool {
 }
 
 /// Distinct partitions of `0..partitions` that have a verified proof by a pod the job was
-/// assigned to.
+/// assigned to (the model's rule, shared with the provers).
 pub fn verified_partitions(status: &ProofJobStatus, partitions: i32) -> i32 {
-    let verified: BTreeSet<i32> = status
-        .proofs
-        .iter()
-        .flatten()
-        .filter(|proof| proof.verified && (0..partitions).contains(&proof.partition))
-        .filter(|proof| proved_by_assigned_pod(status, &proof.proved_by))
-        .map(|proof| proof.partition)
-        .collect();
-    i32::try_from(verified.len()).unwrap_or(i32::MAX)
+    let proved = status.proved_partitions(u32::try_from(partitions).unwrap_or(0));
+    i32::try_from(proved.len()).unwrap_or(i32::MAX)
 }
 
 /// The next status of a job, and what to do besides writing it.

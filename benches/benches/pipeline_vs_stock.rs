@@ -52,6 +52,7 @@ fn main() {
             matrices_bytes: 0,
             headroom: 0.1,
             cpu_cores: cores,
+            synthesis_threads: 1,
             gpu_devices: 0,
             gpu_memory_bytes: None,
             max_parallel_partitions: Some(partitions as usize),

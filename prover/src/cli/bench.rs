@@ -252,6 +252,8 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
         },
         headroom: args.sizing.headroom,
         cpu_cores: cpu_cores(),
+        // Known once the job is: its source says (below).
+        synthesis_threads: 1,
         gpu_devices: gpus.len(),
         gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
         max_parallel_partitions: Some(partitions as usize),
@@ -276,6 +278,7 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
     let job = job?;
     input.params_bytes = key.heap_bytes();
     input.matrices_bytes = job.matrices_bytes();
+    input.synthesis_threads = job.source.synthesis_threads();
     // What making them cost is not the pipeline's: measure the peak from here.
     rss::reset_peak_rss();
     let plan = plan(&input)?;

@@ -65,6 +65,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
         matrices_bytes,
         headroom: args.sizing.headroom,
         cpu_cores: args.cores.unwrap_or_else(cpu_cores),
+        synthesis_threads: 1,
         gpu_devices: args.gpus,
         gpu_memory_bytes: args.gpu_memory,
         max_parallel_partitions: Some(partitions as usize),

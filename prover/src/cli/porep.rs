@@ -161,6 +161,7 @@ pub(super) fn prove_partitions(
         matrices_bytes,
         headroom: sizing.headroom,
         cpu_cores: cpu_cores(),
+        synthesis_threads: source.synthesis_threads(),
         gpu_devices: gpus.len(),
         gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
         max_parallel_partitions: Some(partitions as usize),

@@ -70,6 +70,7 @@ pub fn prepare(
         matrices_bytes: matrices.as_ref().map_or(0, |m| m.heap_bytes()),
         headroom: sizing.headroom,
         cpu_cores: cpu_cores(),
+        synthesis_threads: 1,
         gpu_devices: gpus.len(),
         gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
         max_parallel_partitions: Some(job.partitions() as usize),

@@ -116,6 +116,7 @@ impl Daemon {
         todo: usize,
         shape: CircuitShape,
         params_bytes: u64,
+        synthesis_threads: usize,
     ) -> SizingInput {
         sizing::sizing_input(
             work,
@@ -124,6 +125,7 @@ impl Daemon {
             self.memory_limit,
             params_bytes,
             self.cpu_cores,
+            synthesis_threads,
             &self.backend.gpu_devices(),
             self.overrides,
         )

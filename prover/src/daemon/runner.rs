@@ -234,7 +234,7 @@ async fn start_job(
             let spec = pipeline_job(job)?;
             daemon.state.enter(Stage::LoadingParameters);
             let params = load_params(daemon, &spec).await?;
-            let pipeline = start_pipeline(daemon, work, spec.todo().len(), &params, 0)?;
+            let pipeline = start_pipeline(daemon, work, spec.todo().len(), &params, 0, 1)?;
             let source = pipeline.get().synthetic_source(&spec, &params)?;
             let handle = pipeline.get().submit_source(
                 daemon.fault.wrap_source(source),
@@ -250,7 +250,15 @@ async fn start_job(
             let skip = proved_partitions(job.status.as_ref(), prepared.partitions);
             let todo = prepared.partitions as usize - skip.len();
             let others = prepared.others_bytes;
-            let pipeline = match start_pipeline(daemon, work.clone(), todo, &prepared.key, others) {
+            let threads = prepared.source.synthesis_threads();
+            let pipeline = match start_pipeline(
+                daemon,
+                work.clone(),
+                todo,
+                &prepared.key,
+                others,
+                threads,
+            ) {
                 // The other parameter sets this prover keeps leave the job no room: drop them
                 // (freed now: the previous job's pipeline has stopped) and plan without.
                 Err(ProverError::MemoryLimitTooSmall { .. }) if others > 0 => {
@@ -259,7 +267,7 @@ async fn start_job(
                         "dropping the other resident Filecoin parameter sets: the job's pipeline does not fit beside them"
                     );
                     daemon.filecoin_params.keep_only(&prepared.identifier);
-                    start_pipeline(daemon, work, todo, &prepared.key, 0)?
+                    start_pipeline(daemon, work, todo, &prepared.key, 0, threads)?
                 }
                 started => started?,
             };
@@ -286,6 +294,7 @@ async fn load_params(
         spec.todo().len(),
         shape,
         estimated_params_bytes(shape),
+        1,
     ))?;
     let store = daemon.params.clone();
     let (circuit, constraints) = (spec.circuit, spec.constraints);
@@ -305,16 +314,18 @@ async fn load_params(
 }
 
 /// Plans and starts a pipeline for `todo` partitions with `key`, counting `resident_bytes` of
-/// other parameters the process holds beside it.
+/// other parameters the process holds beside it, each partition's synthesis on
+/// `synthesis_threads` threads.
 fn start_pipeline(
     daemon: &Daemon,
     work: String,
     todo: usize,
     key: &ProvingKey,
     resident_bytes: u64,
+    synthesis_threads: usize,
 ) -> Result<PipelineGuard, ProverError> {
     let params_bytes = key.heap_bytes().saturating_add(resident_bytes);
-    let plan = plan(&daemon.sizing_input(work, todo, key.shape, params_bytes))?;
+    let plan = plan(&daemon.sizing_input(work, todo, key.shape, params_bytes, synthesis_threads))?;
     let sizing = reported_sizing(&plan);
     tracing::info!(
         partition_workers = plan.partition_workers,

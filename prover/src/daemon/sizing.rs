@@ -21,6 +21,7 @@ pub fn sizing_input(
     memory_limit: u64,
     params_bytes: u64,
     cpu_cores: usize,
+    synthesis_threads: usize,
     gpus: &[GpuDevice],
     overrides: Overrides,
 ) -> SizingInput {
@@ -33,6 +34,7 @@ pub fn sizing_input(
         matrices_bytes: 0,
         headroom: HEADROOM,
         cpu_cores,
+        synthesis_threads,
         gpu_devices: gpus.len(),
         gpu_memory_bytes: gpus.iter().map(|gpu| gpu.total_bytes).min(),
         max_parallel_partitions: Some(todo),
@@ -93,6 +95,7 @@ mod tests {
             16 << 30,
             1 << 20,
             16,
+            1,
             &[],
             Overrides::default(),
         );

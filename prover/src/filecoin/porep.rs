@@ -6,6 +6,7 @@
 //! `seal_commit_phase2` writes them: one 192-byte Groth16 proof per partition, in order, so
 //! `verify_seal` (and the chain) accepts them.
 
+use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
@@ -18,6 +19,7 @@ use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::drgraph::Graph;
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
 
+use bellperson::SynthesisError;
 use proofpipe_kernels::EvalAlloc;
 
 use super::c1::C1Input;
@@ -166,16 +168,35 @@ impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
         &self,
         k: usize,
     ) -> Result<StackedCircuit<Tree, DefaultPieceHasher>, String> {
-        let placeholder;
-        let vanilla = match &self.vanilla {
+        self.circuit_of(&self.vanilla(k)?, k)
+    }
+
+    /// Partition `k`'s vanilla proofs, one per challenge.
+    fn vanilla(
+        &self,
+        k: usize,
+    ) -> Result<Cow<'_, [stacked::Proof<Tree, DefaultPieceHasher>]>, String> {
+        match &self.vanilla {
             Vanilla::Sealed(partitions) => partitions
                 .get(k)
-                .ok_or_else(|| format!("there are {} partitions", partitions.len()))?,
-            Vanilla::Placeholder { seed } => {
-                placeholder = shape::placeholder_vanilla_proofs(&self.public_params, *seed, k);
-                &placeholder
-            }
-        };
+                .map(|v| Cow::Borrowed(v.as_slice()))
+                .ok_or_else(|| format!("there are {} partitions", partitions.len())),
+            Vanilla::Placeholder { seed } => Ok(Cow::Owned(shape::placeholder_vanilla_proofs(
+                &self.public_params,
+                *seed,
+                k,
+            ))),
+        }
+    }
+
+    /// Partition `k`'s circuit over `vanilla`, all of its challenges' proofs or some of them
+    /// (a sub-circuit of the parallel synthesis: the common allocations, then these
+    /// challenges').
+    fn circuit_of(
+        &self,
+        vanilla: &[stacked::Proof<Tree, DefaultPieceHasher>],
+        k: usize,
+    ) -> Result<StackedCircuit<Tree, DefaultPieceHasher>, String> {
         <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
             StackedDrg<'_, Tree, DefaultPieceHasher>,
             _,
@@ -183,7 +204,7 @@ impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
             &self.public_inputs,
             // StackedCircuit's component private inputs are `()`.
             (),
-            vanilla,
+            &vanilla.to_vec(),
             &self.public_params,
             Some(k),
         )
@@ -237,6 +258,14 @@ impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionSource for StackedPartitions<Tree> {
+    /// From the matrices, a partition's challenges run on every core; in one pass, one core.
+    fn synthesis_threads(&self) -> usize {
+        match self.matrices {
+            Some(_) => self.public_params.challenges.num_challenges_per_partition(),
+            None => 1,
+        }
+    }
+
     fn synthesize(
         &self,
         partition: u32,
@@ -244,12 +273,27 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for StackedPartitions<Tree
         evaluations: &EvalAlloc,
     ) -> Result<Synthesized, ProverError> {
         let fail = |message: String| ProverError::Synthesis { partition, message };
-        let circuit = self.circuit(partition as usize).map_err(fail)?;
+        let k = partition as usize;
         match &self.matrices {
+            // Every core on the partition: its challenges are independent parts.
             Some(matrices) => {
-                groth16::synthesize_from_matrices_into(circuit, matrices, evaluations)
+                let vanilla = self.vanilla(k).map_err(fail)?;
+                groth16::synthesize_split_from_matrices_into(
+                    vanilla.len(),
+                    |challenges| {
+                        self.circuit_of(&vanilla[challenges], k)
+                            .map_err(|e| SynthesisError::IoError(std::io::Error::other(e)))
+                    },
+                    matrices,
+                    evaluations,
+                )
             }
-            None => groth16::synthesize_into(circuit, shape, evaluations),
+            None => {
+                let circuit = self
+                    .circuit_of(&self.vanilla(k).map_err(fail)?, k)
+                    .map_err(fail)?;
+                groth16::synthesize_into(circuit, shape, evaluations)
+            }
         }
         .map_err(|e| fail(e.to_string()))
     }

@@ -702,6 +702,12 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPartitions<Tree> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionSource for FallbackPartitions<Tree> {
+    /// FallbackPoStCircuit synthesizes its sectors in groups on every core (our assignment
+    /// is extensible, as bellperson's is).
+    fn synthesis_threads(&self) -> usize {
+        self.public_params.sector_count
+    }
+
     fn synthesize(
         &self,
         partition: u32,

@@ -166,6 +166,36 @@ fn eval_tracked(
 impl ConstraintSystem<Fr> for Synthesized {
     type Root = Self;
 
+    fn new() -> Self {
+        Self::with_shape(
+            CircuitShape {
+                constraints: 0,
+                aux: 0,
+                inputs: 0,
+            },
+            &EvalAlloc::heap(),
+        )
+    }
+
+    /// Extensible, as bellperson's own assignment is: a circuit that synthesizes its
+    /// independent parts in sub-systems (Filecoin's PoSt, by sectors) does so on every core.
+    fn is_extensible() -> bool {
+        true
+    }
+
+    /// Appends a sub-system's constraints and variables, as bellperson's `ProvingAssignment`
+    /// does: its input 0 is its own ONE, which this one has.
+    fn extend(&mut self, other: &Self) {
+        self.a_aux_density.extend(&other.a_aux_density, false);
+        self.b_input_density.extend(&other.b_input_density, true);
+        self.b_aux_density.extend(&other.b_aux_density, false);
+        self.a.extend_from_slice(&other.a);
+        self.b.extend_from_slice(&other.b);
+        self.c.extend_from_slice(&other.c);
+        self.inputs.extend_from_slice(&other.inputs[1..]);
+        self.aux.extend_from_slice(&other.aux);
+    }
+
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Fr, SynthesisError>,

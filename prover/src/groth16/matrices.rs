@@ -10,6 +10,7 @@ use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisE
 use blstrs::Scalar as Fr;
 use ff::Field;
 use proofpipe_kernels::{DensityTracker, EvalAlloc, Evaluations, domain_size, evaluations};
+use rayon::prelude::*;
 
 use super::assignment::{Synthesized, enforce_input_independence};
 use crate::circuits::{CircuitShape, R1csCounts};
@@ -72,31 +73,51 @@ impl Csr {
         }
     }
 
-    /// Appends this matrix times the assignment to `out`, one value per row.
+    /// Appends this matrix times the assignment to `out`, one value per row, the rows split
+    /// over rayon's threads (each task starts where the row before its first ends).
     fn multiply_into(&self, inputs: &[Fr], aux: &[Fr], out: &mut Evaluations) {
-        let (mut column, mut stored) = (0usize, 0usize);
-        for &(columns_end, coefficients_end) in &self.row_ends {
-            let mut acc = Fr::ZERO;
-            for &word in &self.columns[column..columns_end as usize] {
-                let index = (word & INDEX_MASK) as usize;
-                let value = if word & INPUT == 0 {
-                    aux[index]
-                } else {
-                    inputs[index]
-                };
-                match (word >> KIND_SHIFT) & 0b11 {
-                    KIND_ONE => acc += value,
-                    KIND_MINUS_ONE => acc -= value,
-                    _ => {
-                        acc += value * self.coefficients[stored];
-                        stored += 1;
+        const ROWS_PER_TASK: usize = 1 << 14;
+        let rows = self.row_ends.len();
+        let start = out.len();
+        out.reserve(rows);
+        out.spare_capacity_mut()[..rows]
+            .par_chunks_mut(ROWS_PER_TASK)
+            .zip(self.row_ends.par_chunks(ROWS_PER_TASK))
+            .enumerate()
+            .for_each(|(task, (slots, row_ends))| {
+                let first = task * ROWS_PER_TASK;
+                let (mut column, mut stored) = match first.checked_sub(1) {
+                    Some(before) => {
+                        let (c, s) = self.row_ends[before];
+                        (c as usize, s as usize)
                     }
+                    None => (0, 0),
+                };
+                for (slot, &(columns_end, coefficients_end)) in slots.iter_mut().zip(row_ends) {
+                    let mut acc = Fr::ZERO;
+                    for &word in &self.columns[column..columns_end as usize] {
+                        let index = (word & INDEX_MASK) as usize;
+                        let value = if word & INPUT == 0 {
+                            aux[index]
+                        } else {
+                            inputs[index]
+                        };
+                        match (word >> KIND_SHIFT) & 0b11 {
+                            KIND_ONE => acc += value,
+                            KIND_MINUS_ONE => acc -= value,
+                            _ => {
+                                acc += value * self.coefficients[stored];
+                                stored += 1;
+                            }
+                        }
+                    }
+                    debug_assert_eq!(stored, coefficients_end as usize);
+                    column = columns_end as usize;
+                    slot.write(acc);
                 }
-            }
-            debug_assert_eq!(stored, coefficients_end as usize);
-            column = columns_end as usize;
-            out.push(acc);
-        }
+            });
+        // SAFETY: each of the `rows` slots past `start` was written by exactly one task above.
+        unsafe { out.set_len(start + rows) };
     }
 
     /// The aux variables this matrix uses, with repeats.
@@ -240,11 +261,8 @@ pub fn synthesize_from_matrices_into<C: Circuit<Fr>>(
     alloc: &EvalAlloc,
 ) -> Result<Synthesized, SynthesisError> {
     let shape = matrices.shape;
-    let mut witness = Witness {
-        inputs: Vec::with_capacity(shape.inputs),
-        aux: Vec::with_capacity(shape.aux),
-    };
-    witness.alloc_input(|| "one", || Ok(Fr::ONE))?;
+    let mut witness = Witness::with_capacity(shape.inputs, shape.aux);
+    witness.alloc_one()?;
     circuit.synthesize(&mut witness)?;
     if witness.inputs.len() != shape.inputs || witness.aux.len() != shape.aux {
         // A circuit whose structure depends on its witness cannot share matrices.
@@ -259,25 +277,37 @@ pub fn synthesize_from_matrices_into<C: Circuit<Fr>>(
             ),
         )));
     }
+    let (inputs, aux) = witness.into_parts();
+    Ok(products(matrices, inputs, aux, alloc))
+}
+
+/// a, b, c as `matrices` times the assignment (inputs and aux of the whole circuit, checked
+/// against the matrices' shape by the caller), with the densities the matrices imply.
+pub(super) fn products(
+    matrices: &R1csMatrices,
+    inputs: Vec<Fr>,
+    aux: Vec<Fr>,
+    alloc: &EvalAlloc,
+) -> Synthesized {
     let m = domain_size(matrices.a.row_ends.len());
     let mut products = [(); 3].map(|()| evaluations(m, alloc));
     for (matrix, out) in [&matrices.a, &matrices.b, &matrices.c]
         .into_iter()
         .zip(&mut products)
     {
-        matrix.multiply_into(&witness.inputs, &witness.aux, out);
+        matrix.multiply_into(&inputs, &aux, out);
     }
     let [a, b, c] = products;
-    Ok(Synthesized {
+    Synthesized {
         a,
         b,
         c,
-        inputs: witness.inputs,
-        aux: witness.aux,
+        inputs,
+        aux,
         a_aux_density: matrices.a_aux_density.clone(),
         b_input_density: matrices.b_input_density.clone(),
         b_aux_density: matrices.b_aux_density.clone(),
-    })
+    }
 }
 
 /// Records each constraint as rows of A, B, C.
@@ -351,14 +381,47 @@ impl ConstraintSystem<Fr> for Recorder {
 }
 
 /// The witness pass: values only; `enforce` does nothing, so the gadgets' linear
-/// combinations are never built.
-struct Witness {
-    inputs: Vec<Fr>,
-    aux: Vec<Fr>,
+/// combinations are never built. Extensible: a circuit that synthesizes its independent parts
+/// in sub-systems of their own (Filecoin's PoSt, by sectors) does so on every core.
+pub(super) struct Witness {
+    pub(super) inputs: Vec<Fr>,
+    pub(super) aux: Vec<Fr>,
+}
+
+impl Witness {
+    pub(super) fn with_capacity(inputs: usize, aux: usize) -> Self {
+        Self {
+            inputs: Vec::with_capacity(inputs),
+            aux: Vec::with_capacity(aux),
+        }
+    }
+
+    /// Allocates the constant ONE, input 0 of every circuit.
+    pub(super) fn alloc_one(&mut self) -> Result<(), SynthesisError> {
+        self.alloc_input(|| "one", || Ok(Fr::ONE)).map(drop)
+    }
+
+    pub(super) fn into_parts(self) -> (Vec<Fr>, Vec<Fr>) {
+        (self.inputs, self.aux)
+    }
 }
 
 impl ConstraintSystem<Fr> for Witness {
     type Root = Self;
+
+    fn new() -> Self {
+        Self::with_capacity(0, 0)
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    /// Appends a sub-system's variables; its input 0 is its own ONE, which this one has.
+    fn extend(&mut self, other: &Self) {
+        self.inputs.extend_from_slice(&other.inputs[1..]);
+        self.aux.extend_from_slice(&other.aux);
+    }
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
     where

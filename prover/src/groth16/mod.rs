@@ -8,11 +8,13 @@
 mod assignment;
 mod matrices;
 mod prove;
+mod split;
 
 pub(crate) use assignment::enforce_input_independence;
 pub use assignment::{Synthesized, synthesize, synthesize_into};
 pub use matrices::{R1csMatrices, synthesize_from_matrices, synthesize_from_matrices_into};
 pub use prove::{G2Placement, Started, finalize, prove_start};
+pub use split::synthesize_split_from_matrices_into;
 
 use bellperson::groth16::{PreparedVerifyingKey, Proof, verify_proof};
 use blstrs::{Bls12, Scalar as Fr};

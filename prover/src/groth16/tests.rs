@@ -203,3 +203,146 @@ fn a_copied_partition_equals_its_original() {
     assert_eq!(copy.b_aux_density.bv, original.b_aux_density.bv);
     assert!(original.aux.iter().any(|x| !bool::from(x.is_zero())));
 }
+
+/// A circuit of a prefix (one public input, a few products of it) and `parts` independent
+/// parts (a chain of squares from its own seed, bound to the prefix), which synthesizes its
+/// parts in sub-systems and extends when the system allows it, as Filecoin's PoSt does, or
+/// only `parts_in` of them (a sub-circuit of the split synthesis).
+#[derive(Clone)]
+struct Parted {
+    parts: std::ops::Range<usize>,
+    extend: bool,
+}
+
+impl Parted {
+    fn prefix<CS: bellperson::ConstraintSystem<Fr>>(
+        cs: &mut CS,
+    ) -> Result<bellperson::gadgets::num::AllocatedNum<Fr>, bellperson::SynthesisError> {
+        use bellperson::gadgets::num::AllocatedNum;
+        let x = AllocatedNum::alloc(cs.namespace(|| "x"), || Ok(Fr::from(7u64)))?;
+        x.inputize(cs.namespace(|| "x input"))?;
+        let x2 = x.square(cs.namespace(|| "x^2"))?;
+        x2.mul(cs.namespace(|| "x^3"), &x)
+    }
+
+    fn part<CS: bellperson::ConstraintSystem<Fr>>(
+        cs: &mut CS,
+        i: usize,
+    ) -> Result<(), bellperson::SynthesisError> {
+        use bellperson::gadgets::num::AllocatedNum;
+        let seed = Fr::from(i as u64 + 2);
+        let public = AllocatedNum::alloc(cs.namespace(|| "seed"), || Ok(seed))?;
+        public.inputize(cs.namespace(|| "seed input"))?;
+        let mut v = public;
+        for step in 0..10 {
+            v = v.square(cs.namespace(|| format!("square {step}")))?;
+        }
+        Ok(())
+    }
+}
+
+impl bellperson::Circuit<Fr> for Parted {
+    fn synthesize<CS: bellperson::ConstraintSystem<Fr>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), bellperson::SynthesisError> {
+        Self::prefix(cs)?;
+        if self.extend && CS::is_extensible() {
+            let subs = self
+                .parts
+                .map(|i| {
+                    let mut sub = CS::new();
+                    sub.alloc_input(|| "temp one", || Ok(Fr::ONE))?;
+                    Self::part(&mut sub, i)?;
+                    Ok(sub)
+                })
+                .collect::<Result<Vec<CS>, bellperson::SynthesisError>>()?;
+            for sub in &subs {
+                cs.extend(sub);
+            }
+        } else {
+            for i in self.parts {
+                Self::part(&mut cs.namespace(|| format!("part {i}")), i)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn assert_same(a: &Synthesized, b: &Synthesized) {
+    assert!(a.a == b.a && a.b == b.b && a.c == b.c, "a, b, c differ");
+    assert!(
+        a.inputs == b.inputs && a.aux == b.aux,
+        "the assignments differ"
+    );
+    assert_eq!(a.a_aux_density.bv, b.a_aux_density.bv);
+    assert_eq!(a.b_input_density.bv, b.b_input_density.bv);
+    assert_eq!(a.b_aux_density.bv, b.b_aux_density.bv);
+    assert_eq!(
+        a.b_input_density.get_total_density(),
+        b.b_input_density.get_total_density()
+    );
+    assert_eq!(
+        a.b_aux_density.get_total_density(),
+        b.b_aux_density.get_total_density()
+    );
+}
+
+#[test]
+fn an_extending_circuit_synthesizes_as_it_does_in_sequence() {
+    let whole = |extend| Parted {
+        parts: 0..5,
+        extend,
+    };
+    let matrices = R1csMatrices::record_circuit(whole(false)).unwrap();
+    let shape = matrices.shape();
+    // prefix: 3 aux, 1 input, 3 constraints; each part 11, 1, 11; ONE; one x * 0 = 0 per input.
+    assert_eq!((shape.aux, shape.inputs, shape.constraints), (58, 7, 65));
+    let sequential = synthesize(whole(false), shape).unwrap();
+    let extended = synthesize(whole(true), shape).unwrap();
+    assert_same(&sequential, &extended);
+    // The witness pass extends too: the same assignment, a, b, c from the matrices.
+    assert_same(
+        &sequential,
+        &synthesize_from_matrices(whole(true), &matrices).unwrap(),
+    );
+}
+
+#[test]
+fn a_split_synthesis_equals_the_whole_and_refuses_parts_that_are_not_uniform() {
+    let whole = Parted {
+        parts: 0..5,
+        extend: false,
+    };
+    let matrices = R1csMatrices::record_circuit(whole.clone()).unwrap();
+    let one_pass = synthesize(whole, matrices.shape()).unwrap();
+    let split = synthesize_split_from_matrices_into(
+        5,
+        |parts| {
+            Ok(Parted {
+                parts,
+                extend: false,
+            })
+        },
+        &matrices,
+        &proofpipe_kernels::EvalAlloc::heap(),
+    )
+    .unwrap();
+    assert_same(&one_pass, &split);
+
+    // Sub-circuits that do not add up to the recorded circuit are refused, not mis-stitched.
+    let err = synthesize_split_from_matrices_into(
+        4,
+        |parts| {
+            Ok(Parted {
+                parts,
+                extend: false,
+            })
+        },
+        &matrices,
+        &proofpipe_kernels::EvalAlloc::heap(),
+    )
+    .err()
+    .expect("4 parts of a 5-part recording");
+    assert!(err.to_string().contains("no common prefix"), "{err}");
+}

@@ -58,6 +58,12 @@ pub trait PartitionSource: Send + Sync {
         shape: CircuitShape,
         evaluations: &EvalAlloc,
     ) -> Result<Synthesized, ProverError>;
+
+    /// Threads one partition's synthesis keeps busy (its independent parts, when it runs
+    /// them on every core): the planner sizes the workers and counts their arenas by it.
+    fn synthesis_threads(&self) -> usize {
+        1
+    }
 }
 
 /// The partitions of one of proofpipe's own circuits, witnesses from `(seed, partition)`.
@@ -115,6 +121,10 @@ impl ReplaySource {
 }
 
 impl PartitionSource for ReplaySource {
+    fn synthesis_threads(&self) -> usize {
+        self.inner.synthesis_threads()
+    }
+
     fn synthesize(
         &self,
         partition: u32,

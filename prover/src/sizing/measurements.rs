@@ -141,6 +141,7 @@ mod tests {
             matrices_bytes: 0,
             headroom: 0.1,
             cpu_cores: CORES,
+            synthesis_threads: 1,
             gpu_devices: 1,
             gpu_memory_bytes: Some(GPU_MEMORY),
             max_parallel_partitions: Some(run.partitions),

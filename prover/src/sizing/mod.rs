@@ -74,6 +74,9 @@ pub struct SizingInput {
     pub headroom: f64,
     /// CPU cores available: more synthesis workers than cores only add memory.
     pub cpu_cores: usize,
+    /// Threads one partition's synthesis keeps busy: 1 when each partition runs on a core of
+    /// its own, more when its independent parts run on every core (ADR 0023).
+    pub synthesis_threads: usize,
     /// GPU devices in use (0: the GPU stage runs on the CPU backend).
     pub gpu_devices: usize,
     /// Memory of the smallest GPU in use, if known: the proving key's bases stay resident
@@ -214,6 +217,8 @@ impl Plan {
 #[derive(Clone, Copy)]
 struct Workers {
     pw: usize,
+    /// rayon's threads, each with its malloc arena, when a partition's synthesis runs on them.
+    parallel_threads: usize,
     gw: usize,
     finalize_workers: usize,
     finalize_queue: usize,
@@ -237,7 +242,7 @@ fn predicted_peak(
     w: Workers,
 ) -> (u64, u64, u64, u64, u64) {
     let base = BASE_BYTES
-        + PER_THREAD_BYTES * (w.pw + w.gw + w.finalize_workers) as u64
+        + PER_THREAD_BYTES * (w.pw + w.gw + w.finalize_workers + w.parallel_threads) as u64
         + gpu_host.runtime;
     let synthesized = w.pw as u64 * per.held();
     let gpu = w.gw as u64 * gpu_host.staging_per_worker;
@@ -281,8 +286,14 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
         }
     };
     let (finalize_workers, finalize_queue) = (1, 1);
+    let parallel_threads = if input.synthesis_threads > 1 {
+        input.cpu_cores.max(1)
+    } else {
+        0
+    };
     let workers = |pw| Workers {
         pw,
+        parallel_threads,
         gw,
         finalize_workers,
         finalize_queue,
@@ -293,8 +304,12 @@ pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
     let fits = |pw: usize, _cap: usize| peak(pw).0 <= usable;
 
     // Up to `gw` permits sit with partitions in the GPU stage, so that many workers beyond
-    // the cores keep every core synthesizing.
-    let cpu_bound = input.cpu_cores.max(1) + gw;
+    // the cores keep every core synthesizing. A partition synthesized on many threads
+    // fills the cores with fewer workers; one more covers its last parts, which leave
+    // cores idle.
+    let cores = input.cpu_cores.max(1);
+    let threads = input.synthesis_threads.clamp(1, cores);
+    let cpu_bound = cores.div_ceil(threads) + usize::from(threads > 1) + gw;
     let useful = input.max_parallel_partitions.unwrap_or(usize::MAX).max(1);
     let (pw, cap) = match (
         input.overrides.partition_workers,

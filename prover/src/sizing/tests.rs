@@ -14,6 +14,7 @@ fn input(limit: u64, constraints: usize, cores: usize) -> SizingInput {
         matrices_bytes: 0,
         headroom: 0.1,
         cpu_cores: cores,
+        synthesis_threads: 1,
         gpu_devices: 0,
         gpu_memory_bytes: None,
         max_parallel_partitions: None,
@@ -173,4 +174,35 @@ fn gpu_memory_enters_the_plan() {
     i.gpu_memory_bytes = None;
     let p = plan(&i).unwrap();
     assert_eq!((p.gpu_workers, p.gpu), (2, None));
+}
+
+#[test]
+fn a_partition_synthesized_on_every_core_needs_few_workers() {
+    let big = 1 << 40;
+    let one_per_core = plan(&input(big, 1 << 16, 16)).unwrap();
+    assert_eq!(
+        one_per_core.partition_workers,
+        16 + one_per_core.gpu_workers
+    );
+    let parallel = plan(&SizingInput {
+        synthesis_threads: 16,
+        ..input(big, 1 << 16, 16)
+    })
+    .unwrap();
+    // One partition fills the cores, one more its last parts' idle ones, and one per GPU
+    // worker sits in the GPU stage.
+    assert_eq!(parallel.partition_workers, 2 + parallel.gpu_workers);
+    // rayon's threads keep malloc arenas of their own: the base counts them.
+    // (14 fewer workers, 16 rayon threads.)
+    assert_eq!(
+        parallel.breakdown.base_bytes,
+        one_per_core.breakdown.base_bytes + 2 * PER_THREAD_BYTES
+    );
+    // Threads beyond the cores are the cores.
+    let wide = plan(&SizingInput {
+        synthesis_threads: 64,
+        ..input(big, 1 << 16, 16)
+    })
+    .unwrap();
+    assert_eq!(wide.partition_workers, parallel.partition_workers);
 }

@@ -20,6 +20,8 @@
 #               vanilla proofs, timing-only parameters of its exact counts; ADR 0019), one
 #               proof's 10 partitions, replayed synthesis, 3 runs, the plan's own workers
 #   porep32-synth  the same, synthesized (one wave of partition workers; synthesis-bound)
+#   porep32-parallel  the same, synthesized from the R1CS matrices with each partition's
+#               challenges on every core (ADR 0023), 3 runs after a one-partition warm-up
 # TIMEOUT (default 300) bounds each step.
 set -uo pipefail
 out=${1:?usage: gpu-perf.sh OUT_DIR [STEP ...]}
@@ -101,6 +103,8 @@ for step in "${steps[@]}"; do
         bench porep32 --porep-shape 32GiB --replay-synthesis --runs 3 ;;
     porep32-synth)
         bench porep32-synth --porep-shape 32GiB --runs 1 ;;
+    porep32-parallel)
+        bench porep32-parallel --porep-shape 32GiB --synthesis matrices --runs 3 ;;
     *)
         echo "unknown step $step" >> "$summary"
         status=1 ;;

@@ -230,9 +230,13 @@ impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
                     partition: 0,
                     message: format!("recording the R1CS matrices: {message}"),
                 };
-                let circuit = self.circuit(0).map_err(fail)?;
-                let matrices =
-                    R1csMatrices::record_circuit(circuit).map_err(|e| fail(e.to_string()))?;
+                // On every core: partition 0's challenges recorded as parts (ADR 0023).
+                let vanilla = self.vanilla(0).map_err(fail)?;
+                let matrices = R1csMatrices::record_split(vanilla.len(), |challenges| {
+                    self.circuit_of(&vanilla[challenges], 0)
+                        .map_err(|e| SynthesisError::IoError(std::io::Error::other(e)))
+                })
+                .map_err(|e| fail(e.to_string()))?;
                 tracing::info!(
                     proof = %seal_proof_name(seal_proof),
                     nonzeros = matrices.nonzeros(),

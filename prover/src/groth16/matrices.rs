@@ -26,7 +26,7 @@ const INDEX_MASK: u32 = (1 << KIND_SHIFT) - 1;
 
 /// One R1CS matrix in compressed-row form. Coefficients of +1 and -1, most of them in these
 /// circuits, are kept in the column word; the others are stored in row order.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 struct Csr {
     /// Per row: where its columns and its stored coefficients end.
     row_ends: Vec<(u32, u32)>,
@@ -120,6 +120,56 @@ impl Csr {
         unsafe { out.set_len(start + rows) };
     }
 
+    /// Rows `prefix_rows..` of `other` (a sub-circuit's recording whose first `prefix_rows`
+    /// rows must equal this one's) appended, its variables at or past `prefix` (inputs, aux)
+    /// moved to start at `at`; false if the prefixes differ or an index overflows.
+    fn append_past_prefix(
+        &mut self,
+        other: &Csr,
+        prefix_rows: usize,
+        prefix: [usize; 2],
+        at: [usize; 2],
+    ) -> bool {
+        let (columns_from, stored_from) = match prefix_rows.checked_sub(1) {
+            Some(last) => (
+                other.row_ends[last].0 as usize,
+                other.row_ends[last].1 as usize,
+            ),
+            None => (0, 0),
+        };
+        if other.row_ends[..prefix_rows] != self.row_ends[..prefix_rows]
+            || other.columns[..columns_from] != self.columns[..columns_from]
+            || other.coefficients[..stored_from] != self.coefficients[..stored_from]
+        {
+            return false;
+        }
+        let (base_columns, base_stored) = (self.columns.len(), self.coefficients.len());
+        for &word in &other.columns[columns_from..] {
+            let slot = usize::from(word & INPUT == 0);
+            let index = (word & INDEX_MASK) as usize;
+            let moved = if index < prefix[slot] {
+                index
+            } else {
+                index - prefix[slot] + at[slot]
+            };
+            let Some(moved) = u32::try_from(moved).ok().filter(|&i| i <= INDEX_MASK) else {
+                return false;
+            };
+            self.columns.push((word & !INDEX_MASK) | moved);
+        }
+        self.coefficients
+            .extend_from_slice(&other.coefficients[stored_from..]);
+        for &(columns_end, stored_end) in &other.row_ends[prefix_rows..] {
+            let ends = (
+                u32::try_from(columns_end as usize - columns_from + base_columns),
+                u32::try_from(stored_end as usize - stored_from + base_stored),
+            );
+            let (Ok(c), Ok(s)) = ends else { return false };
+            self.row_ends.push((c, s));
+        }
+        true
+    }
+
     /// The aux variables this matrix uses, with repeats.
     fn aux_columns(&self) -> impl Iterator<Item = usize> + '_ {
         self.columns
@@ -167,14 +217,33 @@ impl R1csMatrices {
     /// As [`R1csMatrices::record`], for a circuit whose shape is not known beforehand (a
     /// Filecoin partition's): the shape is what the recording counted.
     pub fn record_circuit<C: Circuit<Fr>>(circuit: C) -> Result<Self, SynthesisError> {
-        let mut recorder = Recorder {
-            matrices: Default::default(),
-            inputs: 0,
-            aux: 0,
-            too_large: false,
-        };
-        recorder.alloc_input(|| "one", || Ok(Fr::ONE))?;
-        circuit.synthesize(&mut recorder)?;
+        Self::finish(Recorder::of(circuit)?)
+    }
+
+    /// As [`R1csMatrices::record_circuit`] for a circuit of `parts` uniform independent parts
+    /// after a common prefix, recorded on every core from sub-circuits `build(range)` (the
+    /// prefix and the parts in `range`; ADR 0023): the same matrices, bit for bit.
+    pub fn record_split<C, B>(parts: usize, build: B) -> Result<Self, SynthesisError>
+    where
+        C: Circuit<Fr>,
+        B: Fn(std::ops::Range<usize>) -> Result<C, SynthesisError> + Sync,
+    {
+        if parts < 3 {
+            return Self::record_circuit(build(0..parts)?);
+        }
+        // Two parts first, then one each: the difference of the first two is one part's size.
+        let ranges: Vec<_> = std::iter::once(0..2)
+            .chain((2..parts).map(|i| i..i + 1))
+            .collect();
+        let recorders = ranges
+            .par_iter()
+            .map(|range| Recorder::of(build(range.clone())?))
+            .collect::<Result<Vec<_>, SynthesisError>>()?;
+        Self::finish(Recorder::merge(&ranges, recorders)?)
+    }
+
+    /// The matrices of what `recorder` recorded, the input-independence rows added.
+    fn finish(mut recorder: Recorder) -> Result<Self, SynthesisError> {
         let inputs = recorder.inputs;
         enforce_input_independence(&mut recorder, inputs);
         if recorder.too_large {
@@ -204,6 +273,17 @@ impl R1csMatrices {
             c,
             shape,
         })
+    }
+
+    /// Whether two recordings are of the same circuit (tests compare split and whole).
+    pub fn same_as(&self, other: &Self) -> bool {
+        self.a == other.a
+            && self.b == other.b
+            && self.c == other.c
+            && self.shape == other.shape
+            && self.a_aux_density.bv == other.a_aux_density.bv
+            && self.b_input_density.bv == other.b_input_density.bv
+            && self.b_aux_density.bv == other.b_aux_density.bv
     }
 
     /// Heap bytes held: what the sizing counts once per process and circuit size.
@@ -316,6 +396,84 @@ struct Recorder {
     inputs: usize,
     aux: usize,
     too_large: bool,
+}
+
+impl Recorder {
+    /// `circuit` recorded after the constant ONE (the input-independence rows not yet added).
+    fn of<C: Circuit<Fr>>(circuit: C) -> Result<Self, SynthesisError> {
+        let mut recorder = Recorder {
+            matrices: Default::default(),
+            inputs: 0,
+            aux: 0,
+            too_large: false,
+        };
+        recorder.alloc_input(|| "one", || Ok(Fr::ONE))?;
+        circuit.synthesize(&mut recorder)?;
+        Ok(recorder)
+    }
+
+    /// (inputs, aux, rows) recorded.
+    fn sizes(&self) -> [usize; 3] {
+        [self.inputs, self.aux, self.matrices[0].row_ends.len()]
+    }
+
+    /// One recording of the whole circuit from recordings of sub-circuits (`ranges[i]` the
+    /// parts of `recorders[i]`; the first of two parts, the second of one): the first whole,
+    /// then every other's rows past the prefix, their own variables moved past the parts
+    /// before them. Sizes and prefixes are checked, never assumed.
+    fn merge(
+        ranges: &[std::ops::Range<usize>],
+        recorders: Vec<Recorder>,
+    ) -> Result<Self, SynthesisError> {
+        let (s0, s1) = (recorders[0].sizes(), recorders[1].sizes());
+        let mut per_part = [0; 3];
+        let mut prefix = [0; 3];
+        for x in 0..3 {
+            per_part[x] = s0[x].checked_sub(s1[x]).ok_or_else(|| {
+                split_error("a sub-circuit of two parts is smaller than one of one part")
+            })?;
+            prefix[x] = s1[x]
+                .checked_sub(per_part[x])
+                .ok_or_else(|| split_error("a part is larger than a sub-circuit of it"))?;
+        }
+        for (range, recorder) in ranges.iter().zip(&recorders) {
+            let sizes = recorder.sizes();
+            if (0..3).any(|x| sizes[x] != prefix[x] + range.len() * per_part[x])
+                || recorder.too_large
+            {
+                return Err(split_error(&format!(
+                    "sub-circuit of parts {range:?} recorded (inputs, aux, rows) {sizes:?}, not the \
+                     prefix {prefix:?} and {} x {per_part:?}",
+                    range.len()
+                )));
+            }
+        }
+        let [p_inputs, p_aux, p_rows] = prefix;
+        let mut recorders = recorders.into_iter();
+        let mut merged = recorders.next().expect("at least three sub-circuits");
+        for (range, recorder) in ranges[1..].iter().zip(recorders) {
+            let inputs_at = p_inputs + range.start * per_part[0];
+            let aux_at = p_aux + range.start * per_part[1];
+            for (into, from) in merged.matrices.iter_mut().zip(&recorder.matrices) {
+                if !into.append_past_prefix(from, p_rows, [p_inputs, p_aux], [inputs_at, aux_at]) {
+                    return Err(split_error(&format!(
+                        "sub-circuit of parts {range:?} has other prefix rows than the first's: \
+                         its parts are not independent"
+                    )));
+                }
+            }
+            merged.inputs += per_part[0];
+            merged.aux += per_part[1];
+        }
+        Ok(merged)
+    }
+}
+
+fn split_error(message: &str) -> SynthesisError {
+    SynthesisError::IoError(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("recording the R1CS matrices in parts: {message}"),
+    ))
 }
 
 impl ConstraintSystem<Fr> for Recorder {

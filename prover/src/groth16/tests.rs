@@ -346,3 +346,30 @@ fn a_split_synthesis_equals_the_whole_and_refuses_parts_that_are_not_uniform() {
     .expect("4 parts of a 5-part recording");
     assert!(err.to_string().contains("no common prefix"), "{err}");
 }
+
+#[test]
+fn matrices_recorded_in_parts_equal_the_whole_recording() {
+    let whole = |parts| Parted {
+        parts,
+        extend: false,
+    };
+    let reference = R1csMatrices::record_circuit(whole(0..5)).unwrap();
+    let split = R1csMatrices::record_split(5, |parts| Ok(whole(parts))).unwrap();
+    assert!(split.same_as(&reference), "split recording differs");
+    assert_eq!(split.heap_bytes(), reference.heap_bytes());
+    // Too few parts to split: recorded whole.
+    let two = R1csMatrices::record_split(2, |parts| Ok(whole(parts))).unwrap();
+    assert!(two.same_as(&R1csMatrices::record_circuit(whole(0..2)).unwrap()));
+    // A sub-circuit that is not the prefix and its parts is refused.
+    let err = R1csMatrices::record_split(5, |parts| {
+        let n = parts.len();
+        Ok(whole(if parts.start == 3 {
+            3..3 + n + 1
+        } else {
+            parts
+        }))
+    })
+    .err()
+    .expect("a sub-circuit with an extra part");
+    assert!(err.to_string().contains("in parts"), "{err}");
+}

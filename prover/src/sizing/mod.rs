@@ -266,13 +266,37 @@ pub fn default_capacity(partition_workers: usize) -> usize {
 /// parameters, the GPU stage and finalize (bounded by cores and by useful parallelism),
 /// with a channel sized from them; fails with the minimum limit if not even one fits.
 pub fn plan(input: &SizingInput) -> Result<Plan, ProverError> {
+    let first = plan_for(input, None)?;
+    // A permit is held through the GPU stage, so when memory bounds the workers to no more
+    // than the GPU workers, every permit can sit in the GPU stage with no partition
+    // synthesizing. Fewer GPU workers then keep one synthesizing: measured on the H200 at
+    // 32 GiB (pw = 2 at 128 GiB), 105 s per proof with one GPU worker, 122 s with two.
+    let free_to_choose =
+        input.overrides.gpu_workers.is_none() && input.overrides.partition_workers.is_none();
+    if free_to_choose && first.gpu_workers > 1 && first.partition_workers <= first.gpu_workers {
+        let devices = input.gpu_devices.max(1);
+        let per_device = (first.partition_workers - 1).div_ceil(devices).max(1);
+        if let Ok(fewer) = plan_for(input, Some(per_device))
+            && fewer.gpu_workers < first.gpu_workers
+        {
+            return Ok(fewer);
+        }
+    }
+    Ok(first)
+}
+
+/// [`plan`] with at most `max_gpu_workers_per_device` GPU workers per device (when set).
+fn plan_for(
+    input: &SizingInput,
+    max_gpu_workers_per_device: Option<usize>,
+) -> Result<Plan, ProverError> {
     if !(0.0..0.9).contains(&input.headroom) {
         return Err(ProverError::InvalidArgument {
             what: "headroom",
             reason: format!("{} is outside [0, 0.9)", input.headroom),
         });
     }
-    let (gw, gpu_plan) = gpu_workers(input)?;
+    let (gw, gpu_plan) = gpu_workers(input, max_gpu_workers_per_device)?;
     let per = PartitionBytes::for_shape(input.shape);
     let gpu_host = if gpu_plan.is_some() || input.gpu_devices > 0 {
         GpuHost {
@@ -386,7 +410,10 @@ pub fn staging_bytes(shape: CircuitShape) -> u64 {
 /// GPU-stage workers (all devices together) and, for GPUs of known size, their device
 /// memory plan: as many workers per device as fit (at most [`GPU_WORKERS_PER_DEVICE`]),
 /// refused if not even the resident bases and one worker fit.
-fn gpu_workers(input: &SizingInput) -> Result<(usize, Option<GpuPlan>), ProverError> {
+fn gpu_workers(
+    input: &SizingInput,
+    max_per_device: Option<usize>,
+) -> Result<(usize, Option<GpuPlan>), ProverError> {
     let devices = input.gpu_devices;
     if devices == 0 {
         return Ok((input.overrides.gpu_workers.unwrap_or(1), None));
@@ -394,7 +421,8 @@ fn gpu_workers(input: &SizingInput) -> Result<(usize, Option<GpuPlan>), ProverEr
     let wanted = input
         .overrides
         .gpu_workers
-        .map_or(GPU_WORKERS_PER_DEVICE, |gw| gw.div_ceil(devices).max(1));
+        .map_or(GPU_WORKERS_PER_DEVICE, |gw| gw.div_ceil(devices).max(1))
+        .min(max_per_device.unwrap_or(usize::MAX));
     let Some(memory) = input.gpu_memory_bytes else {
         return Ok((
             input.overrides.gpu_workers.unwrap_or(wanted * devices),

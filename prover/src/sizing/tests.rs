@@ -206,3 +206,48 @@ fn a_partition_synthesized_on_every_core_needs_few_workers() {
     .unwrap();
     assert_eq!(wide.partition_workers, parallel.partition_workers);
 }
+
+#[test]
+fn when_memory_leaves_no_more_workers_than_gpu_workers_one_gpu_worker_keeps_synthesis_going() {
+    // The 32 GiB PoRep partition from the matrices on the H200 host: 128 GiB, 16 cores, one
+    // 140 GiB GPU; two partitions fit beside the parameters and the matrices.
+    let shape = CircuitShape {
+        constraints: 130_278_869,
+        aux: 130_169_893,
+        inputs: 328,
+    };
+    let h200 = SizingInput {
+        circuit: "StackedDrg32GiBV1_1 partition".into(),
+        shape,
+        memory_limit: 128 * GIB,
+        params_bytes: 47_372_000_000,
+        matrices_bytes: 13_240_000_000,
+        headroom: 0.1,
+        cpu_cores: 16,
+        synthesis_threads: 18,
+        gpu_devices: 1,
+        gpu_memory_bytes: Some(150_000_000_000),
+        max_parallel_partitions: Some(10),
+        overrides: Overrides::default(),
+    };
+    let p = plan(&h200).unwrap();
+    assert_eq!((p.partition_workers, p.gpu_workers), (2, 1), "{p:?}");
+    // Asked for, two GPU workers are given (and both permits may sit in the GPU stage).
+    let asked = plan(&SizingInput {
+        overrides: Overrides {
+            gpu_workers: Some(2),
+            ..Overrides::default()
+        },
+        ..h200.clone()
+    })
+    .unwrap();
+    assert_eq!((asked.partition_workers, asked.gpu_workers), (2, 2));
+    // With memory for more partitions the default two GPU workers stay.
+    let roomy = plan(&SizingInput {
+        memory_limit: 512 * GIB,
+        ..h200
+    })
+    .unwrap();
+    assert_eq!(roomy.gpu_workers, 2);
+    assert!(roomy.partition_workers > roomy.gpu_workers);
+}

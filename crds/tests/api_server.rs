@@ -384,10 +384,6 @@ async fn proof_job_identity_is_immutable() {
     cluster.delete_namespace().await;
 }
 
-/// A copy of `result` that [`assert_api_error`] can consume (kube's errors are not `Clone`).
-
-/// The current time, truncated to the whole seconds that `Time` serializes.
-
 #[tokio::test]
 async fn proof_job_status_round_trips() {
     let Some(cluster) = Cluster::connect("job-status").await else {

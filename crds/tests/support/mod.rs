@@ -300,6 +300,7 @@ pub fn with(base: Value, changes: Value) -> Value {
     merged
 }
 
+/// A copy of `result` that [`assert_api_error`] can consume (kube's errors are not `Clone`).
 pub fn result_message<T>(result: &kube::Result<T>) -> kube::Result<()> {
     match result {
         Err(kube::Error::Api(status)) => Err(kube::Error::Api(status.clone())),
@@ -308,6 +309,7 @@ pub fn result_message<T>(result: &kube::Result<T>) -> kube::Result<()> {
     }
 }
 
+/// The current time, truncated to the whole seconds that `Time` serializes.
 pub fn now() -> Time {
     Time(Timestamp::from_second(Timestamp::now().as_second()).expect("in range"))
 }

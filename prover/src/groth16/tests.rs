@@ -361,15 +361,16 @@ fn matrices_recorded_in_parts_equal_the_whole_recording() {
     let two = R1csMatrices::record_split(2, |parts| Ok(whole(parts))).unwrap();
     assert!(two.same_as(&R1csMatrices::record_circuit(whole(0..2)).unwrap()));
     // A sub-circuit that is not the prefix and its parts is refused.
-    let err = R1csMatrices::record_split(5, |parts| {
+    let extra_part = |parts: std::ops::Range<usize>| {
         let n = parts.len();
         Ok(whole(if parts.start == 3 {
             3..3 + n + 1
         } else {
             parts
         }))
-    })
-    .err()
-    .expect("a sub-circuit with an extra part");
+    };
+    let Err(err) = R1csMatrices::record_split(5, extra_part) else {
+        panic!("a sub-circuit with an extra part was recorded");
+    };
     assert!(err.to_string().contains("in parts"), "{err}");
 }

@@ -223,7 +223,7 @@ async fn daemon_proves_resumes_reports_cancels_and_stops() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_that_cannot_be_proved_ends_the_daemon_with_an_event() {
+async fn a_job_that_can_never_fit_is_reported_permanent_and_the_daemon_stays_up() {
     let Some(cluster) = Cluster::connect("daemon-fail").await else {
         return;
     };
@@ -233,22 +233,33 @@ async fn a_job_that_cannot_be_proved_ends_the_daemon_with_an_event() {
     // 2^27 constraints need far more memory than this machine has: the daemon refuses the
     // job before loading parameters.
     assign(&jobs, "huge", 1 << 27, 1).await;
+    let listen = free_local_address();
     let mut daemon = Daemon::start(
         &cluster.namespace,
         &work.path().join("params"),
-        &free_local_address(),
+        &listen,
         &work.path().join("daemon.log"),
     );
 
-    let status = daemon
-        .wait_exit(Duration::from_secs(30))
-        .expect("the daemon exits after the failure");
-    eprintln!("--- daemon log ---\n{}", daemon.log_text());
+    // The failure goes into the job's status for the operator, marked permanent (ADR 0021).
+    let failure = daemon
+        .wait(
+            "the failure report on job huge",
+            Duration::from_secs(60),
+            || async { jobs.get("huge").await.ok()?.status?.prover_failure },
+        )
+        .await;
     assert_eq!(
-        status.code(),
-        Some(1),
-        "a failed job exits 1 so the pod fails and the operator requeues"
+        (
+            failure.pod.as_str(),
+            failure.attempt,
+            failure.reason.as_str(),
+            failure.permanent
+        ),
+        (POD, 1, "DoesNotFit", true),
+        "{failure:?}"
     );
+    assert!(failure.message.contains("memory limit"), "{failure:?}");
     let events: Api<k8s_openapi::api::events::v1::Event> = cluster.api();
     let events = events
         .list(&Default::default())
@@ -270,11 +281,28 @@ async fn a_job_that_cannot_be_proved_ends_the_daemon_with_an_event() {
             .is_some_and(|note| note.contains("memory limit")),
         "{failed:?}"
     );
+    // The daemon never exits on a job's error: it is up, healthy, and proves the next job.
+    assert!(
+        daemon.wait_exit(Duration::from_secs(2)).is_none(),
+        "the daemon exited after a job's failure"
+    );
+    let (code, _) = http_get(&listen, "/healthz").await;
+    assert_eq!(code, 200, "/healthz after a job's failure");
+    assign(&jobs, "after", CONSTRAINTS, 1).await;
+    daemon
+        .wait(
+            "job after to have its proof",
+            Duration::from_secs(120),
+            || async {
+                let proofs = jobs.get("after").await.ok()?.status?.proofs?;
+                (!proofs.is_empty()).then_some(())
+            },
+        )
+        .await;
     let status = jobs.get("huge").await.unwrap().status.unwrap_or_default();
     assert_eq!(
-        (status.proofs, status.phase),
-        (None, None),
-        "the daemon wrote something to a job it could not prove"
+        status.proofs, None,
+        "the daemon wrote a proof to a job it could not prove"
     );
     cluster.delete_namespace().await;
 }
@@ -325,6 +353,9 @@ async fn prove_one_partition(params_dir: &Path, partition: u32) -> PartitionProo
 }
 
 /// Creates a mul-chain job assigned to [`POD`] by label, as the operator would.
+/// Creates a job assigned to the test's pod as the operator assigns one: the label, then the
+/// assignment recorded in the status (the daemon starts a job only once `status.pod` is its
+/// own, so the attempt it reports on is the operator's).
 async fn assign(jobs: &Api<ProofJob>, name: &str, constraints: usize, partitions: i32) {
     let spec = json!({ "pool": POOL, "circuit": "mul-chain", "constraints": constraints, "partitions": partitions, "seed": SEED });
     jobs.create(
@@ -333,6 +364,16 @@ async fn assign(jobs: &Api<ProofJob>, name: &str, constraints: usize, partitions
     )
     .await
     .unwrap_or_else(|err| panic!("create job {name}: {err}"));
+    jobs.patch_status(
+        name,
+        &PatchParams::apply("test-operator"),
+        &Patch::Apply(json!({
+            "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProofJob", "metadata": { "name": name },
+            "status": { "phase": "Running", "pod": POD, "attempts": 1, "assignedPods": [POD] },
+        })),
+    )
+    .await
+    .unwrap_or_else(|err| panic!("record the assignment of job {name}: {err}"));
 }
 
 fn object<K: Resource<DynamicType = ()> + serde::de::DeserializeOwned>(

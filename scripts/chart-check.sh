@@ -95,7 +95,7 @@ def registered_metrics():
         "prover/src/metrics.rs": "",
         "prover/src/pipeline/tracker.rs": "",
         "prover/src/daemon/metrics.rs": "",
-        "operator/src/metrics.rs": "proofpipe_operator_",
+        "operator/src/runtime/metrics.rs": "proofpipe_operator_",
     }
     for path, prefix in sources.items():
         text = Path(path).read_text()
@@ -712,8 +712,8 @@ if kinds - GATEWAY_KINDS or "ProofJob" not in kinds:
 
 
 def prover_role_rules():
-    """The rules of the prover Role the operator applies (operator/src/prover_rbac.rs)."""
-    text = Path("operator/src/prover_rbac.rs").read_text()
+    """The rules of the prover Role the operator applies (operator/src/pool/prover_rbac.rs)."""
+    text = Path("operator/src/pool/prover_rbac.rs").read_text()
     # `rule(&[resources], &[verbs])` is in proofpipe.dev; `rule_in("group", &[...], &[...])`
     # names its group.
     rules = [("proofpipe.dev", r, v) for r, v in
@@ -721,7 +721,7 @@ def prover_role_rules():
     rules += re.findall(r'\brule_in\("([^"]+)",\s*&\[([^\]]*)\],\s*&\[([^\]]*)\]\)', text)
     parsed = [(g, re.findall(r'"([^"]+)"', r), re.findall(r'"([^"]+)"', v)) for g, r, v in rules]
     if len(parsed) < 4 or 'rule_in("proofpipe.dev", resources, verbs)' not in text:
-        fail("cannot read the prover Role's rules from operator/src/prover_rbac.rs")
+        fail("cannot read the prover Role's rules from operator/src/pool/prover_rbac.rs")
     return [(group, resource, verb) for group, resources, verbs in parsed
             for resource in resources for verb in verbs]
 

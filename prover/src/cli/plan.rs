@@ -17,24 +17,29 @@ use super::{PlanArgs, Synthesis, cpu_cores};
 
 pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
     let limit = detect_memory_limit(args.sizing.memory_limit)?;
-    let (circuit, shape, params_bytes, matrices_bytes, partitions) = match args.porep_shape {
+    let (circuit, shape, params_bytes, matrices_bytes, partitions, synthesis_threads) = match args
+        .porep_shape
+    {
         Some(proof) => {
             // Exact, from the committed counts: the real parameters have these point counts.
             let counts = shape::counted(proof)?;
-            let matrices = match args.synthesis {
-                Synthesis::OnePass => 0,
-                Synthesis::Matrices => R1csMatrices::predicted_heap_bytes(&counts),
+            let partition_shape = PartitionShape::of(proof)?;
+            // From the matrices a partition's challenges run on every core (ADR 0023).
+            let (matrices, threads) = match args.synthesis {
+                Synthesis::OnePass => (0, 1),
+                Synthesis::Matrices => (
+                    R1csMatrices::predicted_heap_bytes(&counts),
+                    partition_shape.challenges_per_partition,
+                ),
             };
-            let partitions = args
-                .job
-                .partitions
-                .unwrap_or(PartitionShape::of(proof)?.partitions);
+            let partitions = args.job.partitions.unwrap_or(partition_shape.partitions);
             (
                 format!("{} partition", seal_proof_name(proof)),
                 counts.shape(),
                 counts.query_counts().params_heap_bytes(),
                 matrices,
                 partitions,
+                threads,
             )
         }
         None => {
@@ -54,6 +59,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
                 estimated_params_bytes(shape),
                 0,
                 args.job.partitions(),
+                1,
             )
         }
     };
@@ -65,7 +71,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
         matrices_bytes,
         headroom: args.sizing.headroom,
         cpu_cores: args.cores.unwrap_or_else(cpu_cores),
-        synthesis_threads: 1,
+        synthesis_threads,
         gpu_devices: args.gpus,
         gpu_memory_bytes: args.gpu_memory,
         max_parallel_partitions: Some(partitions as usize),

@@ -293,9 +293,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for StackedPartitions<Tree
                 )
             }
             None => {
-                let circuit = self
-                    .circuit_of(&self.vanilla(k).map_err(fail)?, k)
-                    .map_err(fail)?;
+                let circuit = self.circuit(k).map_err(fail)?;
                 groth16::synthesize_into(circuit, shape, evaluations)
             }
         }

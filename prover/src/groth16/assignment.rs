@@ -87,6 +87,30 @@ impl Synthesized {
         }
     }
 
+    /// The first part in which `other` differs from this partition (a, b, c, the assignment,
+    /// a density's bits or total), None when they are equal in everything the GPU stage
+    /// reads: what tests of one synthesis against another compare.
+    pub fn first_difference(&self, other: &Self) -> Option<&'static str> {
+        let densities = |s: &Self| {
+            [&s.a_aux_density, &s.b_input_density, &s.b_aux_density]
+                .map(|d| (d.bv.clone(), d.get_total_density()))
+        };
+        let [da, dbi, dba] = densities(self);
+        let [oa, obi, oba] = densities(other);
+        [
+            ("a", self.a == other.a),
+            ("b", self.b == other.b),
+            ("c", self.c == other.c),
+            ("the public inputs", self.inputs == other.inputs),
+            ("the aux assignment", self.aux == other.aux),
+            ("A's aux density", da == oa),
+            ("B's input density", dbi == obi),
+            ("B's aux density", dba == oba),
+        ]
+        .into_iter()
+        .find_map(|(part, equal)| (!equal).then_some(part))
+    }
+
     /// The public inputs a verifier needs (without the constant ONE).
     pub fn public_inputs(&self) -> &[Fr] {
         &self.inputs[1..]

@@ -270,22 +270,7 @@ impl bellperson::Circuit<Fr> for Parted {
 }
 
 fn assert_same(a: &Synthesized, b: &Synthesized) {
-    assert!(a.a == b.a && a.b == b.b && a.c == b.c, "a, b, c differ");
-    assert!(
-        a.inputs == b.inputs && a.aux == b.aux,
-        "the assignments differ"
-    );
-    assert_eq!(a.a_aux_density.bv, b.a_aux_density.bv);
-    assert_eq!(a.b_input_density.bv, b.b_input_density.bv);
-    assert_eq!(a.b_aux_density.bv, b.b_aux_density.bv);
-    assert_eq!(
-        a.b_input_density.get_total_density(),
-        b.b_input_density.get_total_density()
-    );
-    assert_eq!(
-        a.b_aux_density.get_total_density(),
-        b.b_aux_density.get_total_density()
-    );
+    assert_eq!(a.first_difference(b), None, "the syntheses differ");
 }
 
 #[test]

@@ -18,8 +18,9 @@
 //!   batch addition (one point addition each, against ~15 per point in Pippenger) and only
 //!   the tail goes through Pippenger. An MSM with few ones or a large tail runs plain.
 //! - Sparse queries: the exponents of the variables a query uses are gathered on the host
-//!   (`used_exponents`, on rayon's pool, as the CPU backend does); the bases of a
-//!   sparse query are already dense, so the MSM runs over the resident points as they are.
+//!   (`gather::SparseGather`, on the GPU stage's own host pool, straight into the worker's
+//!   page-locked staging buffer); the bases of a sparse query are already dense, so the MSM
+//!   runs over the resident points as they are.
 //! - G1 and G2 run through one generic MSM (`CudaBackend::msm`) over `GpuGroup`, which names
 //!   each group's FFI calls, output point type and statistics.
 //! - GPU-stage workers are spread over the visible devices (a worker thread keeps the device
@@ -41,6 +42,7 @@ use std::any::Any;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -50,10 +52,12 @@ use blst::{blst_fr, blst_p1, blst_p2};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ff::{Field, PrimeField};
 use group::Group;
+use rayon::prelude::*;
 
 use crate::{
     Bases, Density, EvalAlloc, Evaluations, GpuDevice, GpuOptions, HostPool, KernelError,
-    KernelStat, ProvingBackend, used_exponents,
+    KernelStat, ProvingBackend,
+    gather::{SparseGather, check_bases, on_host_pool},
 };
 
 mod ffi;
@@ -236,6 +240,49 @@ struct Pinned {
 
 // SAFETY: a staging buffer is used by one thread at a time (taken out of the pool).
 unsafe impl Send for Pinned {}
+
+impl Pinned {
+    /// The first `len` elements of the buffer as `T`s yet to be written.
+    ///
+    /// # Safety
+    /// The buffer holds at least `len` `T`s (suitably aligned: page-locked allocations are
+    /// page-aligned), and no other reference to it is alive.
+    unsafe fn uninit<T>(&self, len: usize) -> &mut [MaybeUninit<T>] {
+        debug_assert!(len * size_of::<T>() <= self.bytes);
+        // SAFETY: as the caller promises.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<MaybeUninit<T>>(), len) }
+    }
+}
+
+/// An MSM's scalars on the host: staged in a page-locked buffer (its first `n` elements), or
+/// read where they are.
+enum Scalars<'a> {
+    Staged(Pinned, usize),
+    Host(std::borrow::Cow<'a, [Fr]>),
+}
+
+impl Scalars<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Self::Staged(_, n) => *n,
+            Self::Host(v) => v.len(),
+        }
+    }
+
+    fn ptr(&self) -> *const Fr {
+        match self {
+            Self::Staged(buf, _) => buf.ptr.cast::<Fr>().cast_const(),
+            Self::Host(v) => v.as_ptr(),
+        }
+    }
+
+    /// Gives a staging buffer back to `dev`'s pool.
+    fn release(self, backend: &CudaBackend, dev: usize) {
+        if let Self::Staged(buf, _) = self {
+            backend.return_pinned(dev, buf);
+        }
+    }
+}
 
 impl Drop for Pinned {
     fn drop(&mut self) {
@@ -470,58 +517,76 @@ impl CudaBackend {
         Ok(handle)
     }
 
-    /// The MSM of G1 or G2: the used exponents (gathered on the host for a sparse query, as
-    /// they are for a full one) over the resident bases, on the calling worker's device.
+    /// The MSM of G1 or G2: the used exponents over the resident bases, on the calling
+    /// worker's device. Large scalar sets go through a page-locked buffer of the worker's, so
+    /// the upload under the device lock is a full-speed DMA: a sparse query's used exponents
+    /// are gathered straight into it, a full query's copied in (both in parallel on the GPU
+    /// stage's host pool, outside the lock); small ones are read where they are.
     fn msm<G: GpuGroup>(
         &self,
         bases: &Bases<G>,
         density: &Density,
         exponents: &Arc<Vec<Fr>>,
     ) -> Result<G::Projective, KernelError> {
-        let gathering = Instant::now();
-        let exps = used_exponents(bases, density, exponents)?;
-        if matches!(density, Density::Sparse(_)) {
-            self.record(|s| &mut s.host_msm_gather, gathering.elapsed(), exps.len());
-        }
-        if exps.is_empty() {
+        let dev = self.device();
+        let started = Instant::now();
+        let scalars = match density {
+            Density::Sparse(d) => {
+                let gather = on_host_pool(|| SparseGather::new(d, exponents.len()));
+                check_bases(bases, gather.used())?;
+                let scalars = if gather.used() >= STAGE_FROM {
+                    let buf = self.take_pinned(dev, gather.used() * size_of::<Fr>())?;
+                    // SAFETY: the buffer holds at least `used` Fr and is ours alone until
+                    // returned; every element is written by `fill` before it is read.
+                    let dst = unsafe { buf.uninit::<Fr>(gather.used()) };
+                    on_host_pool(|| gather.fill(dst, exponents, &|e| *e));
+                    Scalars::Staged(buf, gather.used())
+                } else {
+                    Scalars::Host(gather.collect(exponents, &|e| *e).into())
+                };
+                self.record(|s| &mut s.host_msm_gather, started.elapsed(), gather.used());
+                scalars
+            }
+            Density::Full => {
+                check_bases(bases, exponents.len())?;
+                if exponents.len() >= STAGE_FROM {
+                    let buf = self.take_pinned(dev, size_of_val(&exponents[..]))?;
+                    // SAFETY: as above; every element is written by the copy.
+                    let dst = unsafe { buf.uninit::<Fr>(exponents.len()) };
+                    on_host_pool(|| {
+                        dst.par_chunks_mut(STAGE_FROM)
+                            .zip(exponents.par_chunks(STAGE_FROM))
+                            .for_each(|(d, s)| {
+                                for (d, s) in d.iter_mut().zip(s) {
+                                    d.write(*s);
+                                }
+                            })
+                    });
+                    self.record(
+                        |s| &mut s.msm_staging_transfers,
+                        started.elapsed(),
+                        exponents.len(),
+                    );
+                    Scalars::Staged(buf, exponents.len())
+                } else {
+                    Scalars::Host(exponents[..].into())
+                }
+            }
+        };
+        let n = scalars.len();
+        if n == 0 {
+            scalars.release(self, dev);
             return Ok(G::Projective::identity());
         }
-        let dev = self.device();
-        let handle = self.resident(dev, &bases.points, bases.skip, exps.len())?;
-        // Large scalar sets are copied (in parallel, outside the device lock) into
-        // page-locked memory, so the upload under the lock runs at full DMA speed.
-        let staged = if exps.len() >= STAGE_FROM {
-            let started = Instant::now();
-            let buf = self.take_pinned(dev, size_of_val(&exps[..]))?;
-            // SAFETY: the buffer holds at least exps.len() Fr and is ours alone until
-            // returned; Fr is plain data.
-            let dst = unsafe { std::slice::from_raw_parts_mut(buf.ptr.cast::<Fr>(), exps.len()) };
-            use rayon::prelude::*;
-            dst.par_chunks_mut(STAGE_FROM)
-                .zip(exps.par_chunks(STAGE_FROM))
-                .for_each(|(d, s)| d.copy_from_slice(s));
-            self.record(
-                |s| &mut s.msm_staging_transfers,
-                started.elapsed(),
-                exps.len(),
-            );
-            Some(buf)
-        } else {
-            None
-        };
-        let scalars: *const Fr = staged
-            .as_ref()
-            .map_or(exps.as_ptr(), |b| b.ptr.cast::<Fr>().cast_const());
-        let result = {
+        let handle = self.resident(dev, &bases.points, bases.skip, n);
+        let result = handle.and_then(|handle| {
             let _busy = self.lock(dev);
-            // SAFETY: the resident buffer holds >= exps.len() points; `scalars` points at
-            // exps.len() live host Fr (the staged copy or `exps` itself), `#[repr(transparent)]`
-            // over blst_fr (Montgomery form, which pp_msm_g*_run tells sppark to convert).
-            unsafe { self.run_locked::<G>(dev, handle, scalars, exps.len(), false, true) }
-        };
-        if let Some(buf) = staged {
-            self.return_pinned(dev, buf);
-        }
+            // SAFETY: the resident buffer holds >= n points; `scalars.ptr()` points at n live
+            // host Fr (staged or in place), `#[repr(transparent)]` over blst_fr (Montgomery
+            // form, which pp_msm_g*_run tells sppark to convert).
+            unsafe { self.run_locked::<G>(dev, handle, scalars.ptr(), n, false, true) }
+        });
+        scalars.release(self, dev);
         result
     }
 
@@ -767,7 +832,7 @@ impl ProvingBackend for CudaBackend {
         let dev = self.device();
         // The h query has m - 1 points; the top coefficient of h is zero.
         let used = crate::domain_size(a.len()) - 1;
-        crate::check_bases(bases, used)?;
+        check_bases(bases, used)?;
         // Uploads on first use (under the lock itself), so before this worker takes it.
         let handle = self.resident(dev, &bases.points, bases.skip, used)?;
         let up = self.upload_evaluations(dev, a, b, c)?;

@@ -8,18 +8,19 @@ mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
 mod error;
+mod gather;
 mod host_memory;
 
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 pub use ec_gpu_gen::multiexp_cpu::DensityTracker;
-use rayon::prelude::*;
 
 pub use cpu::CpuBackend;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaBackend;
 pub use error::KernelError;
+pub(crate) use gather::used_exponents_map;
 pub use host_memory::{
     EvalAlloc, Evaluations, HostPool, evaluations, heap_evaluations, into_std_vec,
 };
@@ -153,86 +154,6 @@ pub struct KernelStat {
 /// workers' kernels.
 pub fn holds_device(kernel: &str) -> bool {
     !kernel.ends_with("_transfers") && !kernel.starts_with("host_")
-}
-
-/// The exponents of the variables a query uses (all of them for a full query, the ones its
-/// density marks for a sparse one), after checking that the bases cover them: borrowed for a
-/// full query, gathered (on the CPU thread pool) for a sparse one. Every backend gathers
-/// through [`used_exponents`] or [`used_exponents_map`].
-// The CUDA backend's gather: unused in a build without it.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) fn used_exponents<'a, G>(
-    bases: &Bases<G>,
-    density: &Density,
-    exponents: &'a [Fr],
-) -> Result<std::borrow::Cow<'a, [Fr]>, KernelError> {
-    match density {
-        Density::Full => {
-            check_bases(bases, exponents.len())?;
-            Ok(exponents.into())
-        }
-        Density::Sparse(_) => Ok(used_exponents_map(bases, density, exponents, |e| *e)?.into()),
-    }
-}
-
-/// [`used_exponents`], each mapped through `f` in the same pass (a backend's conversion to
-/// the form its kernels take), in parallel on rayon's pool. Always a new vector.
-pub(crate) fn used_exponents_map<G, T, F>(
-    bases: &Bases<G>,
-    density: &Density,
-    exponents: &[Fr],
-    f: F,
-) -> Result<Vec<T>, KernelError>
-where
-    T: Send,
-    F: Fn(&Fr) -> T + Sync,
-{
-    let (n, tracker) = match density {
-        Density::Full => (exponents.len(), None),
-        // As a zip of the two: a variable beyond either the exponents or the density is unused.
-        Density::Sparse(d) => (exponents.len().min(d.bv.len()), Some(&**d)),
-    };
-    let exponents = &exponents[..n];
-    let used = match tracker {
-        None => n,
-        Some(d) => d.bv[..n].count_ones(),
-    };
-    check_bases(bases, used)?;
-    let out: Vec<T> = match tracker {
-        None if n < PARALLEL_GATHER_MIN => exponents.iter().map(&f).collect(),
-        None => exponents.par_iter().map(&f).collect(),
-        // Chunks keep each density bit beside its exponent; rayon's collect keeps the order.
-        Some(d) => exponents
-            .par_chunks(PARALLEL_GATHER_MIN)
-            .enumerate()
-            .flat_map_iter(|(i, chunk)| {
-                let bits = &d.bv[i * PARALLEL_GATHER_MIN..i * PARALLEL_GATHER_MIN + chunk.len()];
-                chunk
-                    .iter()
-                    .zip(bits.iter())
-                    .filter_map(|(e, u)| (*u).then(|| f(e)))
-            })
-            .collect(),
-    };
-    debug_assert_eq!(out.len(), used);
-    Ok(out)
-}
-
-/// Below this many exponents a full gather runs on the calling thread; a sparse one works in
-/// chunks of this many.
-const PARALLEL_GATHER_MIN: usize = 1 << 14;
-
-/// Fails unless `bases[skip..]` has a point for each of `used` exponents.
-pub(crate) fn check_bases<G>(bases: &Bases<G>, used: usize) -> Result<(), KernelError> {
-    let available = bases.points.len().saturating_sub(bases.skip);
-    if available < used {
-        return Err(KernelError::BasesTooShort {
-            bases: bases.points.len(),
-            skip: bases.skip,
-            exponents: used,
-        });
-    }
-    Ok(())
 }
 
 /// The smallest power of two at or above `n`: the FFT domain size for `n` constraints.
@@ -415,58 +336,6 @@ mod tests {
             assert!(!holds_device(kernel), "{kernel}");
         }
     }
-    use ff::{Field, PrimeField};
-    use rand_chacha::ChaCha8Rng;
-    use rand_core::SeedableRng;
-
-    fn sparse(n: usize, used: impl Fn(usize) -> bool) -> Density {
-        let mut t = DensityTracker::new();
-        for i in 0..n {
-            t.add_element();
-            if used(i) {
-                t.inc(i);
-            }
-        }
-        Density::Sparse(Arc::new(t))
-    }
-
-    /// The parallel gather (sizes above PARALLEL_GATHER_MIN, odd ones so the chunks are
-    /// uneven) gives what a sequential filter gives, with and without the conversion.
-    #[test]
-    fn gather_matches_sequential_filter() {
-        let mut rng = ChaCha8Rng::seed_from_u64(5);
-        for n in [
-            10,
-            PARALLEL_GATHER_MIN - 1,
-            PARALLEL_GATHER_MIN + 7,
-            3 * PARALLEL_GATHER_MIN + 1,
-        ] {
-            let exps: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
-            let bases = Bases::new(Arc::new(vec![(); n + 2]), 2);
-            let full = used_exponents_map(&bases, &Density::Full, &exps, Fr::to_repr).unwrap();
-            assert_eq!(
-                full,
-                exps.iter().map(Fr::to_repr).collect::<Vec<_>>(),
-                "n={n}"
-            );
-            assert!(matches!(
-                used_exponents(&bases, &Density::Full, &exps).unwrap(),
-                std::borrow::Cow::Borrowed(_)
-            ));
-            // Dense runs and gaps of several lengths, and nothing used at the end.
-            let pick = |i: usize| (i % 11 < 4 || (i / 1000).is_multiple_of(3)) && i + 5 < n;
-            let d = sparse(n, pick);
-            let want: Vec<Fr> = (0..n).filter(|&i| pick(i)).map(|i| exps[i]).collect();
-            let got = used_exponents(&bases, &d, &exps).unwrap();
-            assert_eq!(&*got, &want[..], "n={n}");
-            let bytes = used_exponents_map(&bases, &d, &exps, Fr::to_repr).unwrap();
-            assert_eq!(
-                bytes,
-                want.iter().map(Fr::to_repr).collect::<Vec<_>>(),
-                "n={n}"
-            );
-        }
-    }
 
     #[test]
     fn gpu_option_variants_parse_and_name_round_trip() {
@@ -482,24 +351,5 @@ mod tests {
         assert!(!GpuOptions::parse("h").unwrap().split_msm);
         let err = GpuOptions::parse("split+fast").unwrap_err();
         assert!(err.contains("\"fast\""), "{err}");
-    }
-
-    #[test]
-    fn gather_checks_the_bases_against_the_used_exponents() {
-        let n = PARALLEL_GATHER_MIN + 1;
-        let exps = vec![Fr::ONE; n];
-        let d = sparse(n, |i| i % 2 == 0);
-        let used = n.div_ceil(2);
-        assert!(used_exponents(&Bases::new(Arc::new(vec![(); used]), 0), &d, &exps).is_ok());
-        let short = Bases::new(Arc::new(vec![(); used]), 1);
-        assert!(matches!(
-            used_exponents(&short, &d, &exps),
-            Err(KernelError::BasesTooShort { exponents, .. }) if exponents == used
-        ));
-        assert!(used_exponents(&short, &Density::Full, &exps).is_err());
-        // A density shorter than the exponents: the ones beyond it are unused.
-        let d = sparse(10, |_| true);
-        let got = used_exponents_map(&Bases::new(Arc::new(vec![(); 10]), 0), &d, &exps, |e| *e);
-        assert_eq!(got.unwrap().len(), 10);
     }
 }

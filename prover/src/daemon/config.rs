@@ -9,6 +9,7 @@ use std::time::Duration;
 use proofpipe_crds::parse_pipeline_override;
 
 use crate::error::ProverError;
+use crate::groth16::SynthesisMode;
 use crate::sizing::{LimitSource, MemoryLimit, Overrides, parse_memory_size};
 
 pub const POD_NAME_VAR: &str = "PROOFPIPE_POD_NAME";
@@ -19,6 +20,7 @@ pub const CHANNEL_CAPACITY_VAR: &str = "PROOFPIPE_CHANNEL_CAPACITY";
 pub const GPU_WORKERS_VAR: &str = "PROOFPIPE_GPU_WORKERS";
 pub const MEMORY_LIMIT_VAR: &str = "PROOFPIPE_MEMORY_LIMIT";
 pub const PROGRESS_DEADLINE_VAR: &str = "PROOFPIPE_PROGRESS_DEADLINE_SECONDS";
+pub const POREP_SYNTHESIS_VAR: &str = "PROOFPIPE_POREP_SYNTHESIS";
 
 /// Who this daemon is: its pod, the namespace it watches and the pool it reports into.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +47,10 @@ pub struct EnvSettings {
     pub memory_limit: Option<String>,
     /// The pool's `spec.progressDeadlineSeconds`.
     pub progress_deadline: Duration,
+    /// How PoRep partitions are synthesized: from the sector size's R1CS matrices on every
+    /// core (the default), or in one pass on one core each (`one-pass`: no matrices resident,
+    /// ~12.3 GiB less at 32 GiB, ~5x slower per partition).
+    pub porep_synthesis: SynthesisMode,
 }
 
 /// Reads the settings through `var` (`std::env::var(..).ok()` in the binary).
@@ -93,6 +99,16 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<EnvSettings, Pro
                     what: PROGRESS_DEADLINE_VAR,
                     reason: format!("{value:?} is not a positive number of seconds"),
                 })?,
+        },
+        porep_synthesis: match var(POREP_SYNTHESIS_VAR).as_deref().map(str::trim) {
+            None | Some("" | "matrices") => SynthesisMode::Matrices,
+            Some("one-pass") => SynthesisMode::OnePass,
+            Some(other) => {
+                return Err(ProverError::InvalidArgument {
+                    what: POREP_SYNTHESIS_VAR,
+                    reason: format!("{other:?} is neither `matrices` nor `one-pass`"),
+                });
+            }
         },
     })
 }
@@ -185,6 +201,31 @@ mod tests {
         assert_eq!(settings.overrides.partition_workers, None);
         assert_eq!(settings.memory_limit, None);
         assert_eq!(settings.progress_deadline, Duration::from_secs(900));
+        assert_eq!(settings.porep_synthesis, SynthesisMode::Matrices);
+    }
+
+    #[test]
+    fn porep_synthesis_is_matrices_unless_one_pass_is_asked_for() {
+        for (value, want) in [
+            ("matrices", SynthesisMode::Matrices),
+            ("", SynthesisMode::Matrices),
+            ("one-pass", SynthesisMode::OnePass),
+        ] {
+            let mut pairs = IDENTITY.to_vec();
+            pairs.push((POREP_SYNTHESIS_VAR, value));
+            assert_eq!(
+                from_env(env(&pairs)).unwrap().porep_synthesis,
+                want,
+                "{value:?}"
+            );
+        }
+        let mut pairs = IDENTITY.to_vec();
+        pairs.push((POREP_SYNTHESIS_VAR, "fast"));
+        let err = from_env(env(&pairs)).unwrap_err().to_string();
+        assert!(
+            err.contains(POREP_SYNTHESIS_VAR) && err.contains("\"fast\""),
+            "{err}"
+        );
     }
 
     #[test]

@@ -58,6 +58,7 @@ use proofpipe_kernels::ProvingBackend;
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
 use crate::filecoin::params::DigestCheck;
+use crate::groth16::SynthesisMode;
 use crate::params::ParamsStore;
 use crate::sizing::{Overrides, SizingInput};
 use config::{ChosenLimit, EnvSettings, Identity};
@@ -102,6 +103,8 @@ pub struct Daemon {
     watch_ready: AtomicBool,
     /// How long a job may make no progress before the prover is stalled.
     progress_deadline: Duration,
+    /// How PoRep partitions are synthesized (`PROOFPIPE_POREP_SYNTHESIS`).
+    porep_synthesis: SynthesisMode,
     /// Why the prover is stalled, once it is: `/healthz` fails with it.
     stalled: parking_lot::Mutex<Option<String>>,
     fault: Fault,
@@ -109,13 +112,14 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// The planner's input for a job proving `work`, `todo` partitions left.
+    /// The planner's input for a job proving `work`, `todo` partitions left, with
+    /// `params_bytes` of parameters and `matrices_bytes` of R1CS matrices resident.
     fn sizing_input(
         &self,
         work: String,
         todo: usize,
         shape: CircuitShape,
-        params_bytes: u64,
+        (params_bytes, matrices_bytes): (u64, u64),
         synthesis_threads: usize,
     ) -> SizingInput {
         sizing::sizing_input(
@@ -123,7 +127,7 @@ impl Daemon {
             todo,
             shape,
             self.memory_limit,
-            params_bytes,
+            (params_bytes, matrices_bytes),
             self.cpu_cores,
             synthesis_threads,
             &self.backend.gpu_devices(),
@@ -178,6 +182,7 @@ pub async fn run(
         metrics,
         watch_ready: AtomicBool::new(false),
         progress_deadline: settings.progress_deadline,
+        porep_synthesis: settings.porep_synthesis,
         stalled: parking_lot::Mutex::new(None),
         fault: options.fault,
         termination_log: options.termination_log.clone(),

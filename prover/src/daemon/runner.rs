@@ -19,6 +19,7 @@ use super::resume::{own_proofs, pipeline_job, proved_partitions};
 use super::sizing::reported_sizing;
 use super::{Daemon, raised};
 use crate::error::{FailureClass, ProverError};
+use crate::filecoin::porep;
 use crate::params::{CircuitParams, ProvingKey, estimated_params_bytes};
 use crate::pipeline::{JobEvent, JobHandle, JobOutcome, JobSpec, Pipeline, PipelineConfig};
 use crate::sizing::plan;
@@ -234,7 +235,9 @@ async fn start_job(
             let spec = pipeline_job(job)?;
             daemon.state.enter(Stage::LoadingParameters);
             let params = load_params(daemon, &spec).await?;
-            let pipeline = start_pipeline(daemon, work, spec.todo().len(), &params, 0, 1)?;
+            // Matrices earlier PoRep jobs recorded stay resident beside this job.
+            let resident = (0, porep::resident_matrices_bytes());
+            let pipeline = start_pipeline(daemon, work, spec.todo().len(), &params, resident, 1)?;
             let source = pipeline.get().synthetic_source(&spec, &params)?;
             let handle = pipeline.get().submit_source(
                 daemon.fault.wrap_source(source),
@@ -249,25 +252,37 @@ async fn start_job(
             let prepared = filecoin::prepare(daemon, job, filecoin_work).await?;
             let skip = proved_partitions(job.status.as_ref(), prepared.partitions);
             let todo = prepared.partitions as usize - skip.len();
-            let others = prepared.others_bytes;
             let threads = prepared.source.synthesis_threads();
+            // Resident beside the job's own parameters and matrices: other parameter sets and
+            // other sector sizes' matrices that earlier jobs left.
+            let own_matrices = prepared.matrices.as_ref().map_or(0, |m| m.heap_bytes());
+            let others = prepared.others_bytes
+                + porep::resident_matrices_bytes().saturating_sub(own_matrices);
             let pipeline = match start_pipeline(
                 daemon,
                 work.clone(),
                 todo,
                 &prepared.key,
-                others,
+                (others, own_matrices),
                 threads,
             ) {
-                // The other parameter sets this prover keeps leave the job no room: drop them
+                // What this prover keeps from other jobs leaves this one no room: drop it
                 // (freed now: the previous job's pipeline has stopped) and plan without.
                 Err(ProverError::MemoryLimitTooSmall { .. }) if others > 0 => {
                     tracing::info!(
                         others,
-                        "dropping the other resident Filecoin parameter sets: the job's pipeline does not fit beside them"
+                        "dropping the other resident Filecoin parameter sets and R1CS matrices: the job's pipeline does not fit beside them"
                     );
                     daemon.filecoin_params.keep_only(&prepared.identifier);
-                    start_pipeline(daemon, work, todo, &prepared.key, 0, threads)?
+                    porep::keep_only_matrices(prepared.matrices.as_ref());
+                    start_pipeline(
+                        daemon,
+                        work,
+                        todo,
+                        &prepared.key,
+                        (0, own_matrices),
+                        threads,
+                    )?
                 }
                 started => started?,
             };
@@ -293,7 +308,10 @@ async fn load_params(
         spec.circuit.to_string(),
         spec.todo().len(),
         shape,
-        estimated_params_bytes(shape),
+        (
+            estimated_params_bytes(shape),
+            porep::resident_matrices_bytes(),
+        ),
         1,
     ))?;
     let store = daemon.params.clone();
@@ -313,19 +331,26 @@ async fn load_params(
     Ok(params)
 }
 
-/// Plans and starts a pipeline for `todo` partitions with `key`, counting `resident_bytes` of
-/// other parameters the process holds beside it, each partition's synthesis on
+/// Plans and starts a pipeline for `todo` partitions with `key`, counting what the process
+/// holds beside it: `(other_bytes, matrices_bytes)`, other jobs' parameters and matrices, and
+/// the R1CS matrices this job synthesizes from; each partition's synthesis on
 /// `synthesis_threads` threads.
 fn start_pipeline(
     daemon: &Daemon,
     work: String,
     todo: usize,
     key: &ProvingKey,
-    resident_bytes: u64,
+    (other_bytes, matrices_bytes): (u64, u64),
     synthesis_threads: usize,
 ) -> Result<PipelineGuard, ProverError> {
-    let params_bytes = key.heap_bytes().saturating_add(resident_bytes);
-    let plan = plan(&daemon.sizing_input(work, todo, key.shape, params_bytes, synthesis_threads))?;
+    let params_bytes = key.heap_bytes().saturating_add(other_bytes);
+    let plan = plan(&daemon.sizing_input(
+        work,
+        todo,
+        key.shape,
+        (params_bytes, matrices_bytes),
+        synthesis_threads,
+    ))?;
     let sizing = reported_sizing(&plan);
     tracing::info!(
         partition_workers = plan.partition_workers,

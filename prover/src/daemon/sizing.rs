@@ -10,8 +10,8 @@ use crate::sizing::{Overrides, Plan, SizingInput};
 /// The fraction of the memory limit kept free, as `prove` does by default.
 pub const HEADROOM: f64 = 0.1;
 
-/// The planner's input for a job proving `work` with `todo` partitions left: only those can
-/// be in flight at once. `gpus` are the devices of the process's backend (none when the GPU
+/// The planner's input for a job proving `work` with `todo` partitions left (only those can
+/// be in flight at once), beside parameters and R1CS matrices of the given bytes. `gpus` are the devices of the process's backend (none when the GPU
 /// stage runs on the CPU); the plan fits its GPU workers into the smallest one.
 #[allow(clippy::too_many_arguments)]
 pub fn sizing_input(
@@ -19,7 +19,7 @@ pub fn sizing_input(
     todo: usize,
     shape: CircuitShape,
     memory_limit: u64,
-    params_bytes: u64,
+    (params_bytes, matrices_bytes): (u64, u64),
     cpu_cores: usize,
     synthesis_threads: usize,
     gpus: &[GpuDevice],
@@ -30,8 +30,7 @@ pub fn sizing_input(
         shape,
         memory_limit,
         params_bytes,
-        // The daemon synthesizes in one pass (two-pass is a CLI option for now).
-        matrices_bytes: 0,
+        matrices_bytes,
         headroom: HEADROOM,
         cpu_cores,
         synthesis_threads,
@@ -93,7 +92,7 @@ mod tests {
             job.todo().len(),
             shape,
             16 << 30,
-            1 << 20,
+            (1 << 20, 0),
             16,
             1,
             &[],

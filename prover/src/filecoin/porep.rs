@@ -162,6 +162,18 @@ pub(super) struct StackedPartitions<Tree: 'static + MerkleTreeTrait> {
 static MATRICES: LazyLock<LoadOnce<(u64, usize, usize), Arc<R1csMatrices>>> =
     LazyLock::new(LoadOnce::new);
 
+/// Bytes of the R1CS matrices this process keeps, every sector size's that a job recorded: a
+/// prover's plan counts them beside its parameters.
+pub fn resident_matrices_bytes() -> u64 {
+    MATRICES.loaded().iter().map(|m| m.heap_bytes()).sum()
+}
+
+/// Forgets every sector size's recorded matrices but `keep` (freed once no job holds them),
+/// when a job's pipeline does not fit beside them.
+pub fn keep_only_matrices(keep: Option<&Arc<R1csMatrices>>) {
+    MATRICES.retain(|m| keep.is_some_and(|k| Arc::ptr_eq(k, m)));
+}
+
 impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
     /// Partition `k`'s circuit, as `seal_commit_phase2` builds it.
     pub(super) fn circuit(

@@ -196,6 +196,22 @@ impl<K: Eq + std::hash::Hash, V: Clone> LoadOnce<K, V> {
     pub fn forget(&self, key: &K) {
         self.slots.lock().remove(key);
     }
+
+    /// Every value loaded so far.
+    pub fn loaded(&self) -> Vec<V> {
+        let slots = self.slots.lock();
+        slots
+            .values()
+            .filter_map(|slot| slot.get().cloned())
+            .collect()
+    }
+
+    /// Forgets the loaded values `keep` says no to (a load under way is kept).
+    pub fn retain(&self, keep: impl Fn(&V) -> bool) {
+        self.slots
+            .lock()
+            .retain(|_, slot| slot.get().is_none_or(&keep));
+    }
 }
 
 /// The on-disk cache of parameters, with an in-process memo so each set loads once.

@@ -236,7 +236,7 @@ async fn start_job(
             daemon.state.enter(Stage::LoadingParameters);
             let params = load_params(daemon, &spec).await?;
             // Matrices earlier PoRep jobs recorded stay resident beside this job.
-            let resident = (0, porep::resident_matrices_bytes());
+            let resident = (porep::resident_matrices_bytes(), 0);
             let pipeline = start_pipeline(daemon, work, spec.todo().len(), &params, resident, 1)?;
             let source = pipeline.get().synthetic_source(&spec, &params)?;
             let handle = pipeline.get().submit_source(
@@ -309,8 +309,8 @@ async fn load_params(
         spec.todo().len(),
         shape,
         (
-            estimated_params_bytes(shape),
-            porep::resident_matrices_bytes(),
+            estimated_params_bytes(shape) + porep::resident_matrices_bytes(),
+            0,
         ),
         1,
     ))?;

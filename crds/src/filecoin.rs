@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use proofpipe_model::kinds::{
-    FilecoinProofKind, KIND_FIELDS, SEAL_PROOFS, UPDATE_PROOFS, seal_proof_partitions,
-    update_proof_partitions,
+    FilecoinProofKind, KIND_FIELDS, POST_PROOFS, SEAL_PROOFS, UPDATE_PROOFS, post_proof_partitions,
+    seal_proof_partitions, update_proof_partitions,
 };
 
 /// A Filecoin proof to make.
@@ -27,9 +27,16 @@ pub use proofpipe_model::kinds::{
 #[x_kube(validation = kind_forbids_rule(FilecoinProofKind::PoRepC2))]
 #[x_kube(validation = kind_requires_rule(FilecoinProofKind::SnapDealsUpdate))]
 #[x_kube(validation = kind_forbids_rule(FilecoinProofKind::SnapDealsUpdate))]
+#[x_kube(validation = kind_requires_rule(FilecoinProofKind::WindowPoStPartition))]
+#[x_kube(validation = kind_forbids_rule(FilecoinProofKind::WindowPoStPartition))]
+#[x_kube(validation = post_proof_kind_rule(FilecoinProofKind::WindowPoStPartition))]
+#[x_kube(validation = kind_requires_rule(FilecoinProofKind::WinningPoSt))]
+#[x_kube(validation = kind_forbids_rule(FilecoinProofKind::WinningPoSt))]
+#[x_kube(validation = post_proof_kind_rule(FilecoinProofKind::WinningPoSt))]
 pub struct FilecoinWork {
-    /// The kind of proof: `PoRepC2` (a sector's commit proof, the default) or
-    /// `SnapDealsUpdate` (a SnapDeals update proof).
+    /// The kind of proof: `PoRepC2` (a sector's commit proof, the default),
+    /// `SnapDealsUpdate` (a SnapDeals update proof), `WindowPoStPartition` (one partition of a
+    /// WindowPoSt) or `WinningPoSt`.
     #[serde(default = "default_kind")]
     pub kind: FilecoinProofKind,
 
@@ -46,6 +53,14 @@ pub struct FilecoinWork {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = proof_name_rule("updateProof", UPDATE_PROOFS))]
     pub update_proof: Option<String>,
+
+    /// WindowPoSt, WinningPoSt: the registered PoSt proof, e.g. `StackedDrgWindow32GiBV1_2`
+    /// or `StackedDrgWinning32GiBV1` (filecoin-proofs-api's names; the chain's WindowPoSt
+    /// `V1_1` is `V1_2` here). The input (curio's request: miner, randomness, partition, the
+    /// sectors' vanilla proofs) must be of this proof. A job proves one partition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = proof_name_rule("postProof", POST_PROOFS))]
+    pub post_proof: Option<String>,
 
     /// PoRepC2: the miner's actor id (the number of its `f0…` address); the prover id is made
     /// from it as filecoin-ffi does. Default 1000 (lotus-bench's `t01000`) unless `proverId`
@@ -68,7 +83,9 @@ pub struct FilecoinWork {
     /// The input. PoRepC2: the C1 output (lotus-bench's commit-2 file or the raw
     /// SealCommitPhase1Output JSON). SnapDealsUpdate: the JSON of curio's request
     /// (`registered_proof`, `comm_r_old`, `comm_r_new`, `comm_d_new`, `vanilla_proofs`;
-    /// docs/filecoin.md), so the SHA-256 covers the commitments too.
+    /// docs/filecoin.md), so the SHA-256 covers the commitments too. WindowPoStPartition,
+    /// WinningPoSt: the JSON of curio's request (`registered_proof`, `miner_id`,
+    /// `randomness`, `partition_index`, `vanilla_proofs`; docs/filecoin.md).
     pub input: InputRef,
 
     /// Where the proof is written (the bytes Filecoin's prover would return: 192 per
@@ -87,6 +104,9 @@ impl FilecoinWork {
         match self.kind {
             FilecoinProofKind::PoRepC2 => self.seal_proof.as_deref(),
             FilecoinProofKind::SnapDealsUpdate => self.update_proof.as_deref(),
+            FilecoinProofKind::WindowPoStPartition | FilecoinProofKind::WinningPoSt => {
+                self.post_proof.as_deref()
+            }
         }
     }
 
@@ -97,6 +117,9 @@ impl FilecoinWork {
         match self.kind {
             FilecoinProofKind::PoRepC2 => seal_proof_partitions(name),
             FilecoinProofKind::SnapDealsUpdate => update_proof_partitions(name),
+            FilecoinProofKind::WindowPoStPartition | FilecoinProofKind::WinningPoSt => {
+                post_proof_partitions(name)
+            }
         }
     }
 }
@@ -122,6 +145,19 @@ fn kind_requires_rule(kind: FilecoinProofKind) -> Rule {
         has.join(" && ")
     ))
     .message(kind.requirement())
+}
+
+/// The CEL rule that a PoSt job's `postProof` is a proof of its own kind (a WinningPoSt proof
+/// on a WindowPoSt job would be refused only by the prover otherwise).
+fn post_proof_kind_rule(kind: FilecoinProofKind) -> Rule {
+    let prefix = kind
+        .post_proof_prefix()
+        .expect("post_proof_kind_rule is for PoSt kinds");
+    Rule::new(format!(
+        "self.kind != '{}' || !has(self.postProof) || self.postProof.startsWith('{prefix}')",
+        kind.as_str()
+    ))
+    .message(format!("a {} job's postProof is a {prefix}… proof", kind.as_str()).as_str())
 }
 
 /// The fields of [`KIND_FIELDS`] a job of `kind` must leave unset.
@@ -193,7 +229,8 @@ pub struct FilecoinResult {
     /// Its length in bytes.
     pub proof_bytes: i64,
     /// Whether Filecoin's verifier for the job's kind accepted it (filecoin-proofs-api's
-    /// `verify_seal` for PoRepC2, `verify_empty_sector_update_proof` for SnapDealsUpdate).
+    /// `verify_seal` for PoRepC2, `verify_empty_sector_update_proof` for SnapDealsUpdate,
+    /// `verify_window_post` / `verify_winning_post` for the PoSt kinds).
     pub verified: bool,
     /// Where it was written (`spec.filecoin.output.url`), once written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -255,6 +292,52 @@ mod tests {
     }
 
     #[test]
+    fn post_jobs_are_one_partition_of_a_post_proof_of_their_kind() {
+        let post = |kind: FilecoinProofKind, proof: &str| -> FilecoinWork {
+            serde_json::from_value(serde_json::json!({
+                "kind": kind.as_str(), "postProof": proof,
+                "input": {"url": "s3://b/k", "sha256": "00".repeat(32)},
+            }))
+            .unwrap()
+        };
+        for (kind, proof) in [
+            (
+                FilecoinProofKind::WindowPoStPartition,
+                "StackedDrgWindow32GiBV1_2",
+            ),
+            (FilecoinProofKind::WinningPoSt, "StackedDrgWinning32GiBV1"),
+        ] {
+            let work = post(kind, proof);
+            assert_eq!(work.registered_proof(), Some(proof));
+            assert_eq!(work.partitions(), Some(1));
+        }
+        assert_eq!(
+            post_proof_partitions("StackedDrgWindow32GiBV1"),
+            None,
+            "V1 is retired"
+        );
+        let rule = post_proof_kind_rule(FilecoinProofKind::WindowPoStPartition);
+        assert_eq!(
+            rule.rule,
+            "self.kind != 'WindowPoStPartition' || !has(self.postProof) || \
+             self.postProof.startsWith('StackedDrgWindow')"
+        );
+        for (name, _) in POST_PROOFS {
+            assert!(
+                [
+                    FilecoinProofKind::WindowPoStPartition,
+                    FilecoinProofKind::WinningPoSt
+                ]
+                .iter()
+                .filter(|k| name.starts_with(k.post_proof_prefix().unwrap()))
+                .count()
+                    == 1,
+                "{name} is of exactly one PoSt kind"
+            );
+        }
+    }
+
+    #[test]
     fn kinds_serialize_as_their_names() {
         for &kind in FilecoinProofKind::ALL {
             assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
@@ -292,18 +375,28 @@ mod tests {
         assert_eq!(
             forbids.rule,
             "self.kind != 'SnapDealsUpdate' || !(has(self.sealProof) || has(self.minerId) || \
-             has(self.proverId) || has(self.sectorNumber))"
+             has(self.proverId) || has(self.sectorNumber) || has(self.postProof))"
         );
         let message = serde_json::to_value(&forbids).unwrap()["message"].clone();
         assert_eq!(
             message,
             "a SnapDealsUpdate job names its proof by updateProof, and its sector by the \
-             commitments in its input: leave sealProof, minerId, proverId, sectorNumber unset \
-             (fields of other kinds)"
+             commitments in its input: leave sealProof, minerId, proverId, sectorNumber, \
+             postProof unset (fields of other kinds)"
         );
         assert_eq!(
             forbidden_fields(FilecoinProofKind::PoRepC2),
-            ["updateProof"]
+            ["updateProof", "postProof"]
+        );
+        assert_eq!(
+            forbidden_fields(FilecoinProofKind::WinningPoSt),
+            [
+                "sealProof",
+                "minerId",
+                "proverId",
+                "sectorNumber",
+                "updateProof"
+            ]
         );
     }
 

@@ -19,8 +19,9 @@ use kube::CustomResourceExt;
 
 pub use conditions::{CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN};
 pub use filecoin::{
-    FilecoinProofKind, FilecoinResult, FilecoinWork, InputRef, KIND_FIELDS, OutputRef, SEAL_PROOFS,
-    UPDATE_PROOFS, forbidden_fields, seal_proof_partitions, update_proof_partitions,
+    FilecoinProofKind, FilecoinResult, FilecoinWork, InputRef, KIND_FIELDS, OutputRef, POST_PROOFS,
+    SEAL_PROOFS, UPDATE_PROOFS, forbidden_fields, post_proof_partitions, seal_proof_partitions,
+    update_proof_partitions,
 };
 pub use pipeline::{InvalidPipelineOverride, PipelineOverride, parse_pipeline_override};
 pub use pod_template::{
@@ -34,9 +35,9 @@ pub use proof_job::{
     ProverFailure, StageSeconds, circuit_min_constraints,
 };
 pub use prover_pool::{
-    AutoscalingSpec, AutoscalingStatus, MAX_POOL_NAME, POOL_NAME_PATTERN, PipelineSizing,
-    PipelineSpec, ProverPhase, ProverPool, ProverPoolSpec, ProverPoolStatus, ProverStatus,
-    StageBuffers, default_progress_deadline_seconds,
+    AutoscalingSpec, AutoscalingStatus, GpuDeviceReport, GpuReport, MAX_POOL_NAME,
+    POOL_NAME_PATTERN, PipelineSizing, PipelineSpec, ProverPhase, ProverPool, ProverPoolSpec,
+    ProverPoolStatus, ProverStatus, StageBuffers, default_progress_deadline_seconds,
 };
 
 /// Label on prover pods naming the ProverPool they belong to; the pool's scale selector

@@ -117,7 +117,7 @@ pub const MAX_PARTITIONS: i32 = 1024;
     "!has(self.circuit) || (has(self.constraints) && has(self.partitions))"
 ).message("a synthetic job needs circuit, constraints and partitions"))]
 #[x_kube(validation = Rule::new("!has(self.filecoin) || (!has(self.constraints) && !has(self.partitions))")
-    .message("a Filecoin job takes its partitions from its registered proof (filecoin.sealProof or filecoin.updateProof): leave constraints and partitions unset"))]
+    .message("a Filecoin job takes its partitions from its registered proof (filecoin.sealProof, filecoin.updateProof or filecoin.postProof): leave constraints and partitions unset"))]
 #[x_kube(validation = Rule::new(
     "has(self.filecoin) == has(oldSelf.filecoin) && has(self.circuit) == has(oldSelf.circuit) \
      && has(self.constraints) == has(oldSelf.constraints) \
@@ -132,9 +132,10 @@ pub struct ProofJobSpec {
     #[schemars(length(min = 1, max = MAX_POOL_NAME), regex(pattern = POOL_NAME_PATTERN))]
     pub pool: String,
 
-    /// A Filecoin proof: the kind (`PoRepC2` or `SnapDealsUpdate`), the sector's registered
-    /// proof, and its input and output by reference. Its partitions are the registered
-    /// proof's (10 for a 32 GiB PoRep, 16 for a 32 GiB SnapDeals update). Immutable.
+    /// A Filecoin proof: the kind (`PoRepC2`, `SnapDealsUpdate`, `WindowPoStPartition` or
+    /// `WinningPoSt`), its registered proof, and its input and output by reference. Its
+    /// partitions are the registered proof's (10 for a 32 GiB PoRep, 16 for a 32 GiB
+    /// SnapDeals update, 1 for a PoSt). Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = immutable("filecoin"))]
     pub filecoin: Option<FilecoinWork>,

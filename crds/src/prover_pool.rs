@@ -338,8 +338,53 @@ pub struct ProverStatus {
     pub last_progress_time: Option<Time>,
     /// Partitions the prover has proved since it started.
     pub proofs_completed: i64,
+    /// The GPU stage's backend and devices, as the prover found them when it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuReport>,
+    /// The Filecoin parameter sets the prover keeps loaded between jobs, by registered proof
+    /// (e.g. `StackedDrg32GiBV1_1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resident_parameters: Option<Vec<String>>,
     /// When the prover last reported.
     pub last_report: Time,
+}
+
+/// What a prover proves its GPU stage with.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuReport {
+    /// `cuda`, or `cpu` when the stage runs on the CPU (no usable GPU, a build without CUDA,
+    /// or `PROOFPIPE_BACKEND=cpu`).
+    pub backend: String,
+    /// Why this backend: the devices found, or why none could be used.
+    pub message: String,
+    /// The GPUs the backend uses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<GpuDeviceReport>,
+}
+
+impl GpuReport {
+    /// The backend name of a GPU stage on the CPU.
+    pub const CPU: &'static str = "cpu";
+
+    /// Whether the GPU stage runs on the CPU.
+    pub fn on_cpu(&self) -> bool {
+        self.backend == Self::CPU
+    }
+}
+
+/// One GPU of a prover.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuDeviceReport {
+    /// The CUDA device ordinal.
+    pub id: i32,
+    /// Its memory in bytes.
+    pub memory_bytes: i64,
+    /// Its memory free when the prover started, in bytes.
+    pub free_bytes: i64,
+    /// Compute capability, e.g. `9.0`.
+    pub compute_capability: String,
 }
 
 /// Whether a prover is working on a job.

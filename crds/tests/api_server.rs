@@ -150,11 +150,35 @@ async fn invalid_proof_jobs_are_rejected() {
         ),
         (
             filecoin_with(json!({ "updateProof": "StackedDrg32GiBV1" })),
-            "a PoRepC2 job names its proof by sealProof: leave updateProof unset",
+            "a PoRepC2 job names its proof by sealProof: leave updateProof, postProof unset",
         ),
         (
             snap_with(json!({ "updateProof": null })),
             "a SnapDealsUpdate job needs updateProof",
+        ),
+        (
+            snap_with(json!({ "kind": "WindowPoStPartition", "updateProof": null })),
+            "a WindowPoStPartition job needs postProof",
+        ),
+        (
+            snap_with(json!({
+                "kind": "WinningPoSt", "updateProof": null, "postProof": "StackedDrgWindow2KiBV1_2",
+            })),
+            "a WinningPoSt job's postProof is a StackedDrgWinning… proof",
+        ),
+        (
+            snap_with(
+                json!({ "kind": "WindowPoStPartition", "postProof": "StackedDrgWindow2KiBV1_2" }),
+            ),
+            "a PoSt job names its proof by postProof, and its miner and sectors in its input: \
+             leave sealProof, minerId, proverId, sectorNumber, updateProof unset",
+        ),
+        (
+            snap_with(json!({
+                "kind": "WindowPoStPartition", "updateProof": null,
+                "postProof": "StackedDrgWindow32GiBV1",
+            })),
+            "postProof must be one of StackedDrgWinning2KiBV1",
         ),
         (
             snap_with(json!({ "updateProof": "StackedDrg32GiBV1_1" })),
@@ -162,7 +186,7 @@ async fn invalid_proof_jobs_are_rejected() {
         ),
         (
             snap_with(json!({ "sealProof": "StackedDrg32GiBV1_1" })),
-            "leave sealProof, minerId, proverId, sectorNumber unset",
+            "leave sealProof, minerId, proverId, sectorNumber, postProof unset",
         ),
         (
             snap_with(json!({ "minerId": 1000 })),
@@ -171,7 +195,7 @@ async fn invalid_proof_jobs_are_rejected() {
         ),
         (
             snap_with(json!({ "sectorNumber": 7 })),
-            "leave sealProof, minerId, proverId, sectorNumber unset",
+            "leave sealProof, minerId, proverId, sectorNumber, postProof unset",
         ),
         (
             snap_with(json!({ "kind": "PoRepC2" })),
@@ -281,6 +305,19 @@ async fn invalid_proof_jobs_are_rejected() {
         "SnapDealsUpdate StackedDrg32GiBV1",
         "what the prover logs"
     );
+    for (kind, post_proof) in [
+        ("WindowPoStPartition", "StackedDrgWindow32GiBV1_2"),
+        ("WinningPoSt", "StackedDrgWinning32GiBV1"),
+    ] {
+        let post: ProofJob = cluster
+            .create(
+                &kind.to_ascii_lowercase(),
+                snap_with(json!({ "kind": kind, "updateProof": null, "postProof": post_proof })),
+            )
+            .await;
+        assert_eq!(post.spec.partition_count(), 1, "{kind}: one partition");
+        assert_eq!(post.spec.work_name(), format!("{kind} {post_proof}"));
+    }
     for (update_proof, partitions) in proofpipe_crds::UPDATE_PROOFS {
         let name = format!("snap-{}", update_proof.to_ascii_lowercase());
         let job: ProofJob = cluster

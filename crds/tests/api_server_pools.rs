@@ -348,6 +348,8 @@ async fn prover_pool_status_and_scale_subresource() {
             stage: Some("proving".into()),
             last_progress_time: Some(now()),
             proofs_completed: 17,
+            gpu: None,
+            resident_parameters: None,
             last_report: now(),
         }]),
         conditions: None,

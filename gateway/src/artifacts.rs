@@ -30,13 +30,16 @@ pub const ORPHAN_GRACE: Duration = Duration::from_secs(15 * 60);
 /// The file name endings of the inputs, by kind of work.
 const C1_SUFFIX: &str = ".c1.json";
 const SNAP_SUFFIX: &str = ".snap.json";
-const INPUT_SUFFIXES: &[&str] = &[C1_SUFFIX, SNAP_SUFFIX];
+/// A PoSt input: the prover's PoSt input JSON (`prove --window-post-vanilla`).
+const POST_SUFFIX: &str = ".post.json";
+const INPUT_SUFFIXES: &[&str] = &[C1_SUFFIX, SNAP_SUFFIX, POST_SUFFIX];
 
 /// The file name ending of `work`'s input.
 fn suffix(work: &Work) -> &'static str {
     match work {
         Work::PoRep { .. } => C1_SUFFIX,
         Work::SnapDeals { .. } => SNAP_SUFFIX,
+        Work::WindowPost { .. } | Work::WinningPost { .. } => POST_SUFFIX,
     }
 }
 
@@ -108,7 +111,7 @@ impl ArtifactStore {
     pub async fn put_input(
         &self,
         submission: &Submission,
-        bytes: Vec<u8>,
+        bytes: impl Into<PutPayload>,
     ) -> Result<String, GatewayError> {
         let (path, url) = self.input_location(
             &submission.job_name,
@@ -116,7 +119,7 @@ impl ArtifactStore {
             &submission.work,
         );
         self.store
-            .put(&path, PutPayload::from(bytes))
+            .put(&path, bytes.into())
             .await
             .map_err(|source| GatewayError::Artifact {
                 action: "storing the input at",

@@ -16,12 +16,31 @@ pub enum GatewayError {
     #[error("{0}")]
     Unsupported(String),
 
-    /// The request id was used before for a different input.
+    /// The job name of a request id is taken by a job that is not of that request id (made by
+    /// hand, or another id with the same name digest).
     #[error(
-        "request_id {request_id:?} was already used for a different input (ProofJob {job}); \
-         use a new request_id for a new proof"
+        "ProofJob {job}, the name of request_id {request_id:?}, is taken by a job of another \
+         request id; use another request_id, or delete that job"
     )]
     RequestIdReused { request_id: String, job: String },
+
+    /// Other submissions of the same request id kept winning the race to create its job.
+    #[error(
+        "request_id {request_id:?}: concurrent submissions of it kept creating its jobs first; \
+         submit again"
+    )]
+    AttemptRace { request_id: String },
+
+    /// `--max-queued` submissions are already waiting for a prover.
+    #[error(
+        "{queued} proofs are already waiting for a prover in ProverPool {pool} (the gateway's \
+         --max-queued is {limit}); submit again later, or add provers"
+    )]
+    QueueFull {
+        queued: usize,
+        limit: usize,
+        pool: String,
+    },
 
     #[error(
         "no proof job {job:?} in namespace {namespace}: it was never submitted here, was \
@@ -40,12 +59,6 @@ pub enum GatewayError {
 
     #[error("the gateway is shutting down; call again (another replica, or this one restarted)")]
     ShuttingDown,
-
-    #[error(
-        "the job of request_id {request_id:?} (ProofJob {job}) is being cancelled; submit again \
-         in a few seconds to start it afresh"
-    )]
-    BeingCancelled { request_id: String, job: String },
 
     /// The proof in a finished job's status cannot be read.
     #[error("ProofJob {job} succeeded but its status.filecoin.proof is unreadable: {message}")]
@@ -121,6 +134,7 @@ impl GatewayError {
             Self::InvalidRequest(_) => Code::InvalidArgument,
             Self::Unsupported(_) => Code::Unimplemented,
             Self::RequestIdReused { .. } => Code::AlreadyExists,
+            Self::QueueFull { .. } => Code::ResourceExhausted,
             Self::JobNotFound { .. } => Code::NotFound,
             Self::NotFilecoin { .. } | Self::PoolMissing { .. } => Code::FailedPrecondition,
             Self::BadProof { .. } => Code::DataLoss,
@@ -128,7 +142,7 @@ impl GatewayError {
             Self::Artifact { .. }
             | Self::Kube { .. }
             | Self::ShuttingDown
-            | Self::BeingCancelled { .. } => Code::Unavailable,
+            | Self::AttemptRace { .. } => Code::Unavailable,
             Self::ArtifactStore { .. }
             | Self::TokenFile { .. }
             | Self::EmptyToken { .. }

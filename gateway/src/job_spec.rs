@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use kube::api::ObjectMeta;
 use proofpipe_crds::{FilecoinProofKind, FilecoinWork, InputRef, ProofJob, ProofJobSpec};
 
-use crate::submission::{Submission, Work};
+use crate::attempts::Replaced;
+use crate::submission::{Submission, Work, request_key};
 
 /// `app.kubernetes.io/managed-by` of the jobs the gateway creates.
 pub const MANAGED_BY: &str = "proofpipe-gateway";
@@ -15,6 +16,14 @@ pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const PROOF_KIND_LABEL: &str = "proofpipe.dev/proof-kind";
 /// The caller's request id, whole (the job name holds a readable prefix and a digest of it).
 pub const REQUEST_ID_ANNOTATION: &str = "proofpipe.dev/request-id";
+/// 12 hex digits of the SHA-256 of the request id, on every attempt's job: `kubectl get pj -l
+/// proofpipe.dev/request-key=<key>` lists a request id's attempts.
+pub const REQUEST_KEY_LABEL: &str = "proofpipe.dev/request-key";
+/// Which attempt of its request id a job is (1, 2, ...; absent means 1).
+pub const ATTEMPT_ANNOTATION: &str = "proofpipe.dev/attempt";
+/// The job an attempt followed, its outcome and why a new attempt started, e.g.
+/// `porep-1000-1-3f2a9c1b0d4e (Failed; previous_failed)`.
+pub const REPLACES_ANNOTATION: &str = "proofpipe.dev/replaces";
 /// The API's priority name (`NORMAL`, `CRITICAL`...), beside the `spec.priority` it maps to.
 pub const PRIORITY_ANNOTATION: &str = "proofpipe.dev/cuzk-priority";
 
@@ -30,16 +39,28 @@ pub struct JobDefaults {
     pub ttl_seconds_after_finished: Option<i32>,
 }
 
-/// The job for `submission`, its input at `input_url`.
-pub fn proof_job(submission: &Submission, input_url: String, defaults: &JobDefaults) -> ProofJob {
+/// Attempt `attempt` of `submission` (named `submission.job_name`), its input at
+/// `input_url`, following `replaces`.
+pub fn proof_job(
+    submission: &Submission,
+    input_url: String,
+    defaults: &JobDefaults,
+    attempt: u32,
+    replaces: Option<&Replaced>,
+) -> ProofJob {
     let labels = BTreeMap::from([
         (MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
         (
             PROOF_KIND_LABEL.to_owned(),
             submission.work.kind_name().to_owned(),
         ),
+        (
+            REQUEST_KEY_LABEL.to_owned(),
+            request_key(&submission.request_id),
+        ),
     ]);
-    let annotations = BTreeMap::from([
+    let mut annotations = BTreeMap::from([
+        (ATTEMPT_ANNOTATION.to_owned(), attempt.to_string()),
         (
             REQUEST_ID_ANNOTATION.to_owned(),
             submission.request_id.clone(),
@@ -49,6 +70,9 @@ pub fn proof_job(submission: &Submission, input_url: String, defaults: &JobDefau
             submission.priority_name.to_owned(),
         ),
     ]);
+    if let Some(replaced) = replaces {
+        annotations.insert(REPLACES_ANNOTATION.to_owned(), replaced.note());
+    }
     ProofJob {
         metadata: ObjectMeta {
             name: Some(submission.job_name.clone()),
@@ -74,7 +98,7 @@ pub fn proof_job(submission: &Submission, input_url: String, defaults: &JobDefau
 }
 
 /// `spec.filecoin` for `submission`: each kind sets only its own fields (the CRD's rules).
-fn filecoin_work(submission: &Submission, input_url: String) -> FilecoinWork {
+pub fn filecoin_work(submission: &Submission, input_url: String) -> FilecoinWork {
     let input = InputRef {
         url: input_url,
         sha256: submission.input_sha256.clone(),
@@ -83,6 +107,7 @@ fn filecoin_work(submission: &Submission, input_url: String) -> FilecoinWork {
         kind: FilecoinProofKind::PoRepC2,
         seal_proof: None,
         update_proof: None,
+        post_proof: None,
         miner_id: None,
         prover_id: None,
         sector_number: None,
@@ -104,6 +129,16 @@ fn filecoin_work(submission: &Submission, input_url: String) -> FilecoinWork {
         Work::SnapDeals { update_proof } => FilecoinWork {
             kind: FilecoinProofKind::SnapDealsUpdate,
             update_proof: Some((*update_proof).to_owned()),
+            ..blank
+        },
+        Work::WindowPost { post_proof } => FilecoinWork {
+            kind: FilecoinProofKind::WindowPoStPartition,
+            post_proof: Some((*post_proof).to_owned()),
+            ..blank
+        },
+        Work::WinningPost { post_proof } => FilecoinWork {
+            kind: FilecoinProofKind::WinningPoSt,
+            post_proof: Some((*post_proof).to_owned()),
             ..blank
         },
     }
@@ -180,6 +215,8 @@ mod tests {
             &submission("porep-1000-7", porep),
             "s3://b/k".into(),
             &defaults(),
+            1,
+            None,
         );
         assert_eq!(request_id_of(&job), Some("porep-1000-7"));
         assert_eq!(input_sha256_of(&job), Some("ab".repeat(32).as_str()));
@@ -203,6 +240,8 @@ mod tests {
             &submission("snap-1000-7", snap),
             "s3://b/k.snap.json".into(),
             &defaults(),
+            1,
+            None,
         );
         assert_eq!(job.spec.partition_count(), 16);
         assert_eq!(job.labels()[PROOF_KIND_LABEL], "snap-update");
@@ -216,5 +255,88 @@ mod tests {
             "s3://b/k.snap.json"
         );
         assert_kind_fields(&value, FilecoinProofKind::SnapDealsUpdate);
+    }
+
+    #[test]
+    fn post_jobs_name_their_post_proof_and_are_one_partition() {
+        for (work, kind, label) in [
+            (
+                Work::WindowPost {
+                    post_proof: "StackedDrgWindow32GiBV1_2",
+                },
+                FilecoinProofKind::WindowPoStPartition,
+                "window-post",
+            ),
+            (
+                Work::WinningPost {
+                    post_proof: "StackedDrgWinning32GiBV1",
+                },
+                FilecoinProofKind::WinningPoSt,
+                "winning-post",
+            ),
+        ] {
+            let job = proof_job(
+                &submission("post-1000", work),
+                "s3://b/k.post.json".into(),
+                &defaults(),
+                1,
+                None,
+            );
+            assert_eq!(job.spec.partition_count(), 1);
+            assert_eq!(job.labels()[PROOF_KIND_LABEL], label);
+            let value = serde_json::to_value(&job).unwrap();
+            assert!(
+                value["spec"]["filecoin"]["postProof"].is_string(),
+                "{value}"
+            );
+            assert_kind_fields(&value, kind);
+        }
+    }
+
+    #[test]
+    fn every_attempt_carries_its_request_key_number_and_what_it_followed() {
+        let porep = || Work::PoRep {
+            seal_proof: "StackedDrg2KiBV1_1",
+            miner_id: 1000,
+            sector_number: Some(1),
+        };
+        let first = proof_job(
+            &submission("porep-1000-1", porep()),
+            "s3://b/k".into(),
+            &defaults(),
+            1,
+            None,
+        );
+        let replaced = crate::attempts::Replaced {
+            job_name: first.name_any(),
+            state: crate::attempts::AttemptState::Failed,
+            reason: crate::attempts::Reason::PreviousFailed,
+            cancel: false,
+        };
+        let mut second_submission = submission("porep-1000-1", porep());
+        second_submission.job_name = crate::attempts::attempt_name(&second_submission.job_name, 2);
+        let second = proof_job(
+            &second_submission,
+            "s3://b/k2".into(),
+            &defaults(),
+            2,
+            Some(&replaced),
+        );
+        assert_eq!(
+            first.labels()[REQUEST_KEY_LABEL],
+            second.labels()[REQUEST_KEY_LABEL]
+        );
+        assert!(
+            first
+                .name_any()
+                .ends_with(&first.labels()[REQUEST_KEY_LABEL])
+        );
+        assert_eq!(second.annotations()[ATTEMPT_ANNOTATION], "2");
+        assert_eq!(
+            second.annotations()[REPLACES_ANNOTATION],
+            format!("{} (Failed; previous_failed)", first.name_any())
+        );
+        assert!(!first.annotations().contains_key(REPLACES_ANNOTATION));
+        assert_eq!(second.name_any(), format!("{}-a2", first.name_any()));
     }
 }

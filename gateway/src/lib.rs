@@ -3,11 +3,13 @@
 //! GPU fleet unchanged.
 //!
 //! - [`submission`]: a SubmitProof request to the job it becomes (pure);
+//! - [`attempts`]: which job a request id's submission goes to (pure);
 //! - [`job_spec`]: that job as a ProofJob (pure);
 //! - [`outcome`]: a job's state as AwaitProof's answer, queue positions, GetStatus (pure);
 //! - [`cache`], [`artifacts`], [`service`], [`server`]: the I/O edges.
 
 pub mod artifacts;
+pub mod attempts;
 pub mod auth;
 pub mod cache;
 pub mod error;

@@ -4,12 +4,14 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use proofpipe_gateway::GatewayError;
 use proofpipe_gateway::auth::{Auth, Token};
 use proofpipe_gateway::job_spec::JobDefaults;
 use proofpipe_gateway::server::{self, Config};
+use proofpipe_gateway::service::Limits;
 
 #[derive(Parser, Debug)]
 #[command(name = "proofpipe-gateway", version, about)]
@@ -69,6 +71,21 @@ struct Args {
         default_value_t = 3600
     )]
     job_ttl_seconds: i32,
+
+    /// Refuse new proofs (RESOURCE_EXHAUSTED) while this many of the pool's jobs wait for a
+    /// prover; 0: no cap. A resubmission of a job that exists is always answered. curio
+    /// ignores the code and retries its task later; other clients can back off on it.
+    #[arg(long, env = "PROOFPIPE_GATEWAY_MAX_QUEUED", default_value_t = 0)]
+    max_queued: usize,
+
+    /// Seconds between HTTP/2 keepalive pings on each connection, so a `Prove` that waits
+    /// many minutes for its proof survives idle-timeout proxies and load balancers; 0: none.
+    #[arg(
+        long,
+        env = "PROOFPIPE_GATEWAY_KEEPALIVE_SECONDS",
+        default_value_t = 30
+    )]
+    keepalive_seconds: u64,
 
     /// `spec.backoffLimit` of the jobs created.
     #[arg(long, env = "PROOFPIPE_GATEWAY_BACKOFF_LIMIT", default_value_t = 3)]
@@ -151,6 +168,11 @@ async fn run(args: Args) -> Result<(), GatewayError> {
         auth,
         max_message_bytes: args.max_message_bytes,
         tls: args.tls_cert.zip(args.tls_key),
+        limits: Limits {
+            max_queued: (args.max_queued > 0).then_some(args.max_queued),
+        },
+        keepalive: (args.keepalive_seconds > 0)
+            .then(|| Duration::from_secs(args.keepalive_seconds)),
     };
     server::serve(
         client,

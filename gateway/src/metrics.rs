@@ -19,6 +19,10 @@ pub struct Metrics {
     pub jobs_created: IntCounter,
     /// Submissions answered with an existing job (the same request id again).
     pub duplicate_submissions: IntCounter,
+    /// New attempts of a request id that already had a job, by why (`attempts::Reason`).
+    pub new_attempts: IntCounterVec,
+    /// Submissions refused because `--max-queued` jobs were waiting.
+    pub refused_queue_full: IntCounter,
     /// Callers waiting in AwaitProof or Prove now.
     pub awaiting: IntGauge,
     /// Inputs removed by the sweep because their job was gone.
@@ -49,6 +53,18 @@ impl Metrics {
             "duplicate_submissions_total",
             "Submissions whose request id already had a job (answered with that job)",
         )?;
+        let new_attempts = IntCounterVec::new(
+            Opts::new(
+                "new_attempts_total",
+                "New attempts of a request id that had a job, by reason (previous_failed, \
+                 previous_cancelled, other_work)",
+            ),
+            &["reason"],
+        )?;
+        let refused_queue_full = IntCounter::new(
+            "refused_queue_full_total",
+            "Submissions refused with RESOURCE_EXHAUSTED because --max-queued jobs were waiting",
+        )?;
         let awaiting = IntGauge::new("awaiting", "Callers waiting in AwaitProof or Prove")?;
         let inputs_swept = IntCounter::new(
             "inputs_swept_total",
@@ -59,6 +75,8 @@ impl Metrics {
         registry.register(Box::new(input_bytes.clone()))?;
         registry.register(Box::new(jobs_created.clone()))?;
         registry.register(Box::new(duplicate_submissions.clone()))?;
+        registry.register(Box::new(new_attempts.clone()))?;
+        registry.register(Box::new(refused_queue_full.clone()))?;
         registry.register(Box::new(awaiting.clone()))?;
         registry.register(Box::new(inputs_swept.clone()))?;
         Ok(Self {
@@ -68,6 +86,8 @@ impl Metrics {
             input_bytes,
             jobs_created,
             duplicate_submissions,
+            new_attempts,
+            refused_queue_full,
             awaiting,
             inputs_swept,
         })

@@ -111,8 +111,11 @@ fn answer(job_name: &str, status: AwaitStatus) -> AwaitProofResponse {
 /// - `queue_wait_ms`: creation to the first attempt's start;
 /// - `total_ms`: creation to completion;
 /// - `synthesis_ms`, `gpu_compute_ms`: the provers' mean seconds per partition in each stage,
-///   times the partitions (partition-milliseconds: partitions overlap in the pipeline, so
-///   these can add up to more than `total_ms`);
+///   times the partitions, at most the time the job spent on provers (first start to
+///   completion). Partitions overlap in the pipeline (several synthesize at once, the GPU
+///   stage takes the next while one finishes), and the provers do not record each stage's
+///   wall time per job, so this is the stage's busy time bounded by the wall time it can have
+///   taken: never more than `total_ms`;
 /// - `srs_load_ms`: 0, the provers do not record parameter loading per job (a prover loads a
 ///   parameter set once and keeps it for every later job).
 fn with_timings(mut response: AwaitProofResponse, job: &ProofJob) -> AwaitProofResponse {
@@ -124,11 +127,19 @@ fn with_timings(mut response: AwaitProofResponse, job: &ProofJob) -> AwaitProofR
         }
         _ => 0,
     };
-    response.queue_wait_ms = millis(created, status.and_then(|s| s.start_time.as_ref()));
-    response.total_ms = millis(created, status.and_then(|s| s.completion_time.as_ref()));
+    let started = status.and_then(|s| s.start_time.as_ref());
+    let completed = status.and_then(|s| s.completion_time.as_ref());
+    response.queue_wait_ms = millis(created, started);
+    response.total_ms = millis(created, completed);
     if let Some(stages) = status.and_then(|s| s.stage_seconds.as_ref()) {
         let partitions = f64::from(job.spec.partition_count());
-        let ms = |seconds: f64| (seconds * partitions * 1000.0).round().max(0.0) as u64;
+        let on_provers = match (started, completed) {
+            (Some(_), Some(_)) => millis(started, completed),
+            _ => u64::MAX,
+        };
+        let ms = |seconds: f64| {
+            ((seconds * partitions * 1000.0).round().max(0.0) as u64).min(on_provers)
+        };
         response.synthesis_ms = ms(stages.synthesis);
         response.gpu_compute_ms = ms(stages.gpu);
     }
@@ -151,17 +162,31 @@ pub fn queue_position(job: &ProofJob, jobs: &[Arc<ProofJob>]) -> u32 {
     u32::try_from(ahead).unwrap_or(u32::MAX)
 }
 
+/// How many of `pool_name`'s jobs wait for a prover (`--max-queued` counts these).
+pub fn waiting(pool_name: &str, jobs: &[Arc<ProofJob>]) -> usize {
+    jobs.iter()
+        .filter(|j| j.spec.pool == pool_name && j.is_waiting())
+        .count()
+}
+
 /// The seed engine's name for the kind of work a job does.
 pub fn kind_of(job: &ProofJob) -> &'static str {
     match job.spec.filecoin.as_ref().map(|work| work.kind) {
         Some(FilecoinProofKind::PoRepC2) => kind_name(ProofKind::PorepSealCommit),
         Some(FilecoinProofKind::SnapDealsUpdate) => kind_name(ProofKind::SnapDealsUpdate),
+        Some(FilecoinProofKind::WindowPoStPartition) => kind_name(ProofKind::WindowPostPartition),
+        Some(FilecoinProofKind::WinningPoSt) => kind_name(ProofKind::WinningPost),
         None => "synthetic",
     }
 }
 
 /// The kinds GetStatus always lists a queue for, empty or not: those the gateway serves.
-const SERVED_KINDS: &[ProofKind] = &[ProofKind::PorepSealCommit, ProofKind::SnapDealsUpdate];
+const SERVED_KINDS: &[ProofKind] = &[
+    ProofKind::PorepSealCommit,
+    ProofKind::SnapDealsUpdate,
+    ProofKind::WindowPostPartition,
+    ProofKind::WinningPost,
+];
 
 /// The fleet as GetStatus reports it.
 #[derive(Debug, Default, PartialEq)]
@@ -173,6 +198,8 @@ pub struct Fleet {
     /// Finished jobs of the pool still kept (`ttlSecondsAfterFinished`).
     pub succeeded: u64,
     pub failed: u64,
+    /// The Filecoin parameter sets some prover keeps loaded, by registered proof.
+    pub loaded_parameters: Vec<String>,
 }
 
 /// The fleet of `pool_name` from the cached pool and jobs.
@@ -207,18 +234,33 @@ pub fn fleet(pool_name: &str, pool: Option<&ProverPool>, jobs: &[Arc<ProofJob>])
     let provers = pool
         .and_then(|p| p.status.as_ref())
         .and_then(|s| s.provers.as_ref());
+    let mut loaded = std::collections::BTreeSet::new();
     for (ordinal, prover) in provers.into_iter().flatten().enumerate() {
+        loaded.extend(prover.resident_parameters.iter().flatten().cloned());
+        let devices = prover
+            .gpu
+            .as_ref()
+            .map(|gpu| gpu.devices.as_slice())
+            .unwrap_or_default();
+        let bytes = |of: fn(&proofpipe_crds::GpuDeviceReport) -> i64| {
+            devices
+                .iter()
+                .map(|d| u64::try_from(of(d)).unwrap_or(0))
+                .sum::<u64>()
+        };
         let current = prover.current_job.clone().unwrap_or_default();
         fleet.gpus.push(GpuStatus {
             ordinal: u32::try_from(ordinal).unwrap_or(u32::MAX),
             name: prover.pod.clone(),
             current_proof_kind: kinds.get(&current).copied().unwrap_or_default().to_owned(),
             current_job_id: current,
-            // The provers do not report their GPUs' memory.
-            vram_total_bytes: 0,
-            vram_free_bytes: 0,
+            // Every GPU of the prover pod; free as it was when the prover started (it keeps
+            // the parameters' bases resident from its first job on).
+            vram_total_bytes: bytes(|d| d.memory_bytes),
+            vram_free_bytes: bytes(|d| d.free_bytes),
         });
     }
+    fleet.loaded_parameters = loaded.into_iter().collect();
     fleet
 }
 
@@ -301,6 +343,41 @@ mod tests {
         assert_eq!(response.synthesis_ms, 15_000);
         assert_eq!(response.gpu_compute_ms, 2500);
         assert_eq!(response.srs_load_ms, 0);
+
+        // Partitions synthesized side by side add up to more than the job's time on provers
+        // (2 s to 40 s): the stage's time is never reported above that.
+        done.status.as_mut().unwrap().stage_seconds = Some(StageSeconds {
+            synthesis: 6.0,
+            queue_wait: 0.1,
+            gpu: 0.25,
+            finalize: 0.01,
+        });
+        let Outcome::Done(response) = outcome("a", JobView::Present(&done)).unwrap() else {
+            panic!("finished")
+        };
+        assert_eq!(response.synthesis_ms, 38_000);
+        assert!(response.synthesis_ms <= response.total_ms);
+        assert_eq!(response.gpu_compute_ms, 2500);
+    }
+
+    #[test]
+    fn waiting_counts_the_pools_unassigned_unfinished_jobs() {
+        let mut assigned = job("assigned", 0, 0);
+        assigned
+            .metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert(ASSIGNED_POD_LABEL.into(), "gpu-prover-0".into());
+        let mut elsewhere = job("elsewhere", 0, 0);
+        elsewhere.spec.pool = "cpu".into();
+        let jobs: Vec<Arc<ProofJob>> = vec![
+            Arc::new(job("queued", 0, 0)),
+            Arc::new(snap_job("new", 1)),
+            Arc::new(assigned),
+            Arc::new(with_phase(job("done", 0, 0), ProofJobPhase::Succeeded)),
+            Arc::new(elsewhere),
+        ];
+        assert_eq!(waiting("gpu", &jobs), 2);
     }
 
     #[test]
@@ -407,6 +484,10 @@ mod tests {
             "status": {"provers": [
                 {"pod": "gpu-prover-0", "phase": "Busy", "currentJob": "running",
                  "buffers": {"synthesizing": 0, "queued": 0, "gpu": 1, "finalizing": 0},
+                 "gpu": {"backend": "cuda", "message": "CUDA on 1 GPU(s)", "devices": [
+                     {"id": 0, "memoryBytes": 150_000_000_000_i64, "freeBytes": 149_000_000_000_i64,
+                      "computeCapability": "9.0"}]},
+                 "residentParameters": ["StackedDrg32GiBV1_1", "StackedDrg32GiBV1"],
                  "estimatedBytes": 0, "proofsCompleted": 3, "lastReport": "2027-01-15T08:00:00Z"},
                 {"pod": "gpu-prover-1", "phase": "Idle",
                  "buffers": {"synthesizing": 0, "queued": 0, "gpu": 0, "finalizing": 0},
@@ -427,6 +508,16 @@ mod tests {
                     proof_kind: "snap-update".into(),
                     pending: 1,
                     in_progress: 0
+                },
+                QueueStatus {
+                    proof_kind: "window-post".into(),
+                    pending: 0,
+                    in_progress: 0
+                },
+                QueueStatus {
+                    proof_kind: "winning-post".into(),
+                    pending: 0,
+                    in_progress: 0
                 }
             ]
         );
@@ -434,11 +525,26 @@ mod tests {
         assert_eq!(fleet.gpus.len(), 2);
         assert_eq!(fleet.gpus[0].current_job_id, "running");
         assert_eq!(fleet.gpus[0].current_proof_kind, "porep-c2");
+        assert_eq!(
+            (
+                fleet.gpus[0].vram_total_bytes,
+                fleet.gpus[0].vram_free_bytes
+            ),
+            (150_000_000_000, 149_000_000_000)
+        );
+        assert_eq!(fleet.gpus[1].vram_total_bytes, 0, "no GPU reported");
+        assert_eq!(
+            fleet.loaded_parameters,
+            ["StackedDrg32GiBV1", "StackedDrg32GiBV1_1"]
+        );
         assert_eq!(fleet.gpus[1].current_job_id, "");
         // No pool yet: empty queues of the kinds served, no GPUs.
         let empty = fleet_of_nothing();
         let kinds: Vec<&str> = empty.queues.iter().map(|q| q.proof_kind.as_str()).collect();
-        assert_eq!(kinds, ["porep-c2", "snap-update"]);
+        assert_eq!(
+            kinds,
+            ["porep-c2", "snap-update", "window-post", "winning-post"]
+        );
         assert!(empty.queues.iter().all(|q| q.pending == 0));
         assert!(empty.gpus.is_empty());
     }

@@ -24,7 +24,7 @@ use crate::error::GatewayError;
 use crate::job_spec::JobDefaults;
 use crate::metrics::Metrics;
 use crate::proto::proving_engine_server::ProvingEngineServer;
-use crate::service::Gateway;
+use crate::service::{Gateway, Limits};
 
 /// How often inputs whose jobs are gone are removed.
 const SWEEP_EVERY: Duration = Duration::from_secs(5 * 60);
@@ -39,7 +39,16 @@ pub struct Config {
     pub max_message_bytes: usize,
     /// PEM certificate chain and key; unset serves plaintext (what curio dials today).
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// What the gateway admits (`--max-queued`).
+    pub limits: Limits,
+    /// How often an idle connection is pinged (HTTP/2 PING), so a `Prove` waiting many
+    /// minutes for its proof is not cut by a proxy's or load balancer's idle timeout; `None`:
+    /// never.
+    pub keepalive: Option<Duration>,
 }
+
+/// How long a keepalive ping may go unanswered before the connection is closed.
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A started gateway: its service and the bound addresses.
 pub struct Running {
@@ -75,6 +84,7 @@ pub async fn serve(
         caches,
         artifacts,
         config.defaults,
+        config.limits,
         metrics.clone(),
         stopping,
     );
@@ -109,7 +119,9 @@ pub async fn serve(
     let service = tonic::service::interceptor::InterceptedService::new(service, move |request| {
         auth.intercept(request)
     });
-    let mut builder = Server::builder();
+    let mut builder = Server::builder()
+        .http2_keepalive_interval(config.keepalive)
+        .http2_keepalive_timeout(config.keepalive.map(|_| KEEPALIVE_TIMEOUT));
     if let Some((cert, key)) = &config.tls {
         let read = |path: &PathBuf| {
             std::fs::read(path).map_err(|e| GatewayError::Tls(format!("{}: {e}", path.display())))

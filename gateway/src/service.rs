@@ -7,15 +7,17 @@ use std::time::{Duration, Instant};
 
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
-use proofpipe_crds::{ASSIGNED_POD_LABEL, ProofJob, ProofJobPhase};
+use object_store::PutPayload;
+use proofpipe_crds::{ASSIGNED_POD_LABEL, FilecoinWork, ProofJob, ProofJobPhase};
 use rand_core::{OsRng, RngCore};
 use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 
 use crate::artifacts::ArtifactStore;
+use crate::attempts::{self, Decision, PriorAttempt, Replaced};
 use crate::cache::Caches;
 use crate::error::GatewayError;
-use crate::job_spec::{JobDefaults, input_sha256_of, proof_job, request_id_of};
+use crate::job_spec::{JobDefaults, filecoin_work, proof_job};
 use crate::metrics::{AwaitingGuard, Metrics};
 use crate::outcome::{self, JobView, Outcome};
 use crate::proto::proving_engine_server::ProvingEngine;
@@ -23,15 +25,26 @@ use crate::proto::{
     AwaitProofRequest, AwaitProofResponse, CancelProofRequest, CancelProofResponse,
     EvictSrsRequest, EvictSrsResponse, GetMetricsRequest, GetMetricsResponse, GetStatusRequest,
     GetStatusResponse, PreloadSrsRequest, PreloadSrsResponse, ProveRequest, ProveResponse,
-    SubmitProofRequest, SubmitProofResponse,
+    SrsStatus, SubmitProofRequest, SubmitProofResponse, srs_status,
 };
 use crate::submission::{self, Submission};
 
 /// The field manager of the gateway's writes.
 pub const FIELD_MANAGER: &str = "proofpipe-gateway";
 
+/// How many times a submission decides again after losing the race to create its job.
+const ATTEMPT_RACES: usize = 4;
+
 /// How often a caller awaiting a job the cache has not shown yet asks the API server again.
 const UNCACHED_RECHECK: Duration = Duration::from_secs(5);
+
+/// What the gateway admits.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Limits {
+    /// New jobs are refused (RESOURCE_EXHAUSTED) while this many of the pool's jobs wait for
+    /// a prover; `None`: no cap. Resubmissions of existing jobs are always answered.
+    pub max_queued: Option<usize>,
+}
 
 /// The service, shared by every connection.
 #[derive(Clone)]
@@ -44,6 +57,7 @@ struct Inner {
     caches: Caches,
     artifacts: ArtifactStore,
     defaults: JobDefaults,
+    limits: Limits,
     metrics: Metrics,
     started: Instant,
     /// Turns true when the process stops: waiting callers are answered UNAVAILABLE at once
@@ -57,6 +71,7 @@ impl Gateway {
         caches: Caches,
         artifacts: ArtifactStore,
         defaults: JobDefaults,
+        limits: Limits,
         metrics: Metrics,
         stopping: watch::Receiver<bool>,
     ) -> Self {
@@ -66,6 +81,7 @@ impl Gateway {
                 caches,
                 artifacts,
                 defaults,
+                limits,
                 metrics,
                 started: Instant::now(),
                 stopping,
@@ -85,7 +101,9 @@ impl Gateway {
         &self.inner.artifacts
     }
 
-    /// Stores the input and creates the job, or finds the job of the same request id.
+    /// Decides which job the submission goes to ([`attempts`]): answers with an existing one,
+    /// or stores the input and creates the request id's next attempt (cancelling the previous
+    /// one when it proves other work and is unfinished).
     async fn submit(
         &self,
         request: SubmitProofRequest,
@@ -96,73 +114,191 @@ impl Gateway {
             tokio::task::spawn_blocking(move || submission::plan(request, generated_request_id))
                 .await
                 .expect("planning a submission does not panic")?;
-        let (submission, input) = (planned.submission, planned.input);
+        let mut submission = planned.submission;
+        // Cheap to clone (shared chunks) if a race makes us store it under another attempt.
+        let input = PutPayload::from(planned.input);
+        let first_name = submission.job_name.clone();
+        // Where the input is stored is no part of the work.
+        let work = filecoin_work(&submission, String::new());
+        let mut prior = self.cached_attempts(&submission, &work);
 
-        if let Some(existing) = inner.caches.job(&submission.job_name) {
-            return self.existing(&existing, &submission);
+        for _ in 0..ATTEMPT_RACES {
+            let (attempt, job_name, replaces) = match attempts::decide(&first_name, &prior) {
+                Decision::Reattach { job_name } => {
+                    if let Some(job) = self.read_job(&job_name).await? {
+                        inner.metrics.duplicate_submissions.inc();
+                        return Ok(self.accepted(&job));
+                    }
+                    // Gone since the cache showed it: decide without it.
+                    prior.retain(|p| p.job_name != job_name);
+                    continue;
+                }
+                Decision::Create {
+                    attempt,
+                    job_name,
+                    replaces,
+                } => (attempt, job_name, replaces),
+            };
+            self.check_room()?;
+            submission.job_name = job_name;
+            let url = inner
+                .artifacts
+                .put_input(&submission, input.clone())
+                .await?;
+            let job = proof_job(
+                &submission,
+                url,
+                &inner.defaults,
+                attempt,
+                replaces.as_ref(),
+            );
+            let params = PostParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..PostParams::default()
+            };
+            match inner.jobs.create(&params, &job).await {
+                Ok(created) => {
+                    inner.metrics.jobs_created.inc();
+                    inner
+                        .metrics
+                        .input_bytes
+                        .inc_by(input.content_length() as u64);
+                    tracing::info!(
+                        job = %submission.job_name,
+                        request_id = %submission.request_id,
+                        attempt,
+                        replaces = replaces.as_ref().map(Replaced::note),
+                        kind = submission.work.kind_name(),
+                        registered_proof = submission.work.registered_proof(),
+                        input_bytes = input.content_length(),
+                        "created ProofJob"
+                    );
+                    if let Some(replaced) = &replaces {
+                        inner
+                            .metrics
+                            .new_attempts
+                            .with_label_values(&[replaced.reason.as_str()])
+                            .inc();
+                        // Best effort: the new attempt stands either way, and a retry of this
+                        // call reattaches to it without deleting again.
+                        if replaced.cancel {
+                            match self.delete_job(&replaced.job_name).await {
+                                Ok(()) => tracing::info!(
+                                    job = %replaced.job_name,
+                                    by = %submission.job_name,
+                                    "cancelled: its request id now proves other work"
+                                ),
+                                Err(error) => tracing::warn!(
+                                    job = %replaced.job_name,
+                                    by = %submission.job_name,
+                                    %error,
+                                    "could not cancel the job its request id replaced; delete it by hand"
+                                ),
+                            }
+                        }
+                    }
+                    return Ok(self.accepted(&created));
+                }
+                // A concurrent submission of the same request id (or a job the cache has not
+                // shown yet) has the name: decide again with it.
+                Err(kube::Error::Api(response)) if response.code == 409 => {
+                    let name = &submission.job_name;
+                    // None: deleted meanwhile, the name is free again.
+                    if let Some(job) = self.read_job(name).await? {
+                        let Some(found) =
+                            attempts::prior_attempt(&job, &submission.request_id, &work)
+                        else {
+                            return Err(GatewayError::RequestIdReused {
+                                request_id: submission.request_id.clone(),
+                                job: name.clone(),
+                            });
+                        };
+                        prior.retain(|p| p.job_name != found.job_name);
+                        prior.push(found);
+                    }
+                }
+                Err(error) => {
+                    return Err(GatewayError::kube(
+                        format!("creating ProofJob {}", submission.job_name),
+                        error,
+                    ));
+                }
+            }
         }
+        Err(GatewayError::AttemptRace {
+            request_id: submission.request_id,
+        })
+    }
+
+    /// The request id's earlier attempts in the cache: jobs with its request key, and the first
+    /// attempt's name (jobs of gateways before attempts carry no key).
+    fn cached_attempts(&self, submission: &Submission, work: &FilecoinWork) -> Vec<PriorAttempt> {
+        let key = submission::request_key(&submission.request_id);
+        self.inner
+            .caches
+            .jobs()
+            .iter()
+            .filter(|job| {
+                attempts::has_request_key(job, &key)
+                    || job.metadata.name.as_deref() == Some(submission.job_name.as_str())
+            })
+            .filter_map(|job| attempts::prior_attempt(job, &submission.request_id, work))
+            .collect()
+    }
+
+    /// Refuses a new job when `--max-queued` jobs of the pool already wait for a prover.
+    fn check_room(&self) -> Result<(), GatewayError> {
+        let inner = &self.inner;
         if inner.caches.pool(&inner.defaults.pool).is_none() {
             return Err(GatewayError::PoolMissing {
                 pool: inner.defaults.pool.clone(),
                 namespace: inner.caches.namespace().to_owned(),
             });
         }
-        let input_bytes = input.len() as u64;
-        let url = inner.artifacts.put_input(&submission, input).await?;
-        let job = proof_job(&submission, url, &inner.defaults);
-        let params = PostParams {
-            field_manager: Some(FIELD_MANAGER.into()),
-            ..PostParams::default()
+        let Some(limit) = inner.limits.max_queued else {
+            return Ok(());
         };
-        match inner.jobs.create(&params, &job).await {
-            Ok(created) => {
-                inner.metrics.jobs_created.inc();
-                inner.metrics.input_bytes.inc_by(input_bytes);
-                tracing::info!(
-                    job = %submission.job_name,
-                    request_id = %submission.request_id,
-                    kind = submission.work.kind_name(),
-                    registered_proof = submission.work.registered_proof(),
-                    input_bytes,
-                    "created ProofJob"
-                );
-                Ok(self.accepted(&created))
-            }
-            // A concurrent submission of the same request id won the race.
-            Err(kube::Error::Api(response)) if response.code == 409 => {
-                let existing = inner.jobs.get(&submission.job_name).await.map_err(|e| {
-                    GatewayError::kube(format!("reading ProofJob {}", submission.job_name), e)
-                })?;
-                self.existing(&existing, &submission)
-            }
+        let queued = outcome::waiting(&inner.defaults.pool, &inner.caches.jobs());
+        if queued >= limit {
+            inner.metrics.refused_queue_full.inc();
+            return Err(GatewayError::QueueFull {
+                queued,
+                limit,
+                pool: inner.defaults.pool.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The job from the cache, else from the API server (just created, not cached yet).
+    async fn read_job(&self, name: &str) -> Result<Option<Arc<ProofJob>>, GatewayError> {
+        if let Some(job) = self.inner.caches.job(name) {
+            return Ok(Some(job));
+        }
+        let fetched = self
+            .inner
+            .jobs
+            .get_opt(name)
+            .await
+            .map_err(|e| GatewayError::kube(format!("reading ProofJob {name}"), e))?;
+        Ok(fetched.map(Arc::new))
+    }
+
+    /// Deletes job `name`; one already gone is fine.
+    async fn delete_job(&self, name: &str) -> Result<(), GatewayError> {
+        match self
+            .inner
+            .jobs
+            .delete(name, &DeleteParams::background())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(response)) if response.code == 404 => Ok(()),
             Err(error) => Err(GatewayError::kube(
-                format!("creating ProofJob {}", submission.job_name),
+                format!("deleting ProofJob {name}"),
                 error,
             )),
         }
-    }
-
-    /// The answer for a request id that already has `job`: that job, if it is the same input.
-    fn existing(
-        &self,
-        job: &ProofJob,
-        submission: &Submission,
-    ) -> Result<SubmitProofResponse, GatewayError> {
-        let same_request = request_id_of(job) == Some(submission.request_id.as_str());
-        if !same_request || input_sha256_of(job) != Some(submission.input_sha256.as_str()) {
-            return Err(GatewayError::RequestIdReused {
-                request_id: submission.request_id.clone(),
-                job: job.name_any(),
-            });
-        }
-        if job.metadata.deletion_timestamp.is_some() {
-            return Err(GatewayError::BeingCancelled {
-                request_id: submission.request_id.clone(),
-                job: job.name_any(),
-            });
-        }
-        self.inner.metrics.duplicate_submissions.inc();
-        Ok(self.accepted(job))
     }
 
     fn accepted(&self, job: &ProofJob) -> SubmitProofResponse {
@@ -270,16 +406,7 @@ impl Gateway {
         }
         let was_running =
             phase == Some(ProofJobPhase::Running) || job.labels().contains_key(ASSIGNED_POD_LABEL);
-        match inner.jobs.delete(name, &DeleteParams::background()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(response)) if response.code == 404 => {}
-            Err(error) => {
-                return Err(GatewayError::kube(
-                    format!("deleting ProofJob {name}"),
-                    error,
-                ));
-            }
-        }
+        self.delete_job(name).await?;
         tracing::info!(job = name, was_running, "cancelled: ProofJob deleted");
         Ok(CancelProofResponse { was_running })
     }
@@ -293,9 +420,20 @@ impl Gateway {
         );
         GetStatusResponse {
             gpus: fleet.gpus,
-            // Provers load a parameter set on their first job of its kind and keep it; they do
-            // not report which, so none is listed.
-            loaded_srs: Vec::new(),
+            // The sets the provers report keeping loaded (each loads one on its first job
+            // that needs it).
+            // by registered proof; resident in host memory, ready for proving (HOT). Their size
+            // and users are not reported.
+            loaded_srs: fleet
+                .loaded_parameters
+                .into_iter()
+                .map(|circuit_id| SrsStatus {
+                    circuit_id,
+                    tier: srs_status::Tier::Hot as i32,
+                    size_bytes: 0,
+                    ref_count: 0,
+                })
+                .collect(),
             queues: fleet.queues,
             total_proofs_completed: fleet.succeeded,
             total_proofs_failed: fleet.failed,

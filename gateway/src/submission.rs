@@ -50,6 +50,84 @@ const UPDATE_PROOF_NUMBERS: &[(u64, &str, u64)] = &[
     (4, "StackedDrg64GiBV1", 64 << 30),
 ];
 
+/// The registered PoSt proofs by their number in the Filecoin actors' ABI
+/// (`abi.RegisteredPoStProof`, what curio sends in `registered_proof` for a PoSt), with the
+/// sector size, the kind, and the most sectors one partition proves (filecoin-proofs'
+/// `WINNING_POST_SECTOR_COUNT`, `WINDOW_POST_SECTOR_COUNT`). The ABI's WindowPoSt V1_1 (10-14)
+/// is filecoin-proofs-api's V1_2, as filecoin-ffi maps it; 5-9 (V1) are retired.
+const POST_PROOF_NUMBERS: &[(u64, &str, u64, ProofKind, usize)] = &[
+    (
+        0,
+        "StackedDrgWinning2KiBV1",
+        2 << 10,
+        ProofKind::WinningPost,
+        1,
+    ),
+    (
+        1,
+        "StackedDrgWinning8MiBV1",
+        8 << 20,
+        ProofKind::WinningPost,
+        1,
+    ),
+    (
+        2,
+        "StackedDrgWinning512MiBV1",
+        512 << 20,
+        ProofKind::WinningPost,
+        1,
+    ),
+    (
+        3,
+        "StackedDrgWinning32GiBV1",
+        32 << 30,
+        ProofKind::WinningPost,
+        1,
+    ),
+    (
+        4,
+        "StackedDrgWinning64GiBV1",
+        64 << 30,
+        ProofKind::WinningPost,
+        1,
+    ),
+    (
+        10,
+        "StackedDrgWindow2KiBV1_2",
+        2 << 10,
+        ProofKind::WindowPostPartition,
+        2,
+    ),
+    (
+        11,
+        "StackedDrgWindow8MiBV1_2",
+        8 << 20,
+        ProofKind::WindowPostPartition,
+        2,
+    ),
+    (
+        12,
+        "StackedDrgWindow512MiBV1_2",
+        512 << 20,
+        ProofKind::WindowPostPartition,
+        2,
+    ),
+    (
+        13,
+        "StackedDrgWindow32GiBV1_2",
+        32 << 30,
+        ProofKind::WindowPostPartition,
+        2349,
+    ),
+    (
+        14,
+        "StackedDrgWindow64GiBV1_2",
+        64 << 30,
+        ProofKind::WindowPostPartition,
+        2300,
+    ),
+];
+
 /// What a submission asks the provers to prove.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Work {
@@ -69,6 +147,17 @@ pub enum Work {
         /// The registered update proof, as `spec.filecoin.updateProof` names it.
         update_proof: &'static str,
     },
+    /// One WindowPoSt partition (curio's `WINDOW_POST_PARTITION`), from its sectors' vanilla
+    /// proofs and the randomness.
+    WindowPost {
+        /// The registered PoSt proof, as `spec.filecoin.postProof` names it.
+        post_proof: &'static str,
+    },
+    /// A WinningPoSt, from the challenged sectors' vanilla proofs and the randomness.
+    WinningPost {
+        /// The registered PoSt proof, as `spec.filecoin.postProof` names it.
+        post_proof: &'static str,
+    },
 }
 
 impl Work {
@@ -77,6 +166,7 @@ impl Work {
         match self {
             Self::PoRep { seal_proof, .. } => seal_proof,
             Self::SnapDeals { update_proof } => update_proof,
+            Self::WindowPost { post_proof } | Self::WinningPost { post_proof } => post_proof,
         }
     }
 
@@ -85,6 +175,8 @@ impl Work {
         match self {
             Self::PoRep { .. } => kind_name(ProofKind::PorepSealCommit),
             Self::SnapDeals { .. } => kind_name(ProofKind::SnapDealsUpdate),
+            Self::WindowPost { .. } => kind_name(ProofKind::WindowPostPartition),
+            Self::WinningPost { .. } => kind_name(ProofKind::WinningPost),
         }
     }
 }
@@ -133,18 +225,13 @@ pub fn plan(
             (work, std::mem::take(&mut request.vanilla_proof))
         }
         ProofKind::SnapDealsUpdate => snap_deals(&request)?,
+        ProofKind::WindowPostPartition | ProofKind::WinningPost => post(&request, kind)?,
         ProofKind::Unspecified => {
             return Err(GatewayError::invalid(
-                "proof_kind is unset: set POREP_SEAL_COMMIT for a sector's C2, or \
-                 SNAP_DEALS_UPDATE for a SnapDeals update proof",
+                "proof_kind is unset: set POREP_SEAL_COMMIT for a sector's C2, \
+                 SNAP_DEALS_UPDATE for a SnapDeals update proof, WINDOW_POST_PARTITION or \
+                 WINNING_POST",
             ));
-        }
-        other => {
-            return Err(GatewayError::Unsupported(format!(
-                "{} proofs are not served by proofpipe yet: POREP_SEAL_COMMIT and \
-                 SNAP_DEALS_UPDATE are; prove these with the seed engine meanwhile",
-                other.as_str_name()
-            )));
         }
     };
     let (priority, priority_name) = priority(request.priority, kind)?;
@@ -276,6 +363,103 @@ fn snap_deals(request: &SubmitProofRequest) -> Result<(Work, Vec<u8>), GatewayEr
     Ok((Work::SnapDeals { update_proof }, json))
 }
 
+/// A WindowPoSt partition or a WinningPoSt: the registered PoSt proof, the miner, the
+/// randomness, the partition and the sectors' vanilla proofs (one bincode
+/// `FallbackPoStSectorProof` each), checked for what can be checked without Filecoin's crates,
+/// become the prover's PoSt input JSON. The provers check the rest (the vanilla proofs decode,
+/// are of the proof's sector size and verify against the randomness) before proving.
+fn post(request: &SubmitProofRequest, kind: ProofKind) -> Result<(Work, Vec<u8>), GatewayError> {
+    let number = request.registered_proof;
+    let kind_str = kind.as_str_name();
+    let &(_, post_proof, sector_size, proof_kind, max_sectors) = POST_PROOF_NUMBERS
+        .iter()
+        .find(|(n, ..)| *n == number)
+        .ok_or_else(|| {
+            GatewayError::invalid(match number {
+                5..=9 => format!(
+                    "registered_proof {number} is a retired WindowPoSt proof (V1); curio sends \
+                     V1_1 (10-14) since network version 19"
+                ),
+                _ => format!(
+                    "registered_proof {number} is not a registered PoSt proof: WINNING_POST takes \
+                     0-4, WINDOW_POST_PARTITION 10-14 (abi.RegisteredPoStProof)"
+                ),
+            })
+        })?;
+    if proof_kind != kind {
+        return Err(GatewayError::invalid(format!(
+            "registered_proof {number} ({post_proof}) is a {} proof, but proof_kind is {kind_str}",
+            proof_kind.as_str_name()
+        )));
+    }
+    check_sector_size(request.sector_size, number, post_proof, sector_size)?;
+    if !request.vanilla_proof.is_empty() {
+        return Err(GatewayError::invalid(format!(
+            "vanilla_proof is set: a {kind_str} takes its vanilla proofs in vanilla_proofs, one \
+             bincode FallbackPoStSectorProof per sector (vanilla_proof is a PoRep C2's C1 output)"
+        )));
+    }
+    let sectors = request.vanilla_proofs.len();
+    if sectors == 0 || sectors > max_sectors {
+        return Err(GatewayError::invalid(format!(
+            "vanilla_proofs has {sectors} entries: a {kind_str} of {post_proof} takes one bincode \
+             FallbackPoStSectorProof per sector, 1 to {max_sectors}"
+        )));
+    }
+    if let Some(k) = request.vanilla_proofs.iter().position(Vec::is_empty) {
+        return Err(GatewayError::invalid(format!(
+            "vanilla_proofs[{k}] is empty: each is a sector's bincode FallbackPoStSectorProof"
+        )));
+    }
+    if request.randomness.len() != 32 {
+        return Err(GatewayError::invalid(format!(
+            "randomness has {} bytes: a {kind_str} needs the 32-byte challenge seed",
+            request.randomness.len()
+        )));
+    }
+    let (work, partition_index) = match kind {
+        ProofKind::WinningPost => {
+            if request.partition_index != 0 {
+                return Err(GatewayError::invalid(format!(
+                    "partition_index is {}: a WINNING_POST has one partition",
+                    request.partition_index
+                )));
+            }
+            (Work::WinningPost { post_proof }, None)
+        }
+        _ => (
+            Work::WindowPost { post_proof },
+            Some(request.partition_index),
+        ),
+    };
+    let input = PostInput {
+        registered_proof: post_proof,
+        miner_id: request.miner_id,
+        randomness: BASE64.encode(&request.randomness),
+        partition_index,
+        vanilla_proofs: request
+            .vanilla_proofs
+            .iter()
+            .map(|p| BASE64.encode(p))
+            .collect(),
+    };
+    let json = serde_json::to_vec(&input).expect("the PoSt input serializes");
+    Ok((work, json))
+}
+
+/// The PoSt input as the prover reads it (proofpipe-prover's `PostInput`, the file
+/// `prove --window-post-vanilla` / `--winning-post-vanilla` takes; docs/filecoin.md). Serialized
+/// in this field order, so the same request always makes the same bytes.
+#[derive(serde::Serialize)]
+struct PostInput {
+    registered_proof: &'static str,
+    miner_id: u64,
+    randomness: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partition_index: Option<u32>,
+    vanilla_proofs: Vec<String>,
+}
+
 /// The SnapDeals input as the prover reads it (proofpipe-prover's `SnapInput`, the file
 /// `prove --snap-vanilla` takes; docs/filecoin.md): the update proof by name, the commitments
 /// and vanilla proofs in base64. Serialized in this field order, so the same request always
@@ -325,8 +509,10 @@ fn priority(value: i32, kind: ProofKind) -> Result<(i32, &'static str), GatewayE
     let priority = Priority::try_from(value).map_err(|_| {
         GatewayError::invalid(format!("priority {value} is not one the API defines"))
     })?;
+    // curio sends WindowPoSt HIGH and WinningPoSt CRITICAL; those are the defaults too.
     let priority = match (priority, kind) {
         (Priority::Unspecified, ProofKind::WinningPost) => Priority::Critical,
+        (Priority::Unspecified, ProofKind::WindowPostPartition) => Priority::High,
         (Priority::Unspecified, _) => Priority::Normal,
         (given, _) => given,
     };
@@ -356,13 +542,20 @@ pub fn job_name(request_id: &str) -> String {
         }
     }
     let readable = readable.trim_end_matches('-');
-    let digest = hex(&Sha256::digest(request_id.as_bytes()));
-    let digest = &digest[..NAME_DIGEST_CHARS];
+    let digest = request_key(request_id);
     if readable.is_empty() {
         format!("proof-{digest}")
     } else {
         format!("{readable}-{digest}")
     }
+}
+
+/// The first 12 hex digits of the request id's SHA-256: the end of its jobs' names and their
+/// `proofpipe.dev/request-key` label.
+pub fn request_key(request_id: &str) -> String {
+    let mut digest = hex(&Sha256::digest(request_id.as_bytes()));
+    digest.truncate(NAME_DIGEST_CHARS);
+    digest
 }
 
 /// The seed engine's name of a proof kind (its queue names in `GetStatus`).
@@ -415,6 +608,37 @@ mod tests {
             comm_r_old: vec![1; 32],
             comm_r_new: vec![2; 32],
             comm_d_new: vec![3; 32],
+            ..Default::default()
+        }
+    }
+
+    /// A WindowPoSt partition as curio's GenerateWindowPoStCuzk sends it for 2 KiB sectors: two
+    /// sectors' vanilla proofs, partition 1.
+    fn window(request_id: &str) -> SubmitProofRequest {
+        SubmitProofRequest {
+            request_id: request_id.into(),
+            proof_kind: ProofKind::WindowPostPartition as i32,
+            sector_size: 2048,
+            registered_proof: 10,
+            priority: Priority::High as i32,
+            vanilla_proofs: vec![vec![5; 80], vec![6; 80]],
+            miner_id: 1000,
+            randomness: vec![9; 32],
+            partition_index: 1,
+            ..Default::default()
+        }
+    }
+
+    /// A WinningPoSt as curio's winning task sends it: the challenged sector's vanilla proof.
+    fn winning(request_id: &str) -> SubmitProofRequest {
+        SubmitProofRequest {
+            request_id: request_id.into(),
+            proof_kind: ProofKind::WinningPost as i32,
+            registered_proof: 0,
+            priority: Priority::Critical as i32,
+            vanilla_proofs: vec![vec![4; 80]],
+            miner_id: 1000,
+            randomness: vec![8; 32],
             ..Default::default()
         }
     }
@@ -549,6 +773,104 @@ mod tests {
     }
 
     #[test]
+    fn post_requests_become_the_provers_post_input() {
+        let planned = plan(window("wdpost-1000-0-1"), || unreachable!()).unwrap();
+        assert_eq!(
+            planned.submission.work,
+            Work::WindowPost {
+                post_proof: "StackedDrgWindow2KiBV1_2"
+            }
+        );
+        assert_eq!(planned.submission.work.kind_name(), "window-post");
+        assert_eq!(planned.submission.priority, PRIORITY_HIGH);
+        let input: serde_json::Value = serde_json::from_slice(&planned.input).unwrap();
+        let b64 = |bytes: &[u8]| serde_json::Value::from(BASE64.encode(bytes));
+        assert_eq!(
+            input,
+            serde_json::json!({
+                "registered_proof": "StackedDrgWindow2KiBV1_2",
+                "miner_id": 1000,
+                "randomness": b64(&[9; 32]),
+                "partition_index": 1,
+                "vanilla_proofs": [b64(&[5; 80]), b64(&[6; 80])],
+            })
+        );
+        // Partition 0 is still a partition (proto3 sends 0 for it).
+        let mut first = window("w");
+        first.partition_index = 0;
+        let input: serde_json::Value =
+            serde_json::from_slice(&plan(first, || unreachable!()).unwrap().input).unwrap();
+        assert_eq!(input["partition_index"], 0);
+
+        let planned = plan(winning("winning-1000-1"), || unreachable!()).unwrap();
+        assert_eq!(
+            planned.submission.work,
+            Work::WinningPost {
+                post_proof: "StackedDrgWinning2KiBV1"
+            }
+        );
+        let input: serde_json::Value = serde_json::from_slice(&planned.input).unwrap();
+        assert!(input.get("partition_index").is_none(), "{input}");
+        // Unspecified priorities are curio's: HIGH for WindowPoSt, CRITICAL for WinningPoSt.
+        let mut unspecified = window("w");
+        unspecified.priority = Priority::Unspecified as i32;
+        assert_eq!(submission(&unspecified).priority, PRIORITY_HIGH);
+        let mut unspecified = winning("w");
+        unspecified.priority = Priority::Unspecified as i32;
+        assert_eq!(submission(&unspecified).priority, PRIORITY_CRITICAL);
+    }
+
+    #[test]
+    fn bad_post_requests_are_refused_saying_what_to_do() {
+        let refused = |request: SubmitProofRequest, needle: &str| {
+            let (c, message) = code(&request);
+            assert_eq!(c, Code::InvalidArgument, "{message}");
+            assert!(message.contains(needle), "{needle:?} in {message}");
+        };
+        let mut retired = window("w");
+        retired.registered_proof = 8;
+        refused(retired, "retired WindowPoSt proof");
+        let mut crossed = window("w");
+        crossed.registered_proof = 3;
+        refused(
+            crossed,
+            "is a WINNING_POST proof, but proof_kind is WINDOW_POST_PARTITION",
+        );
+        let mut size = window("w");
+        size.sector_size = 32 << 30;
+        refused(size, "does not match registered_proof 10");
+        let mut seed = window("w");
+        seed.randomness = vec![1; 31];
+        refused(seed, "randomness has 31 bytes");
+        let mut none = winning("w");
+        none.vanilla_proofs.clear();
+        refused(none, "vanilla_proofs has 0 entries");
+        let mut many = winning("w");
+        many.vanilla_proofs.push(vec![1]);
+        refused(many, "1 to 1");
+        let mut empty = window("w");
+        empty.vanilla_proofs[1].clear();
+        refused(empty, "vanilla_proofs[1] is empty");
+        let mut partition = winning("w");
+        partition.partition_index = 2;
+        refused(partition, "a WINNING_POST has one partition");
+        let mut c1 = winning("w");
+        c1.vanilla_proof = b"{}".to_vec();
+        refused(c1, "vanilla_proof is set");
+    }
+
+    #[test]
+    fn every_registered_post_proof_number_names_a_proof_the_crd_accepts() {
+        for &(number, name, ..) in POST_PROOF_NUMBERS {
+            assert!(
+                proofpipe_crds::post_proof_partitions(name).is_some(),
+                "{number} -> {name}"
+            );
+        }
+        assert_eq!(POST_PROOF_NUMBERS.len(), proofpipe_crds::POST_PROOFS.len());
+    }
+
+    #[test]
     fn every_registered_update_proof_number_names_a_proof_the_crd_accepts() {
         for &(number, name, _) in UPDATE_PROOF_NUMBERS {
             assert!(
@@ -660,8 +982,9 @@ mod tests {
         let mut post = porep("p");
         post.proof_kind = ProofKind::WindowPostPartition as i32;
         let (c, message) = code(&post);
-        assert_eq!(c, Code::Unimplemented);
-        assert!(message.contains("WINDOW_POST_PARTITION"), "{message}");
+        assert_eq!(c, Code::InvalidArgument);
+        // A PoRep's registered_proof 5 is a retired WindowPoSt number.
+        assert!(message.contains("retired WindowPoSt proof"), "{message}");
 
         let mut v1 = porep("p");
         v1.registered_proof = 3;

@@ -43,6 +43,28 @@ pub fn update_proof_partitions(name: &str) -> Option<i32> {
     partitions_in(UPDATE_PROOFS, name)
 }
 
+/// The registered PoSt proofs a ProofJob may name, as filecoin-proofs-api 19.1 names them, with
+/// the partitions a job proves: one. A WindowPoStPartition job is one partition of a deadline's proof
+/// (curio's `WINDOW_POST_PARTITION` request; curio merges the partitions), a WinningPoSt has
+/// one. The WindowPoSt proofs are `V1_2` (filecoin-ffi's and the chain's `V1_1`).
+pub const POST_PROOFS: &[(&str, i32)] = &[
+    ("StackedDrgWinning2KiBV1", 1),
+    ("StackedDrgWinning8MiBV1", 1),
+    ("StackedDrgWinning512MiBV1", 1),
+    ("StackedDrgWinning32GiBV1", 1),
+    ("StackedDrgWinning64GiBV1", 1),
+    ("StackedDrgWindow2KiBV1_2", 1),
+    ("StackedDrgWindow8MiBV1_2", 1),
+    ("StackedDrgWindow512MiBV1_2", 1),
+    ("StackedDrgWindow32GiBV1_2", 1),
+    ("StackedDrgWindow64GiBV1_2", 1),
+];
+
+/// Partitions of a job of a registered PoSt proof, if it is one a ProofJob may name.
+pub fn post_proof_partitions(name: &str) -> Option<i32> {
+    partitions_in(POST_PROOFS, name)
+}
+
 fn partitions_in(table: &[(&str, i32)], name: &str) -> Option<i32> {
     table
         .iter()
@@ -59,6 +81,12 @@ pub enum FilecoinProofKind {
     /// A SnapDeals (EmptySectorUpdate) proof, from curio's vanilla partition proofs and the
     /// sector's three commitments.
     SnapDealsUpdate,
+    /// One WindowPoSt partition, from its sectors' vanilla proofs and the deadline's
+    /// randomness (curio's `WINDOW_POST_PARTITION`).
+    WindowPoStPartition,
+    /// A WinningPoSt, from the challenged sector's vanilla proof and the randomness (curio's
+    /// `WINNING_POST`).
+    WinningPoSt,
 }
 
 /// Fields of `spec.filecoin` that belong to one kind or another; `kind`, `input` and `output`
@@ -69,17 +97,25 @@ pub const KIND_FIELDS: &[&str] = &[
     "proverId",
     "sectorNumber",
     "updateProof",
+    "postProof",
 ];
 
 impl FilecoinProofKind {
     /// Every kind, in the order the API lists them.
-    pub const ALL: &[Self] = &[Self::PoRepC2, Self::SnapDealsUpdate];
+    pub const ALL: &[Self] = &[
+        Self::PoRepC2,
+        Self::SnapDealsUpdate,
+        Self::WindowPoStPartition,
+        Self::WinningPoSt,
+    ];
 
     /// The kind's name, as it is serialized.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::PoRepC2 => "PoRepC2",
             Self::SnapDealsUpdate => "SnapDealsUpdate",
+            Self::WindowPoStPartition => "WindowPoStPartition",
+            Self::WinningPoSt => "WinningPoSt",
         }
     }
 
@@ -88,6 +124,7 @@ impl FilecoinProofKind {
         match self {
             Self::PoRepC2 => &["sealProof"],
             Self::SnapDealsUpdate => &["updateProof"],
+            Self::WindowPoStPartition | Self::WinningPoSt => &["postProof"],
         }
     }
 
@@ -97,6 +134,7 @@ impl FilecoinProofKind {
         match self {
             Self::PoRepC2 => &["sealProof", "minerId", "proverId", "sectorNumber"],
             Self::SnapDealsUpdate => &["updateProof"],
+            Self::WindowPoStPartition | Self::WinningPoSt => &["postProof"],
         }
     }
 
@@ -108,6 +146,12 @@ impl FilecoinProofKind {
             }
             Self::SnapDealsUpdate => {
                 "a SnapDealsUpdate job needs updateProof, the sector's registered update proof (e.g. StackedDrg32GiBV1)"
+            }
+            Self::WindowPoStPartition => {
+                "a WindowPoStPartition job needs postProof, the registered WindowPoSt proof (e.g. StackedDrgWindow32GiBV1_2)"
+            }
+            Self::WinningPoSt => {
+                "a WinningPoSt job needs postProof, the registered WinningPoSt proof (e.g. StackedDrgWinning32GiBV1)"
             }
         }
     }
@@ -121,6 +165,9 @@ impl FilecoinProofKind {
                 "a SnapDealsUpdate job names its proof by updateProof, and its sector by the \
                  commitments in its input"
             }
+            Self::WindowPoStPartition | Self::WinningPoSt => {
+                "a PoSt job names its proof by postProof, and its miner and sectors in its input"
+            }
         }
     }
 
@@ -129,6 +176,17 @@ impl FilecoinProofKind {
         match self {
             Self::PoRepC2 => "verify_seal",
             Self::SnapDealsUpdate => "verify_empty_sector_update_proof",
+            Self::WindowPoStPartition => "verify_window_post",
+            Self::WinningPoSt => "verify_winning_post",
+        }
+    }
+
+    /// The prefix every registered proof of this kind has in `postProof` (PoSt kinds only).
+    pub fn post_proof_prefix(self) -> Option<&'static str> {
+        match self {
+            Self::WindowPoStPartition => Some("StackedDrgWindow"),
+            Self::WinningPoSt => Some("StackedDrgWinning"),
+            Self::PoRepC2 | Self::SnapDealsUpdate => None,
         }
     }
 
@@ -137,6 +195,7 @@ impl FilecoinProofKind {
         match self {
             Self::PoRepC2 => "C1 output",
             Self::SnapDealsUpdate => "SnapDeals input",
+            Self::WindowPoStPartition | Self::WinningPoSt => "PoSt input",
         }
     }
 }

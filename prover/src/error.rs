@@ -78,6 +78,12 @@ pub enum ProverError {
         name: &'static str,
         hint: &'static str,
     },
+    #[error(
+        "no usable GPU ({message}) and PROOFPIPE_REQUIRE_GPU is set: this prover refuses to \
+         prove on the CPU. Check the node's NVIDIA driver and device plugin (kubectl describe \
+         node), or unset PROOFPIPE_REQUIRE_GPU in the pool's template to prove on the CPU"
+    )]
+    NoGpu { message: String },
     #[error("{action}: {source}")]
     Kube {
         action: String,

@@ -108,6 +108,7 @@ pub fn decide<'a>(input: &PoolInput<'a>) -> PoolDecision<'a> {
         queue: &still_queued,
         current: &current,
         autoscaling: autoscaling_status,
+        wants_gpu: crate::pool::pod_spec::pool_requests_gpu(pool),
         now,
     });
 

@@ -12,8 +12,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Resource;
 use kube::api::ObjectMeta;
 use proofpipe_crds::{
-    PROVER_CONTAINER, PodTemplateMetadata, ProverPool, RESERVED_ENV_PREFIX, RESERVED_VOLUME_PREFIX,
-    USER_PROVER_ENV,
+    GPU_RESOURCE, PROVER_CONTAINER, PodTemplateMetadata, ProverPool, RESERVED_ENV_PREFIX,
+    RESERVED_VOLUME_PREFIX, USER_PROVER_ENV,
 };
 
 use sha2::{Digest, Sha256};
@@ -166,6 +166,10 @@ fn complete_prover(prover: &mut Container, pool: &ProverPool, pool_name: &str) {
             ..EnvVar::default()
         },
     ];
+    if requests_gpu(prover) {
+        // The prover reports (and with PROOFPIPE_REQUIRE_GPU refuses) a GPU stage on the CPU.
+        env.push(value_env("PROOFPIPE_GPU_EXPECTED", "true"));
+    }
     // The contract's variables are the operator's even where a template bypassed admission.
     env.extend(prover.env.take().into_iter().flatten().filter(|var| {
         !var.name.starts_with(RESERVED_ENV_PREFIX) || USER_PROVER_ENV.contains(&var.name.as_str())
@@ -261,6 +265,29 @@ fn scratch_mounts(prover: &Container) -> Vec<VolumeMount> {
 }
 
 /// The template hash of `pool`: the [`TEMPLATE_HASH_LABEL`] a pod created from it now gets.
+/// Whether `container` asks for at least one GPU (`nvidia.com/gpu` in its limits or requests).
+pub fn requests_gpu(container: &Container) -> bool {
+    let Some(resources) = &container.resources else {
+        return false;
+    };
+    [&resources.limits, &resources.requests]
+        .into_iter()
+        .flatten()
+        .filter_map(|map| map.get(GPU_RESOURCE))
+        .any(|quantity| quantity.0.trim() != "0")
+}
+
+/// Whether the pool's prover container asks for a GPU.
+pub fn pool_requests_gpu(pool: &ProverPool) -> bool {
+    pool.spec
+        .template
+        .spec
+        .containers
+        .iter()
+        .find(|c| c.name == PROVER_CONTAINER)
+        .is_some_and(requests_gpu)
+}
+
 pub fn template_hash(pool: &ProverPool) -> String {
     let pool_name = pool.metadata.name.clone().unwrap_or_default();
     spec_hash(

@@ -27,6 +27,8 @@ pub struct PoolObservation<'a> {
     pub current: &'a ProverPoolStatus,
     /// The autoscaler's decision, when the pool has `spec.autoscaling`.
     pub autoscaling: Option<AutoscalingStatus>,
+    /// The template's prover container requests a GPU.
+    pub wants_gpu: bool,
     pub now: Timestamp,
 }
 
@@ -48,6 +50,9 @@ pub const SCHEDULABLE_CONDITION: &str = "ProversSchedulable";
 
 /// False while some prover pods still run an earlier template.
 pub const UP_TO_DATE_CONDITION: &str = "ProversUpToDate";
+
+/// False while a prover of a pool that requests GPUs found none usable and proves on the CPU.
+pub const GPU_CONDITION: &str = "ProversOnGpu";
 
 /// The operator-owned part of a pool status.
 pub fn operator_fields(status: &ProverPoolStatus) -> ProverPoolStatus {
@@ -140,6 +145,12 @@ pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
         ),
     };
     let up_to_date_condition = up_to_date_condition(observation, &alive);
+    let live_reports: Vec<&ProverStatus> = reports
+        .iter()
+        .copied()
+        .filter(|report| existing.contains(report.pod.as_str()))
+        .collect();
+    let gpu_condition = gpu_condition(observation.wants_gpu, &live_reports);
     let was_unschedulable = observation
         .current
         .conditions
@@ -169,7 +180,12 @@ pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
         provers: None,
         conditions: Some(settle(
             observation.current.conditions.as_deref(),
-            vec![ready_condition, schedulable_condition, up_to_date_condition],
+            vec![
+                ready_condition,
+                schedulable_condition,
+                up_to_date_condition,
+                gpu_condition,
+            ],
             observation.generation,
             observation.now,
         )),
@@ -218,6 +234,45 @@ fn up_to_date_condition(observation: &PoolObservation, alive: &[&ProverPod]) -> 
     DesiredCondition::new(UP_TO_DATE_CONDITION, false, "Rolling", message)
 }
 
+/// Whether the provers of a pool that requests GPUs prove on them: False, naming one, while
+/// some report a GPU stage on the CPU (no usable GPU: a driver or device-plugin fault, ~20x
+/// slower proofs).
+fn gpu_condition(wants_gpu: bool, reports: &[&ProverStatus]) -> DesiredCondition {
+    if !wants_gpu {
+        return DesiredCondition::new(
+            GPU_CONDITION,
+            true,
+            "NoGpuRequested",
+            "the template's prover container requests no nvidia.com/gpu: the GPU stage runs on the CPU",
+        );
+    }
+    let on_cpu: Vec<&ProverStatus> = reports
+        .iter()
+        .copied()
+        .filter(|report| report.gpu.as_ref().is_some_and(|gpu| gpu.on_cpu()))
+        .collect();
+    match on_cpu.first() {
+        None => DesiredCondition::new(
+            GPU_CONDITION,
+            true,
+            "GpusInUse",
+            "every prover that reported proves on its GPU",
+        ),
+        Some(first) => DesiredCondition::new(
+            GPU_CONDITION,
+            false,
+            "ProvingOnCpu",
+            format!(
+                "{} of {} provers found no usable GPU and prove on the CPU, many times slower ({}: {}); check the nodes' NVIDIA driver and device plugin, or set PROOFPIPE_REQUIRE_GPU=true in the template so such provers exit instead",
+                on_cpu.len(),
+                reports.len(),
+                first.pod,
+                first.gpu.as_ref().map_or("", |gpu| gpu.message.as_str())
+            ),
+        ),
+    }
+}
+
 fn count(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
@@ -259,8 +314,39 @@ mod tests {
             stage: None,
             last_progress_time: None,
             proofs_completed: 0,
+            gpu: None,
+            resident_parameters: None,
             last_report: Time(Timestamp::UNIX_EPOCH),
         }
+    }
+
+    #[test]
+    fn a_gpu_pool_whose_provers_prove_on_the_cpu_says_which_and_why() {
+        let with_gpu = |pod: &str, backend: &str, message: &str| ProverStatus {
+            gpu: Some(proofpipe_crds::GpuReport {
+                backend: backend.into(),
+                message: message.into(),
+                devices: Vec::new(),
+            }),
+            ..report(pod, None)
+        };
+        let on_cpu = with_gpu("p-0", "cpu", "this build has no GPU backend");
+        let on_gpu = with_gpu("p-1", "cuda", "CUDA on 1 GPU(s)");
+        let condition = gpu_condition(true, &[&on_cpu, &on_gpu]);
+        assert!(!condition.status);
+        assert_eq!(condition.reason, "ProvingOnCpu");
+        assert!(
+            condition.message.contains("1 of 2 provers")
+                && condition
+                    .message
+                    .contains("p-0: this build has no GPU backend"),
+            "{}",
+            condition.message
+        );
+        let fine = gpu_condition(true, &[&on_gpu, &report("p-2", None)]);
+        assert_eq!((fine.status, fine.reason), (true, "GpusInUse"));
+        let cpu_pool = gpu_condition(false, &[&on_cpu]);
+        assert_eq!((cpu_pool.status, cpu_pool.reason), (true, "NoGpuRequested"));
     }
 
     #[test]
@@ -291,6 +377,7 @@ mod tests {
             queue: &queue,
             current: &current,
             autoscaling: None,
+            wants_gpu: false,
             now: Timestamp::UNIX_EPOCH,
         });
         let status = &plan.status;
@@ -336,6 +423,7 @@ mod tests {
             queue,
             current: &ProverPoolStatus::default(),
             autoscaling: None,
+            wants_gpu: false,
             now: Timestamp::UNIX_EPOCH,
         })
         .status
@@ -393,6 +481,7 @@ mod tests {
                 queue: &[],
                 current,
                 autoscaling: None,
+                wants_gpu: false,
                 now: Timestamp::UNIX_EPOCH,
             })
         };
@@ -441,6 +530,7 @@ mod tests {
                 queue: &[],
                 current: &ProverPoolStatus::default(),
                 autoscaling: None,
+                wants_gpu: false,
                 now: Timestamp::UNIX_EPOCH,
             })
             .status

@@ -21,6 +21,11 @@ pub const GPU_WORKERS_VAR: &str = "PROOFPIPE_GPU_WORKERS";
 pub const MEMORY_LIMIT_VAR: &str = "PROOFPIPE_MEMORY_LIMIT";
 pub const PROGRESS_DEADLINE_VAR: &str = "PROOFPIPE_PROGRESS_DEADLINE_SECONDS";
 pub const POREP_SYNTHESIS_VAR: &str = "PROOFPIPE_POREP_SYNTHESIS";
+/// Set by the operator when the prover container requests a GPU (`nvidia.com/gpu`).
+pub const GPU_EXPECTED_VAR: &str = "PROOFPIPE_GPU_EXPECTED";
+/// Set in a pool's template to refuse to prove on the CPU: without a usable GPU the prover
+/// exits (and its pod restarts) instead of proving ~20x slower.
+pub const REQUIRE_GPU_VAR: &str = "PROOFPIPE_REQUIRE_GPU";
 
 /// Who this daemon is: its pod, the namespace it watches and the pool it reports into.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +56,10 @@ pub struct EnvSettings {
     /// core (the default), or in one pass on one core each (`one-pass`: no matrices resident,
     /// ~12.3 GiB less at 32 GiB, ~5x slower per partition).
     pub porep_synthesis: SynthesisMode,
+    /// The pod requests a GPU: proving on the CPU is a fault to report.
+    pub gpu_expected: bool,
+    /// Exit rather than prove on the CPU.
+    pub require_gpu: bool,
 }
 
 /// Reads the settings through `var` (`std::env::var(..).ok()` in the binary).
@@ -76,7 +85,19 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<EnvSettings, Pro
                 reason: err.to_string(),
             })
     };
+    let flag = |name: &'static str| -> Result<bool, ProverError> {
+        match var(name).as_deref().map(str::trim) {
+            None | Some("" | "false" | "0") => Ok(false),
+            Some("true" | "1") => Ok(true),
+            Some(other) => Err(ProverError::InvalidArgument {
+                what: name,
+                reason: format!("{other:?} is neither `true` nor `false`"),
+            }),
+        }
+    };
     Ok(EnvSettings {
+        gpu_expected: flag(GPU_EXPECTED_VAR)?,
+        require_gpu: flag(REQUIRE_GPU_VAR)?,
         identity,
         overrides: Overrides {
             partition_workers: count(PARTITION_WORKERS_VAR)?,

@@ -8,6 +8,8 @@
 //! |---|---|---|---|---|
 //! | `PoRepC2` | C1 output | `porep::prepare` | PoRep | `verify_seal` |
 //! | `SnapDealsUpdate` | curio's snap request as JSON | `snap::prepare` | EmptySectorUpdate | `verify_empty_sector_update_proof` |
+//! | `WindowPoSt` | curio's WindowPoSt partition request as JSON (one partition) | `post::prepare` | the WindowPoSt proof's | `verify_window_post` |
+//! | `WinningPoSt` | curio's WinningPoSt request as JSON | `post::prepare` | the WinningPoSt proof's | `verify_winning_post` |
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,6 +27,7 @@ use super::sizing::HEADROOM;
 use crate::artifacts;
 use crate::error::ProverError;
 use crate::filecoin::c1::{self, C1Input, SectorIdentity};
+use crate::filecoin::post::{self, PostInput, PostSector};
 use crate::filecoin::snap::{self, SnapInput, update_proof_name};
 use crate::filecoin::{porep, seal_proof_name};
 use crate::groth16::{R1csMatrices, SynthesisMode};
@@ -35,6 +38,8 @@ use crate::pipeline::{PartitionProof, PartitionSource};
 enum Input {
     PoRep(C1Input),
     Snap(SnapInput),
+    /// With the sectors its vanilla proofs are of (the verifier's public replicas).
+    Post(PostInput, Vec<PostSector>),
 }
 
 /// What the daemon keeps of a Filecoin job while its partitions are proved.
@@ -81,6 +86,13 @@ fn parse_input(
 ) -> Result<ParsedInput, ProverError> {
     artifacts::check_sha256(url, bytes, &work.input.sha256)?;
     let expected = work.registered_proof().unwrap_or_default();
+    let with_url = |e: ProverError| match e {
+        ProverError::InvalidArgument { what, reason } => ProverError::InvalidArgument {
+            what,
+            reason: format!("{url}: {reason}"),
+        },
+        other => other,
+    };
     match work.kind {
         FilecoinProofKind::PoRepC2 => {
             // The API server admits no negative ids.
@@ -110,13 +122,6 @@ fn parse_input(
             })
         }
         FilecoinProofKind::SnapDealsUpdate => {
-            let with_url = |e: ProverError| match e {
-                ProverError::InvalidArgument { what, reason } => ProverError::InvalidArgument {
-                    what,
-                    reason: format!("{url}: {reason}"),
-                },
-                other => other,
-            };
             let input = SnapInput::parse(bytes).map_err(with_url)?;
             let actual = update_proof_name(input.update_proof);
             if actual != expected {
@@ -135,6 +140,39 @@ fn parse_input(
                 partitions: job.partitions,
                 matrices: None,
                 input: Input::Snap(input),
+            })
+        }
+        FilecoinProofKind::WindowPoStPartition | FilecoinProofKind::WinningPoSt => {
+            let input = PostInput::parse(bytes).map_err(with_url)?;
+            let actual = post::post_proof_name(input.post_proof);
+            if actual != expected {
+                return Err(ProverError::InvalidArgument {
+                    what: "PoSt input",
+                    reason: format!(
+                        "{url}: it is of {actual}, but the job says {expected}; fix \
+                         spec.filecoin.postProof or the input"
+                    ),
+                });
+            }
+            // Decodes and verifies every vanilla proof against the randomness.
+            let job = post::prepare(&input).map_err(with_url)?;
+            if job.partitions != 1 {
+                return Err(ProverError::InvalidArgument {
+                    what: "PoSt input",
+                    reason: format!(
+                        "{url}: it is a whole WindowPoSt of {} partitions; a WindowPoSt job \
+                         proves one partition: give partition_index and that partition's \
+                         sectors, as curio's WINDOW_POST_PARTITION request does",
+                        job.partitions
+                    ),
+                });
+            }
+            Ok(ParsedInput {
+                params: ParamSet::Post(job.post_proof),
+                source: job.source,
+                partitions: job.partitions,
+                matrices: None,
+                input: Input::Post(input, job.sectors),
             })
         }
     }
@@ -247,6 +285,9 @@ fn assemble<'a>(
     match kind {
         FilecoinProofKind::PoRepC2 => porep::assemble(&partition_proofs, partitions),
         FilecoinProofKind::SnapDealsUpdate => snap::assemble(&partition_proofs, partitions),
+        FilecoinProofKind::WindowPoStPartition | FilecoinProofKind::WinningPoSt => {
+            post::assemble(&partition_proofs, partitions)
+        }
     }
 }
 
@@ -255,6 +296,7 @@ fn verify(input: &Input, proof: &[u8]) -> Result<bool, ProverError> {
     match input {
         Input::PoRep(c1) => porep::verify(c1, proof),
         Input::Snap(snap) => snap::verify(snap, proof),
+        Input::Post(input, sectors) => post::verify_sectors(input, sectors, proof),
     }
 }
 
@@ -316,6 +358,45 @@ mod tests {
                 "{proof:?} is not in the API's table"
             );
         }
+    }
+
+    #[test]
+    fn the_api_table_of_post_proofs_matches_filecoin_proofs_api() {
+        for &(name, partitions) in proofpipe_crds::POST_PROOFS {
+            let proof = post::parse_post_proof(name).unwrap();
+            assert_eq!(post::post_proof_name(proof), name);
+            assert_eq!(partitions, 1, "a PoSt job is one partition");
+            let kind = if name.starts_with("StackedDrgWindow") {
+                post::PostKind::Window
+            } else {
+                post::PostKind::Winning
+            };
+            assert_eq!(proof.typ(), kind, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_post_input_of_another_proof_than_the_jobs_is_refused_naming_both() {
+        let input = serde_json::to_vec(&serde_json::json!({
+            "registered_proof": "StackedDrgWinning2KiBV1", "miner_id": 1000,
+            "randomness": BASE64.encode([1u8; 32]), "vanilla_proofs": [BASE64.encode([1u8; 8])],
+        }))
+        .unwrap();
+        let job = work(serde_json::json!({
+            "kind": "WinningPoSt", "postProof": "StackedDrgWinning32GiBV1",
+            "input": {"url": "s3://b/post.json", "sha256": artifacts::sha256_hex(&input)},
+        }));
+        let message = match parse_input(&job, "s3://b/post.json", &input, SynthesisMode::Matrices) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            message.contains("s3://b/post.json")
+                && message.contains(
+                    "it is of StackedDrgWinning2KiBV1, but the job says StackedDrgWinning32GiBV1"
+                ),
+            "{message}"
+        );
     }
 
     fn work(value: serde_json::Value) -> FilecoinWork {

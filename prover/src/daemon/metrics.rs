@@ -35,6 +35,8 @@ pub struct DaemonMetrics {
     predicted_peak: IntGauge,
     job_failures: IntCounterVec,
     parameter_loads: IntCounterVec,
+    gpu_devices: IntGauge,
+    gpu_missing: IntGauge,
 }
 
 impl DaemonMetrics {
@@ -100,6 +102,16 @@ impl DaemonMetrics {
             ),
             &["set"],
         )?;
+        let gpu_devices = IntGauge::new(
+            "proofpipe_prover_gpu_devices",
+            "GPUs the GPU stage proves on; 0 when it runs on the CPU",
+        )?;
+        let gpu_missing = IntGauge::new(
+            "proofpipe_prover_gpu_missing",
+            "1 when the pod requests a GPU but the GPU stage runs on the CPU (no usable GPU)",
+        )?;
+        registry.register(Box::new(gpu_devices.clone()))?;
+        registry.register(Box::new(gpu_missing.clone()))?;
         registry.register(Box::new(job_failures.clone()))?;
         registry.register(Box::new(parameter_loads.clone()))?;
         registry.register(Box::new(jobs_started.clone()))?;
@@ -115,6 +127,8 @@ impl DaemonMetrics {
             status_write_errors.with_label_values(&[object.label()]);
         }
         Ok(Self {
+            gpu_devices,
+            gpu_missing,
             registry,
             jobs_started,
             jobs_finished,
@@ -130,6 +144,14 @@ impl DaemonMetrics {
 
     pub fn job_failed(&self, reason: &str) {
         self.job_failures.with_label_values(&[reason]).inc();
+    }
+
+    /// What the GPU stage runs on: `devices` GPUs, and whether a GPU the pod asked for is
+    /// missing.
+    pub fn gpu(&self, devices: usize, missing: bool) {
+        self.gpu_devices
+            .set(i64::try_from(devices).unwrap_or(i64::MAX));
+        self.gpu_missing.set(i64::from(missing));
     }
 
     pub fn parameter_set_loaded(&self, identifier: &str) {

@@ -48,7 +48,7 @@ use futures::StreamExt;
 use kube::runtime::reflector;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
-use proofpipe_crds::{ASSIGNED_POD_LABEL, ProofJob};
+use proofpipe_crds::{ASSIGNED_POD_LABEL, GpuDeviceReport, GpuReport, ProofJob};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -97,6 +97,8 @@ pub struct Daemon {
     filecoin_params: Arc<ResidentKeys>,
     /// Chosen once per process, so bases a GPU backend keeps resident serve every job.
     backend: Arc<dyn ProvingBackend>,
+    /// What `backend` is, for the pool status.
+    gpu: GpuReport,
     kube: KubeWriter,
     state: ProverState,
     metrics: DaemonMetrics,
@@ -169,8 +171,22 @@ pub async fn run(
     );
     let (backend, why) = proofpipe_kernels::select_backend();
     tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
+    let gpu = gpu_report(backend.as_ref(), &why);
+    let gpu_missing = settings.gpu_expected && gpu.on_cpu();
+    metrics.gpu(gpu.devices.len(), gpu_missing);
+    if gpu.on_cpu() && settings.require_gpu {
+        return Err(ProverError::NoGpu { message: why });
+    }
+    if gpu_missing {
+        tracing::warn!(
+            "the pod requests a GPU but none is usable: proving on the CPU, far slower ({why}); \
+             set {}=true in the pool's template to exit instead",
+            config::REQUIRE_GPU_VAR
+        );
+    }
     let daemon = Arc::new(Daemon {
         backend,
+        gpu,
         kube: KubeWriter::new(client, identity.clone()),
         identity,
         overrides: settings.overrides,
@@ -455,5 +471,32 @@ pub fn write_termination_message(path: &std::path::Path, message: &str) {
             }
         }
         Err(err) => tracing::debug!(path = %path.display(), %err, "no termination-message file"),
+    }
+}
+
+/// What the pool status says of `backend`: `cpu` with no devices when the GPU stage runs on
+/// the CPU, else the backend's name and its GPUs.
+fn gpu_report(backend: &dyn ProvingBackend, why: &str) -> GpuReport {
+    let devices = backend.gpu_devices();
+    let clamp = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    GpuReport {
+        backend: if devices.is_empty() {
+            GpuReport::CPU.into()
+        } else {
+            backend.name().into()
+        },
+        message: why.to_owned(),
+        devices: devices
+            .iter()
+            .map(|d| GpuDeviceReport {
+                id: i32::try_from(d.id).unwrap_or(i32::MAX),
+                memory_bytes: clamp(d.total_bytes),
+                free_bytes: clamp(d.free_bytes),
+                compute_capability: format!(
+                    "{}.{}",
+                    d.compute_capability.0, d.compute_capability.1
+                ),
+            })
+            .collect(),
     }
 }

@@ -13,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use proofpipe_crds::{
-    FilecoinResult, PartitionProof, PipelineSizing, ProofJob, ProverPhase, ProverPool,
+    FilecoinResult, GpuReport, PartitionProof, PipelineSizing, ProofJob, ProverPhase, ProverPool,
     ProverStatus, StageBuffers, StageSeconds,
 };
 use serde_json::{Value, json};
@@ -181,6 +181,10 @@ pub struct ProverReport {
     pub buffers: BufferSnapshot,
     pub sizing: Option<PipelineSizing>,
     pub proofs_completed: i64,
+    /// The GPU stage's backend, as found at start.
+    pub gpu: Option<GpuReport>,
+    /// The Filecoin parameter sets kept loaded.
+    pub resident_parameters: Vec<String>,
 }
 
 impl ProverReport {
@@ -210,6 +214,9 @@ impl ProverReport {
             stage: self.stage.clone(),
             last_progress_time: self.last_progress.map(Time),
             proofs_completed: self.proofs_completed,
+            gpu: self.gpu.clone(),
+            resident_parameters: (!self.resident_parameters.is_empty())
+                .then(|| self.resident_parameters.clone()),
             last_report: now,
         }
     }
@@ -341,6 +348,12 @@ mod tests {
             stage: Some("proving".into()),
             last_progress: Some(Timestamp::from_second(1_699_999_980).unwrap()),
             proofs_completed: 4,
+            gpu: Some(GpuReport {
+                backend: GpuReport::CPU.into(),
+                message: "this build has no GPU backend".into(),
+                devices: Vec::new(),
+            }),
+            resident_parameters: vec!["StackedDrg2KiBV1_1".into()],
         };
         let now = Time(Timestamp::from_second(1_700_000_000).unwrap());
         let entry = report.status("p0", now);
@@ -364,6 +377,11 @@ mod tests {
             "2023-11-14T22:13:20Z"
         );
         assert_eq!(body["status"]["provers"][0]["stage"], "proving");
+        assert_eq!(body["status"]["provers"][0]["gpu"]["backend"], "cpu");
+        assert_eq!(
+            body["status"]["provers"][0]["residentParameters"],
+            json!(["StackedDrg2KiBV1_1"])
+        );
         assert_eq!(
             body["status"]["provers"][0]["lastProgressTime"],
             "2023-11-14T22:13:00Z"

@@ -25,7 +25,9 @@ pub async fn report_until(daemon: Arc<Daemon>, mut shutdown: watch::Receiver<boo
             _ = tick.tick() => {}
             () = raised(&mut shutdown) => return,
         }
-        let report = daemon.state.report();
+        let mut report = daemon.state.report();
+        report.gpu = Some(daemon.gpu.clone());
+        report.resident_parameters = daemon.filecoin_params.resident();
         let now = Instant::now();
         if !throttle.is_due(now, &report) {
             continue;

@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 
 use crate::error::ProverError;
 use crate::filecoin::params::{self, DigestCheck, ParamFiles};
-use crate::filecoin::{RegisteredSealProof, RegisteredUpdateProof};
+use crate::filecoin::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 use crate::params::ProvingKey;
 
 /// A Filecoin parameter set a job needs.
@@ -25,6 +25,7 @@ use crate::params::ProvingKey;
 pub enum ParamSet {
     Seal(RegisteredSealProof),
     Update(RegisteredUpdateProof),
+    Post(RegisteredPoStProof),
 }
 
 impl ParamSet {
@@ -32,6 +33,7 @@ impl ParamSet {
         match self {
             Self::Seal(proof) => ParamFiles::of(proof, dir),
             Self::Update(proof) => Ok(ParamFiles::of_update(proof, dir)),
+            Self::Post(proof) => ParamFiles::of_post(proof, dir),
         }
     }
 
@@ -40,6 +42,7 @@ impl ParamSet {
         match self {
             Self::Seal(proof) => crate::filecoin::seal_proof_name(proof),
             Self::Update(proof) => crate::filecoin::snap::update_proof_name(proof),
+            Self::Post(proof) => crate::filecoin::post::post_proof_name(proof),
         }
     }
 
@@ -47,6 +50,7 @@ impl ParamSet {
         match self {
             Self::Seal(proof) => params::load(proof, dir, check),
             Self::Update(proof) => params::load_update(proof, dir, check),
+            Self::Post(proof) => params::load_post(proof, dir, check),
         }
     }
 }
@@ -62,6 +66,8 @@ pub struct ResidentKeys {
     dir: PathBuf,
     check: DigestCheck,
     keys: Mutex<BTreeMap<String, Arc<ProvingKey>>>,
+    /// The registered proof each identifier was loaded for, for the prover's report.
+    names: Mutex<BTreeMap<String, String>>,
 }
 
 /// A job's key, and the bytes of the other sets still resident beside it.
@@ -79,6 +85,7 @@ impl ResidentKeys {
             dir: dir.into(),
             check,
             keys: Mutex::new(BTreeMap::new()),
+            names: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -90,9 +97,21 @@ impl ResidentKeys {
         // The file's size stands for the key's (the points as stored, uncompressed); a
         // missing file is reported by the load, with its digest.
         let needed = std::fs::metadata(&files.params).map_or(0, |m| m.len());
-        self.get_or_load(files.identifier, needed, budget, || {
+        let key = self.get_or_load(files.identifier, needed, budget, || {
             set.load(&self.dir, self.check)
-        })
+        })?;
+        self.names.lock().insert(key.identifier.clone(), set.name());
+        Ok(key)
+    }
+
+    /// The registered proofs of the resident sets (their identifiers where no name is known).
+    pub fn resident(&self) -> Vec<String> {
+        let identifiers: Vec<String> = self.keys.lock().keys().cloned().collect();
+        let names = self.names.lock();
+        identifiers
+            .into_iter()
+            .map(|id| names.get(&id).cloned().unwrap_or(id))
+            .collect()
     }
 
     /// The key resident under `identifier`, or the one `load` makes (expected to take

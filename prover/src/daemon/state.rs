@@ -142,6 +142,9 @@ impl ProverState {
                 .unwrap_or_default(),
             sizing: inner.sizing.clone(),
             proofs_completed: inner.proofs_completed,
+            // The daemon's own, added by the reporter.
+            gpu: None,
+            resident_parameters: Vec::new(),
         }
     }
 

@@ -2,7 +2,9 @@
 """A client of cuzk.v1.ProvingEngine that is not proofpipe's: Python grpcio, with stubs
 generated at run time from the vendored upstream .proto (gateway/proto), calling the gateway
 the way curio calls the seed engine (request ids as curio makes them, Prove blocking until the
-proof is ready): a PoRep C2 and, with --snap, a SnapDeals update proof. Prints one JSON object with what it saw; the Rust test
+proof is ready): a PoRep C2 and, with --snap, a SnapDeals update proof, with --window-post each
+partition of a WindowPoSt (WINDOW_POST_PARTITION, HIGH), with --winning-post a WinningPoSt
+(WINNING_POST, CRITICAL). Prints one JSON object with what it saw; the Rust test
 (tests/e2e/tests/gateway_curio.rs) judges it. Exits non-zero when a call answers other than
 the API promises.
 """
@@ -52,6 +54,17 @@ def main():
         "vanilla proofs are sent as curio's ProveUpdateCuzk sends them",
     )
     parser.add_argument("--snap-proof-out")
+    parser.add_argument(
+        "--window-post",
+        help="a whole WindowPoSt input JSON (proofpipe-prover's post-testdata): each partition's "
+        "sectors are sent as curio's GenerateWindowPoStCuzk sends one partition",
+    )
+    parser.add_argument(
+        "--window-post-out",
+        help="prefix of each partition's proof (<prefix>-<k>) and input (<prefix>-<k>.json)",
+    )
+    parser.add_argument("--winning-post", help="a WinningPoSt input JSON (post-testdata)")
+    parser.add_argument("--winning-post-proof-out")
     args = parser.parse_args()
 
     pb, rpc = load_stubs(args.proto_root)
@@ -145,6 +158,10 @@ def main():
 
     if args.snap:
         prove_snap(engine, pb, auth, args, seen)
+    if args.window_post:
+        prove_window_post(engine, pb, auth, args, seen)
+    if args.winning_post:
+        prove_winning_post(engine, pb, auth, args, seen)
 
     status = engine.GetStatus(pb.GetStatusRequest(), metadata=auth, timeout=30)
     seen["queues"] = {q.proof_kind: [q.pending, q.in_progress] for q in status.queues}
@@ -187,6 +204,78 @@ def prove_snap(engine, pb, auth, args, seen):
     with open(args.snap_proof_out, "wb") as f:
         f.write(result.proof)
     seen["snap_proof_bytes"] = len(result.proof)
+
+
+# abi.RegisteredPoStProof numbers, as curio sends them (the chain's WindowPoSt V1_1 is
+# filecoin-proofs-api's V1_2).
+POST_PROOF_NUMBERS = {
+    "StackedDrgWinning2KiBV1": 0,
+    "StackedDrgWindow2KiBV1_2": 10,
+}
+# filecoin-proofs' WINDOW_POST_SECTOR_COUNT at 2 KiB.
+WINDOW_SECTORS_2KIB = 2
+
+
+def post_request(pb, post, request_id, kind, priority, proofs, partition_index=0):
+    return pb.SubmitProofRequest(
+        request_id=request_id,
+        proof_kind=kind,
+        sector_size=2048,
+        registered_proof=POST_PROOF_NUMBERS[post["registered_proof"]],
+        priority=priority,
+        vanilla_proofs=[base64.b64decode(p) for p in proofs],
+        miner_id=post["miner_id"],
+        randomness=base64.b64decode(post["randomness"]),
+        partition_index=partition_index,
+    )
+
+
+def prove_window_post(engine, pb, auth, args, seen):
+    """Each partition of a WindowPoSt, the way curio's window task asks for one: its sectors'
+    vanilla proofs, the deadline's randomness and the partition index, HIGH, Prove blocking.
+    Writes each partition's proof and its one-partition input (for the verifier)."""
+    with open(args.window_post) as f:
+        post = json.load(f)
+    proofs = post["vanilla_proofs"]
+    seen["window_post"] = []
+    for k in range(0, (len(proofs) + WINDOW_SECTORS_2KIB - 1) // WINDOW_SECTORS_2KIB):
+        sectors = proofs[k * WINDOW_SECTORS_2KIB : (k + 1) * WINDOW_SECTORS_2KIB]
+        request = post_request(
+            pb, post, f"wdpost-{args.miner}-0-{k}", pb.WINDOW_POST_PARTITION, pb.HIGH, sectors, k
+        )
+        result = engine.Prove(pb.ProveRequest(submit=request), metadata=auth, timeout=1800).result
+        out = f"{args.window_post_out}-{k}"
+        with open(out, "wb") as f:
+            f.write(result.proof)
+        partition = dict(post, vanilla_proofs=sectors, partition_index=k)
+        with open(f"{out}.json", "w") as f:
+            json.dump(partition, f)
+        seen["window_post"].append(
+            {
+                "job": result.job_id,
+                "status": pb.AwaitProofResponse.Status.Name(result.status),
+                "error_message": result.error_message,
+                "proof_bytes": len(result.proof),
+            }
+        )
+
+
+def prove_winning_post(engine, pb, auth, args, seen):
+    """A WinningPoSt, the way curio's winning task asks for one: CRITICAL, Prove blocking."""
+    with open(args.winning_post) as f:
+        post = json.load(f)
+    request = post_request(
+        pb, post, f"winning-{args.miner}-1", pb.WINNING_POST, pb.CRITICAL, post["vanilla_proofs"]
+    )
+    result = engine.Prove(pb.ProveRequest(submit=request), metadata=auth, timeout=1800).result
+    with open(args.winning_post_proof_out, "wb") as f:
+        f.write(result.proof)
+    seen["winning_post"] = {
+        "job": result.job_id,
+        "status": pb.AwaitProofResponse.Status.Name(result.status),
+        "error_message": result.error_message,
+        "proof_bytes": len(result.proof),
+    }
 
 
 if __name__ == "__main__":

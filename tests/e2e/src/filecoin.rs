@@ -34,6 +34,20 @@ pub fn assert_verify_snap(snap: &Path, proof: &Path, params: &Path) {
     assert_verifier_accepts("snap-verify", "--snap-vanilla", snap, proof, params);
 }
 
+/// Fails the test unless filecoin-proofs-api's `verify_window_post` or `verify_winning_post`
+/// (`proofpipe-prover window-post-verify` / `winning-post-verify`, by the input's proof)
+/// accepts `proof` for the PoSt input `post` (one WindowPoSt partition, a whole WindowPoSt or
+/// a WinningPoSt) with the parameters in `params`.
+pub fn assert_verify_post(post: &Path, proof: &Path, params: &Path) {
+    let text = std::fs::read_to_string(post).expect("read the PoSt input");
+    let command = if text.contains("StackedDrgWinning") {
+        "winning-post-verify"
+    } else {
+        "window-post-verify"
+    };
+    assert_verifier_accepts(command, "--post-vanilla", post, proof, params);
+}
+
 /// Whether `verify_empty_sector_update_proof` (`proofpipe-prover snap-verify`) accepts `proof`
 /// for `snap`: false when it says INVALID or cannot read the proof at all.
 pub fn verify_snap(snap: &Path, proof: &Path, params: &Path) -> bool {

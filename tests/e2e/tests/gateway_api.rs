@@ -11,10 +11,13 @@ use std::time::Duration;
 
 use base64::Engine;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use proofpipe_crds::{ProofJob, ProverPool};
+use proofpipe_crds::{ProofJob, ProofJobPhase, ProverPool};
 use proofpipe_e2e::cluster::TestNamespace;
+use proofpipe_gateway::attempts::attempt_name;
 use proofpipe_gateway::auth::{Auth, Token};
-use proofpipe_gateway::job_spec::{JobDefaults, REQUEST_ID_ANNOTATION};
+use proofpipe_gateway::job_spec::{
+    ATTEMPT_ANNOTATION, JobDefaults, REPLACES_ANNOTATION, REQUEST_ID_ANNOTATION,
+};
 use proofpipe_gateway::proto::await_proof_response::Status as AwaitStatus;
 use proofpipe_gateway::proto::proving_engine_client::ProvingEngineClient;
 use proofpipe_gateway::proto::{
@@ -22,7 +25,7 @@ use proofpipe_gateway::proto::{
     PreloadSrsRequest, Priority, ProofKind, ProveRequest, SubmitProofRequest,
 };
 use proofpipe_gateway::server::{self, Config};
-use proofpipe_gateway::service::Gateway;
+use proofpipe_gateway::service::{Gateway, Limits};
 use tokio::sync::oneshot;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Request};
@@ -41,7 +44,7 @@ struct Harness {
 
 impl Harness {
     async fn start(test: &str, max_message_bytes: usize, with_pool: bool) -> Option<Self> {
-        Self::start_with(test, max_message_bytes, with_pool, false).await
+        Self::start_with(test, max_message_bytes, with_pool, false, Limits::default()).await
     }
 
     /// With `tls`, a self-signed certificate for `localhost` is made and served
@@ -51,6 +54,7 @@ impl Harness {
         max_message_bytes: usize,
         with_pool: bool,
         tls: bool,
+        limits: Limits,
     ) -> Option<Self> {
         let namespace = TestNamespace::create(test).await?;
         if with_pool {
@@ -92,6 +96,8 @@ impl Harness {
             auth: Auth::Token(Token::watch(&artifacts.path().join("token")).unwrap()),
             max_message_bytes,
             tls,
+            limits,
+            keepalive: Some(Duration::from_secs(30)),
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let (started, running) = oneshot::channel();
@@ -267,13 +273,6 @@ async fn submissions_are_idempotent_and_answers_follow_the_job() {
         job.metadata.annotations.as_ref().unwrap()[REQUEST_ID_ANNOTATION],
         "porep-1000-1"
     );
-
-    // The same request id with another input is refused: it would prove something else.
-    let reused = client
-        .submit_proof(authed(porep("porep-1000-1", 2, Priority::Normal)))
-        .await
-        .unwrap_err();
-    assert_eq!(reused.code(), Code::AlreadyExists, "{reused:?}");
 
     // Queue positions follow the pool's queue: a later NORMAL job waits behind the first, a
     // CRITICAL one behind none.
@@ -492,17 +491,13 @@ async fn a_snap_deals_submission_becomes_a_snap_job_whose_proof_is_answered() {
         .await
         .unwrap()
         .into_inner();
-    // The same request again is the same job; other commitments under the same id are not.
+    // The same request again is the same job.
     let again = client
         .submit_proof(authed(snap("snap-1000-1", 1)))
         .await
         .unwrap()
         .into_inner();
     assert_eq!(again.job_id, first.job_id);
-    let mut other = snap("snap-1000-1", 1);
-    other.comm_d_new = vec![4; 32];
-    let reused = client.submit_proof(authed(other)).await.unwrap_err();
-    assert_eq!(reused.code(), Code::AlreadyExists, "{reused:?}");
 
     // The job: a SnapDealsUpdate of the update proof curio named, nothing of a PoRep, its
     // input the prover's SnapDeals JSON.
@@ -573,6 +568,35 @@ async fn a_snap_deals_submission_becomes_a_snap_job_whose_proof_is_answered() {
     let done = waiting.await.unwrap().unwrap();
     assert_eq!(status_of(&done), AwaitStatus::Completed);
     assert_eq!(done.proof, proof);
+
+    // Other commitments under the same id are other work: its next attempt, the finished one
+    // kept with its proof.
+    eventually("the succeeded snap job in the cache", || {
+        harness
+            .gateway
+            .caches()
+            .job(&first.job_id)
+            .is_some_and(|j| {
+                j.status.as_ref().and_then(|s| s.phase) == Some(ProofJobPhase::Succeeded)
+            })
+    })
+    .await;
+    let mut other = snap("snap-1000-1", 1);
+    other.comm_d_new = vec![4; 32];
+    let replaced = client
+        .submit_proof(authed(other))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(replaced.job_id, attempt_name(&first.job_id, 2));
+    assert!(
+        harness
+            .jobs()
+            .get_opt(&first.job_id)
+            .await
+            .unwrap()
+            .is_some()
+    );
     harness.namespace.delete().await;
 }
 
@@ -620,12 +644,12 @@ async fn bad_tokens_oversized_requests_and_a_missing_pool_are_refused_clearly() 
     v1.registered_proof = 3;
     let invalid = client.submit_proof(authed(v1)).await.unwrap_err();
     assert_eq!(invalid.code(), Code::InvalidArgument);
-    let mut post = porep("post", 1, Priority::Normal);
-    post.proof_kind = ProofKind::WinningPost as i32;
-    let unsupported = client.submit_proof(authed(post)).await.unwrap_err();
+    let mut niporep = porep("niporep", 1, Priority::Normal);
+    niporep.registered_proof = 15;
+    let unsupported = client.submit_proof(authed(niporep)).await.unwrap_err();
     assert_eq!(unsupported.code(), Code::Unimplemented);
     assert!(
-        unsupported.message().contains("WINNING_POST"),
+        unsupported.message().contains("non-interactive PoRep"),
         "{unsupported:?}"
     );
     // A SnapDeals request is checked before anything is stored: one vanilla proof per
@@ -644,7 +668,9 @@ async fn bad_tokens_oversized_requests_and_a_missing_pool_are_refused_clearly() 
 
 #[tokio::test]
 async fn with_tls_the_gateway_serves_only_tls() {
-    let Some(harness) = Harness::start_with("gateway-tls", 256 << 20, false, true).await else {
+    let Some(harness) =
+        Harness::start_with("gateway-tls", 256 << 20, false, true, Limits::default()).await
+    else {
         return;
     };
     let cert = std::fs::read(harness.artifacts.path().join("tls/cert.pem")).unwrap();
@@ -713,12 +739,13 @@ async fn a_request_id_resubmitted_after_its_cancel_starts_afresh() {
             .is_some_and(|job| job.metadata.deletion_timestamp.is_some())
     })
     .await;
-    // While it is being deleted, the same request id is told to come back.
-    let meanwhile = client.submit_proof(request()).await.unwrap_err();
-    assert_eq!(meanwhile.code(), Code::Unavailable, "{meanwhile:?}");
-    assert!(
-        meanwhile.message().contains("being cancelled"),
-        "{meanwhile:?}"
+    // While it is being deleted, the same request id starts its next attempt at once.
+    let meanwhile = client.submit_proof(request()).await.unwrap().into_inner();
+    assert_eq!(meanwhile.job_id, attempt_name(&first.job_id, 2));
+    let second = harness.jobs().get(&meanwhile.job_id).await.unwrap();
+    assert_eq!(
+        second.metadata.annotations.as_ref().unwrap()[REPLACES_ANNOTATION],
+        format!("{} (cancelled; previous_cancelled)", first.job_id)
     );
 
     harness
@@ -734,16 +761,244 @@ async fn a_request_id_resubmitted_after_its_cancel_starts_afresh() {
         harness.gateway.caches().job(&first.job_id).is_none()
     })
     .await;
+    // The new attempt is unfinished and proves the same: a retry reattaches to it.
     let again = client.submit_proof(request()).await.unwrap().into_inner();
-    assert_eq!(
-        again.job_id, first.job_id,
-        "the same request id names the same job"
-    );
+    assert_eq!(again.job_id, meanwhile.job_id);
     let job = harness.jobs().get(&again.job_id).await.unwrap();
     assert!(job.metadata.deletion_timestamp.is_none());
     assert_ne!(
         job.metadata.uid, first_uid,
         "a new job, not the cancelled one"
+    );
+    harness.namespace.delete().await;
+}
+
+/// curio's request ids are deterministic per sector and it retries failed proofs under the
+/// same id: each retry after a failure is a new attempt, a new input replaces the old job, the
+/// same input reattaches (docs/gateway.md, "Request ids").
+#[tokio::test]
+async fn a_request_id_is_a_series_of_attempts_as_curio_retries_it() {
+    let Some(harness) = Harness::start("gateway-attempts", 256 << 20, true).await else {
+        return;
+    };
+    let mut client = harness.client().await;
+    let id = "porep-1000-7";
+    let submit = |sector: u64| authed(porep(id, sector, Priority::Normal));
+    let annotation = |job: &ProofJob, key: &str| {
+        job.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(key).cloned())
+    };
+
+    let first = client.submit_proof(submit(7)).await.unwrap().into_inner();
+    harness
+        .set_status(
+            &first.job_id,
+            serde_json::json!({"phase": "Failed", "message": "the C1 output is corrupt"}),
+        )
+        .await;
+    eventually("the failed job in the cache", || {
+        harness
+            .gateway
+            .caches()
+            .job(&first.job_id)
+            .is_some_and(|j| j.status.as_ref().and_then(|s| s.phase) == Some(ProofJobPhase::Failed))
+    })
+    .await;
+
+    // The retry after a failure is attempt 2; the failed job stays (its outcome is history).
+    let second = client.submit_proof(submit(7)).await.unwrap().into_inner();
+    assert_eq!(second.job_id, attempt_name(&first.job_id, 2));
+    let second_job = harness.jobs().get(&second.job_id).await.unwrap();
+    assert_eq!(
+        annotation(&second_job, ATTEMPT_ANNOTATION).as_deref(),
+        Some("2")
+    );
+    assert_eq!(
+        annotation(&second_job, REPLACES_ANNOTATION),
+        Some(format!("{} (Failed; previous_failed)", first.job_id))
+    );
+    assert!(
+        harness
+            .jobs()
+            .get_opt(&first.job_id)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // Its retry, while it is unfinished, reattaches.
+    let again = client.submit_proof(submit(7)).await.unwrap().into_inner();
+    assert_eq!(again.job_id, second.job_id);
+
+    // A new C1 output for the sector (a new seed) replaces the unfinished attempt, whose
+    // waiting caller is told it was cancelled.
+    eventually("attempt 2 in the cache", || {
+        harness.gateway.caches().job(&second.job_id).is_some()
+    })
+    .await;
+    let waiting = spawn_await(&client, &second.job_id);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let third = client.submit_proof(submit(8)).await.unwrap().into_inner();
+    assert_eq!(third.job_id, attempt_name(&first.job_id, 3));
+    let answer = waiting.await.unwrap().unwrap();
+    assert_eq!(status_of(&answer), AwaitStatus::Cancelled);
+    assert!(
+        harness
+            .jobs()
+            .get_opt(&second.job_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let third_job = harness.jobs().get(&third.job_id).await.unwrap();
+    assert_eq!(
+        third_job.spec.filecoin.as_ref().unwrap().sector_number,
+        Some(8)
+    );
+
+    // Once it succeeded, the same input answers its proof; the same bytes as another proof
+    // type are other work (the old gateway returned the old proof for them).
+    harness
+        .set_status(
+            &third.job_id,
+            serde_json::json!({
+                "phase": "Succeeded",
+                "filecoin": {
+                    "proof": base64::engine::general_purpose::STANDARD.encode([3u8; 192]),
+                    "proofBytes": 192, "verified": true, "provedBy": "gpu-prover-0"
+                },
+            }),
+        )
+        .await;
+    eventually("the succeeded job in the cache", || {
+        harness
+            .gateway
+            .caches()
+            .job(&third.job_id)
+            .is_some_and(|j| {
+                j.status.as_ref().and_then(|s| s.phase) == Some(ProofJobPhase::Succeeded)
+            })
+    })
+    .await;
+    let proved = client
+        .prove(authed(ProveRequest {
+            submit: Some(porep(id, 8, Priority::Normal)),
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(
+        (proved.job_id.as_str(), proved.proof.as_slice()),
+        (third.job_id.as_str(), &[3u8; 192][..])
+    );
+    let mut synthetic = porep(id, 8, Priority::Normal);
+    synthetic.registered_proof = 10;
+    let fourth = client
+        .submit_proof(authed(synthetic))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(fourth.job_id, attempt_name(&first.job_id, 4));
+    assert_eq!(
+        annotation(
+            &harness.jobs().get(&fourth.job_id).await.unwrap(),
+            REPLACES_ANNOTATION
+        ),
+        Some(format!("{} (Succeeded; other_work)", third.job_id))
+    );
+    assert!(
+        harness
+            .jobs()
+            .get_opt(&third.job_id)
+            .await
+            .unwrap()
+            .is_some(),
+        "a finished attempt is kept until its TTL"
+    );
+
+    let metrics = harness.gateway.metrics().render();
+    for line in [
+        r#"proofpipe_gateway_new_attempts_total{reason="previous_failed"} 1"#,
+        r#"proofpipe_gateway_new_attempts_total{reason="other_work"} 2"#,
+        "proofpipe_gateway_jobs_created_total 4",
+        "proofpipe_gateway_duplicate_submissions_total 2",
+    ] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
+    harness.namespace.delete().await;
+}
+
+/// `--max-queued`: new work is refused with RESOURCE_EXHAUSTED while that many jobs wait; a
+/// resubmission of a waiting job is still answered.
+#[tokio::test]
+async fn a_full_queue_refuses_new_work_but_answers_resubmissions() {
+    let limits = Limits {
+        max_queued: Some(1),
+    };
+    let Some(harness) =
+        Harness::start_with("gateway-queue-cap", 256 << 20, true, false, limits).await
+    else {
+        return;
+    };
+    let mut client = harness.client().await;
+    let first = client
+        .submit_proof(authed(porep("porep-1000-1", 1, Priority::Normal)))
+        .await
+        .unwrap()
+        .into_inner();
+    eventually("the first job in the cache", || {
+        harness.gateway.caches().job(&first.job_id).is_some()
+    })
+    .await;
+    let refused = client
+        .submit_proof(authed(porep("porep-1000-2", 2, Priority::Normal)))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(
+        refused.message().contains("--max-queued is 1"),
+        "{refused:?}"
+    );
+    let again = client
+        .submit_proof(authed(porep("porep-1000-1", 1, Priority::Normal)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.job_id, first.job_id);
+
+    // Once the first is on a prover, there is room again.
+    harness
+        .jobs()
+        .patch(
+            &first.job_id,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"labels": {
+                proofpipe_crds::ASSIGNED_POD_LABEL: "gpu-prover-0"}}})),
+        )
+        .await
+        .unwrap();
+    eventually("the first job assigned in the cache", || {
+        harness
+            .gateway
+            .caches()
+            .job(&first.job_id)
+            .and_then(|j| j.metadata.labels.clone())
+            .is_some_and(|labels| labels.contains_key(proofpipe_crds::ASSIGNED_POD_LABEL))
+    })
+    .await;
+    client
+        .submit_proof(authed(porep("porep-1000-2", 2, Priority::Normal)))
+        .await
+        .unwrap();
+    assert!(
+        harness
+            .gateway
+            .metrics()
+            .render()
+            .contains("proofpipe_gateway_refused_queue_full_total 1")
     );
     harness.namespace.delete().await;
 }

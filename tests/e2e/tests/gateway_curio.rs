@@ -6,6 +6,9 @@
 //! it gets back. Then it Proves the 2 KiB test sector's SnapDeals update as curio's
 //! ProveUpdateCuzk does (raw commitments, one vanilla proof per partition), and
 //! `verify_empty_sector_update_proof` (`proofpipe-prover snap-verify`) accepts that proof.
+//! Then it Proves each partition of the test WindowPoSt as curio's window task does (one
+//! `WINDOW_POST_PARTITION` per partition, HIGH) and a WinningPoSt (`WINNING_POST`, CRITICAL),
+//! and `verify_window_post` / `verify_winning_post` accept every proof.
 //! Inputs go through a `file://` artifact store (the S3 path is scenario_filecoin's and
 //! scenario_snap's).
 //!
@@ -19,7 +22,9 @@ use std::time::Duration;
 
 use kube::api::{DynamicObject, ListParams};
 use proofpipe_e2e::binaries::binary;
-use proofpipe_e2e::filecoin::{assert_verify_seal, assert_verify_snap, required_env};
+use proofpipe_e2e::filecoin::{
+    assert_verify_post, assert_verify_seal, assert_verify_snap, required_env,
+};
 use proofpipe_e2e::process::free_port;
 use proofpipe_e2e::stack::Stack;
 use proofpipe_gateway::job_spec::REQUEST_ID_ANNOTATION;
@@ -103,6 +108,10 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
     let proof_path = work.path().join("proof");
     let snap = testdata.join("snap-2KiB.json");
     let snap_proof_path = work.path().join("snap-proof");
+    let window_post = testdata.join("window-post-2KiB.json");
+    let window_post_out = work.path().join("window-post");
+    let winning_post = testdata.join("winning-post-2KiB.json");
+    let winning_proof_path = work.path().join("winning-proof");
     let client = Command::new(&python)
         .arg(client_dir.join("cuzk_client.py"))
         .args(["--address", &format!("127.0.0.1:{port}"), "--token", TOKEN])
@@ -116,6 +125,14 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
         .arg(&snap)
         .arg("--snap-proof-out")
         .arg(&snap_proof_path)
+        .arg("--window-post")
+        .arg(&window_post)
+        .arg("--window-post-out")
+        .arg(&window_post_out)
+        .arg("--winning-post")
+        .arg(&winning_post)
+        .arg("--winning-post-proof-out")
+        .arg(&winning_proof_path)
         .kill_on_drop(true)
         .output();
     let output = match tokio::time::timeout(CLIENT_TIMEOUT, client).await {
@@ -163,9 +180,19 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
         seen["snap_proof_bytes"], 192,
         "one partition at 2 KiB: {seen}"
     );
+    // The test WindowPoSt has two partitions of two sectors: one job each.
+    let window = seen["window_post"].as_array().expect("window_post");
+    assert_eq!(window.len(), 2, "{seen}");
+    for partition in window {
+        assert_eq!(partition["status"], "COMPLETED", "{seen}");
+        assert_eq!(partition["proof_bytes"], 192, "one partition: {seen}");
+    }
+    assert_eq!(seen["winning_post"]["status"], "COMPLETED", "{seen}");
+    assert_eq!(seen["winning_post"]["proof_bytes"], 192, "{seen}");
     assert_eq!(
-        seen["completed"], 2,
-        "the PoRep and the SnapDeals job (the failed one does not count): {seen}"
+        seen["completed"], 5,
+        "the PoRep, the SnapDeals, two WindowPoSt partitions and the WinningPoSt (the failed \
+         one does not count): {seen}"
     );
     assert_eq!(seen["gpus"].as_array().map(Vec::len), Some(1), "{seen}");
     assert_eq!(seen["metrics_has_jobs_created"], true, "{seen}");
@@ -224,7 +251,32 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
         Some(proofpipe_crds::FilecoinProofKind::SnapDealsUpdate)
     );
 
+    for (name, kind, priority) in [
+        (
+            seen["window_post"][0]["job"].as_str(),
+            proofpipe_crds::FilecoinProofKind::WindowPoStPartition,
+            100,
+        ),
+        (
+            seen["winning_post"]["job"].as_str(),
+            proofpipe_crds::FilecoinProofKind::WinningPoSt,
+            1000,
+        ),
+    ] {
+        let job = jobs
+            .iter()
+            .find(|job| job.metadata.name.as_deref() == name)
+            .expect("the PoSt job is kept after it finished");
+        assert_eq!(job.spec.filecoin.as_ref().map(|work| work.kind), Some(kind));
+        assert_eq!(job.spec.priority, priority, "curio's HIGH and CRITICAL");
+    }
+
     // Filecoin's verifiers take the proofs the client got back.
     assert_verify_seal(&c1, &proof_path, &params);
     assert_verify_snap(&snap, &snap_proof_path, &params);
+    for k in 0..2 {
+        let proof = work.path().join(format!("window-post-{k}"));
+        assert_verify_post(&proof.with_extension("json"), &proof, &params);
+    }
+    assert_verify_post(&winning_post, &winning_proof_path, &params);
 }

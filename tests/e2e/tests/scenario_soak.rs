@@ -1,10 +1,14 @@
 //! A prover's lifetime, not its first job: ONE prover pod proves 21 jobs back to back, mixing
-//! real 2 KiB PoRep C2 and SnapDeals proofs (their parameter sets kept between jobs), synthetic
-//! circuits, a job cancelled while it proves, and two inputs that can never prove (a C1 output
-//! of another proof type than the job says, and a digest that does not match).
+//! real 2 KiB PoRep C2, SnapDeals, WindowPoSt-partition and WinningPoSt proofs (their parameter
+//! sets kept between jobs), synthetic circuits, a job cancelled while it proves, and two inputs
+//! that can never prove (a C1 output of another proof type than the job says, and a digest that
+//! does not match). The pool requests a GPU that the test's prover (a build without CUDA) does
+//! not have: the pool's `ProversOnGpu` condition, the prover's entry and its
+//! `proofpipe_prover_gpu_missing` metric say so.
 //!
 //! Every proof is checked (Filecoin's verifiers through `proofpipe-prover porep-verify` /
-//! `snap-verify`, the synthetic ones against their parameters); nothing hangs (each job has a
+//! `snap-verify` / `window-post-verify` / `winning-post-verify`, the synthetic ones against
+//! their parameters); nothing hangs (each job has a
 //! deadline); the bad inputs fail at once with `InvalidInput` on their first attempt; the pod
 //! is never replaced; each parameter set is read once (`/metrics`); the prover's resident
 //! memory is flat from the third job on (the series is printed).
@@ -25,12 +29,16 @@ use kube::api::{DeleteParams, DynamicObject};
 use object_store::ObjectStore;
 use object_store::path::Path as ObjectPath;
 use proofpipe_crds::{ProofJob, ProofJobPhase, ProverPool};
-use proofpipe_e2e::filecoin::{assert_verify_seal, assert_verify_snap, required_env};
+use proofpipe_e2e::filecoin::{
+    assert_verify_post, assert_verify_seal, assert_verify_snap, required_env,
+};
 use proofpipe_e2e::s3::{S3Server, hex};
 use proofpipe_e2e::stack::{Stack, check_succeeded, live_pods, phase};
 use sha2::{Digest, Sha256};
 
 const BUCKET: &str = "soak";
+const WINDOW_POST_KEY: &str = "window-post-p0.json";
+const WINNING_POST_KEY: &str = "winning-post.json";
 const POOL: &str = "soak";
 const POD: &str = "soak-prover-0";
 /// One job, from submission to its end, on 2 cores of a test build (a 2 KiB PoRep partition
@@ -46,6 +54,9 @@ fn object(value: serde_json::Value) -> DynamicObject {
 enum Kind {
     PoRep,
     Snap,
+    /// Partition 0 of the test WindowPoSt, as curio sends it.
+    WindowPost,
+    WinningPost,
     /// mul-chain, `partitions` of 1024 constraints.
     Synthetic(i32),
     /// A synthetic job deleted once its first proof is in.
@@ -75,15 +86,32 @@ const SERIES: [Kind; 21] = {
         Synthetic(2),
         PoRep,
         Synthetic(3),
+        WindowPost,
         Synthetic(2),
-        Synthetic(2),
-        Synthetic(3),
+        WinningPost,
         Synthetic(2),
         Synthetic(2),
     ]
 };
 
-fn job_object(name: &str, kind: Kind, c1_sha: &str, snap_sha: &str) -> DynamicObject {
+/// The SHA-256 of each stored input, by its key in the bucket.
+struct Inputs {
+    c1: String,
+    snap: String,
+    window_post: String,
+    winning_post: String,
+}
+
+fn job_object(name: &str, kind: Kind, inputs: &Inputs) -> DynamicObject {
+    let (c1_sha, snap_sha) = (inputs.c1.as_str(), inputs.snap.as_str());
+    let post = |kind: &str, post_proof: &str, key: &str, sha: &str| {
+        serde_json::json!({ "filecoin": {
+            "kind": kind,
+            "postProof": post_proof,
+            "input": { "url": format!("s3://{BUCKET}/{key}"), "sha256": sha },
+            "output": { "url": format!("s3://{BUCKET}/{name}.proof") },
+        } })
+    };
     let c1 = |seal_proof: &str, sha: &str| {
         serde_json::json!({
             "sealProof": seal_proof,
@@ -106,6 +134,18 @@ fn job_object(name: &str, kind: Kind, c1_sha: &str, snap_sha: &str) -> DynamicOb
             "input": { "url": format!("s3://{BUCKET}/snap.json"), "sha256": snap_sha },
             "output": { "url": format!("s3://{BUCKET}/{name}.proof") },
         } }),
+        Kind::WindowPost => post(
+            "WindowPoStPartition",
+            "StackedDrgWindow2KiBV1_2",
+            WINDOW_POST_KEY,
+            &inputs.window_post,
+        ),
+        Kind::WinningPost => post(
+            "WinningPoSt",
+            "StackedDrgWinning2KiBV1",
+            WINNING_POST_KEY,
+            &inputs.winning_post,
+        ),
         Kind::Synthetic(partitions) => serde_json::json!({
             "circuit": "mul-chain", "constraints": 1024, "partitions": partitions,
             "seed": name.len(),
@@ -199,14 +239,36 @@ async fn one_prover_proves_many_jobs_of_mixed_kinds_without_hanging_or_growing()
     let snap_path = testdata.join("snap-2KiB.json");
     let c1 = std::fs::read(&c1_path).unwrap();
     let snap = std::fs::read(&snap_path).unwrap();
+    let proofs = tempfile::tempdir().unwrap();
+    // Partition 0 of the test WindowPoSt (two sectors of 2 KiB each), as curio sends one.
+    let mut window: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(testdata.join("window-post-2KiB.json")).unwrap())
+            .unwrap();
+    let first_partition = window["vanilla_proofs"].as_array().unwrap()[..2].to_vec();
+    window["vanilla_proofs"] = serde_json::json!(first_partition);
+    window["partition_index"] = serde_json::json!(0);
+    let window_post = serde_json::to_vec(&window).unwrap();
+    std::fs::write(proofs.path().join(WINDOW_POST_KEY), &window_post).unwrap();
+    let winning_post = std::fs::read(testdata.join("winning-post-2KiB.json")).unwrap();
+    std::fs::write(proofs.path().join(WINNING_POST_KEY), &winning_post).unwrap();
     let store = s3.client(BUCKET);
-    for (key, bytes) in [("c1.json", &c1), ("snap.json", &snap)] {
+    for (key, bytes) in [
+        ("c1.json", &c1),
+        ("snap.json", &snap),
+        (WINDOW_POST_KEY, &window_post),
+        (WINNING_POST_KEY, &winning_post),
+    ] {
         store
             .put(&ObjectPath::from(key), bytes.clone().into())
             .await
             .unwrap();
     }
-    let (c1_sha, snap_sha) = (hex(&Sha256::digest(&c1)), hex(&Sha256::digest(&snap)));
+    let inputs = Inputs {
+        c1: hex(&Sha256::digest(&c1)),
+        snap: hex(&Sha256::digest(&snap)),
+        window_post: hex(&Sha256::digest(&window_post)),
+        winning_post: hex(&Sha256::digest(&winning_post)),
+    };
 
     let params = testdata.join("params");
     let mut env = serde_json::json!([
@@ -229,7 +291,8 @@ async fn one_prover_proves_many_jobs_of_mixed_kinds_without_hanging_or_growing()
                     "name": "prover",
                     "image": "proofpipe-prover:e2e",
                     "args": ["--listen", "127.0.0.1:0"],
-                    "resources": { "limits": { "memory": "4Gi" } },
+                    // A GPU this test's prover (built without CUDA) does not have.
+                    "resources": { "limits": { "memory": "4Gi", "nvidia.com/gpu": "1" } },
                     "env": env,
                 }] } },
             },
@@ -249,13 +312,12 @@ async fn one_prover_proves_many_jobs_of_mixed_kinds_without_hanging_or_growing()
         .await;
 
     let jobs = stack.jobs();
-    let proofs = tempfile::tempdir().unwrap();
     let mut rss = Vec::new();
     for (index, kind) in SERIES.into_iter().enumerate() {
         let name = format!("job-{index:02}");
         stack
             .namespace
-            .apply(&[job_object(&name, kind, &c1_sha, &snap_sha)])
+            .apply(&[job_object(&name, kind, &inputs)])
             .await;
         let what = format!("{name} ({kind:?}) to end");
         if kind == Kind::Cancelled {
@@ -347,7 +409,11 @@ async fn one_prover_proves_many_jobs_of_mixed_kinds_without_hanging_or_growing()
         .lines()
         .filter(|l| l.starts_with("proofpipe_daemon_parameter_loads_total{"))
         .collect();
-    assert_eq!(loads.len(), 2, "a PoRep and a SnapDeals set: {loads:?}");
+    assert_eq!(
+        loads.len(),
+        4,
+        "a PoRep, a SnapDeals, a WindowPoSt and a WinningPoSt set: {loads:?}"
+    );
     assert!(loads.iter().all(|l| l.ends_with(" 1")), "{loads:?}");
     let failures: Vec<&str> = metrics
         .lines()
@@ -357,6 +423,46 @@ async fn one_prover_proves_many_jobs_of_mixed_kinds_without_hanging_or_growing()
         failures,
         ["proofpipe_daemon_job_failures_total{reason=\"InvalidInput\"} 2"]
     );
+
+    // The pool asked for a GPU the prover does not have: its entry, the pool's condition and
+    // the prover's metrics say so.
+    for line in [
+        "proofpipe_prover_gpu_missing 1",
+        "proofpipe_prover_gpu_devices 0",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in {metrics}");
+    }
+    let pool = pools.get(POOL).await.unwrap();
+    let status = pool.status.unwrap();
+    let entry = status
+        .provers
+        .iter()
+        .flatten()
+        .find(|e| e.pod == POD)
+        .expect("the prover's entry");
+    assert_eq!(
+        entry.gpu.as_ref().map(|g| g.backend.as_str()),
+        Some("cpu"),
+        "{entry:?}"
+    );
+    let resident = entry.resident_parameters.clone().unwrap_or_default();
+    assert!(
+        resident.iter().any(|p| p == "StackedDrg2KiBV1_1")
+            && resident.iter().any(|p| p == "StackedDrgWinning2KiBV1"),
+        "{resident:?}"
+    );
+    let gpu = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "ProversOnGpu")
+        .expect("the ProversOnGpu condition");
+    assert_eq!(
+        (gpu.status.as_str(), gpu.reason.as_str()),
+        ("False", "ProvingOnCpu"),
+        "{gpu:?}"
+    );
+    assert!(gpu.message.contains(POD), "{gpu:?}");
 }
 
 /// Fails the test unless `job` ended as `kind` must.
@@ -369,7 +475,7 @@ fn check_outcome(stack: &Stack, job: &ProofJob, kind: Kind, testdata: &Path, dir
             check_succeeded(job).unwrap_or_else(|e| panic!("{name} ({kind:?}): {e}"));
             assert_eq!(status.attempts, Some(1), "{name}: one attempt");
         }
-        Kind::PoRep | Kind::Snap => {
+        Kind::PoRep | Kind::Snap | Kind::WindowPost | Kind::WinningPost => {
             // Filecoin partition proofs carry no public inputs: the assembled proof and
             // Filecoin's verifier (below) stand for them.
             assert_eq!(
@@ -421,6 +527,12 @@ fn check_outcome(stack: &Stack, job: &ProofJob, kind: Kind, testdata: &Path, dir
             &proof_file(job, dir),
             &params,
         ),
+        Kind::WindowPost => {
+            assert_verify_post(&dir.join(WINDOW_POST_KEY), &proof_file(job, dir), &params)
+        }
+        Kind::WinningPost => {
+            assert_verify_post(&dir.join(WINNING_POST_KEY), &proof_file(job, dir), &params)
+        }
         Kind::Synthetic(_) => stack
             .verify_proofs(job)
             .unwrap_or_else(|e| panic!("{name}: {e}")),

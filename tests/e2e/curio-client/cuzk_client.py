@@ -118,6 +118,17 @@ def main():
     seen["wrong_type_status"] = pb.AwaitProofResponse.Status.Name(result.status)
     seen["wrong_type_error"] = result.error_message
 
+    # curio retries a failed proof under the same request id; here with the input put right
+    # (the registered proof it was sealed with): a new attempt, which proves.
+    retry = pb.SubmitProofRequest()
+    retry.CopyFrom(wrong)
+    retry.registered_proof = 5
+    result = engine.Prove(pb.ProveRequest(submit=retry), metadata=auth, timeout=1800).result
+    seen["retry_job"] = result.job_id
+    seen["retry_status"] = pb.AwaitProofResponse.Status.Name(result.status)
+    with open(args.proof_out + ".retry", "wb") as f:
+        f.write(result.proof)
+
     # A second proof, cancelled while it waits behind the first: its waiter hears CANCELLED.
     doomed = pb.SubmitProofRequest()
     doomed.CopyFrom(submit)

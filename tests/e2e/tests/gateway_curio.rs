@@ -27,6 +27,7 @@ use proofpipe_e2e::filecoin::{
 };
 use proofpipe_e2e::process::free_port;
 use proofpipe_e2e::stack::Stack;
+use proofpipe_gateway::attempts::attempt_name;
 use proofpipe_gateway::job_spec::REQUEST_ID_ANNOTATION;
 use tokio::process::{Child, Command};
 
@@ -165,6 +166,13 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
             ),
         "{why}"
     );
+    // Its retry under the same request id, the input put right: the next attempt, proved.
+    assert_eq!(seen["retry_status"], "COMPLETED", "{seen}");
+    assert_eq!(
+        seen["retry_job"].as_str(),
+        Some(attempt_name(seen["wrong_type_job"].as_str().unwrap(), 2).as_str()),
+        "{seen}"
+    );
     assert_eq!(seen["cancelled_waiter"], "CANCELLED", "{seen}");
     assert_eq!(seen["prove_status"], "COMPLETED", "{seen}");
     // The same request id twice (SubmitProof, then Prove) is one job.
@@ -190,9 +198,9 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
     assert_eq!(seen["winning_post"]["status"], "COMPLETED", "{seen}");
     assert_eq!(seen["winning_post"]["proof_bytes"], 192, "{seen}");
     assert_eq!(
-        seen["completed"], 5,
-        "the PoRep, the SnapDeals, two WindowPoSt partitions and the WinningPoSt (the failed \
-         one does not count): {seen}"
+        seen["completed"], 6,
+        "the PoRep, its retried twin, the SnapDeals, two WindowPoSt partitions and the \
+         WinningPoSt (the failed one does not count): {seen}"
     );
     assert_eq!(seen["gpus"].as_array().map(Vec::len), Some(1), "{seen}");
     assert_eq!(seen["metrics_has_jobs_created"], true, "{seen}");
@@ -273,6 +281,7 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
 
     // Filecoin's verifiers take the proofs the client got back.
     assert_verify_seal(&c1, &proof_path, &params);
+    assert_verify_seal(&c1, &proof_path.with_extension("retry"), &params);
     assert_verify_snap(&snap, &snap_proof_path, &params);
     for k in 0..2 {
         let proof = work.path().join(format!("window-post-{k}"));

@@ -124,15 +124,7 @@ fn parse_input(
         FilecoinProofKind::SnapDealsUpdate => {
             let input = SnapInput::parse(bytes).map_err(with_url)?;
             let actual = update_proof_name(input.update_proof);
-            if actual != expected {
-                return Err(ProverError::InvalidArgument {
-                    what: "SnapDeals input",
-                    reason: format!(
-                        "{url}: it is of {actual}, but the job says {expected}; fix \
-                         spec.filecoin.updateProof or the input"
-                    ),
-                });
-            }
+            same_proof("SnapDeals input", url, &actual, expected, "updateProof")?;
             let job = snap::prepare(&input).map_err(with_url)?;
             Ok(ParsedInput {
                 params: ParamSet::Update(job.update_proof),
@@ -145,15 +137,7 @@ fn parse_input(
         FilecoinProofKind::WindowPoStPartition | FilecoinProofKind::WinningPoSt => {
             let input = PostInput::parse(bytes).map_err(with_url)?;
             let actual = post::post_proof_name(input.post_proof);
-            if actual != expected {
-                return Err(ProverError::InvalidArgument {
-                    what: "PoSt input",
-                    reason: format!(
-                        "{url}: it is of {actual}, but the job says {expected}; fix \
-                         spec.filecoin.postProof or the input"
-                    ),
-                });
-            }
+            same_proof("PoSt input", url, &actual, expected, "postProof")?;
             // Decodes and verifies every vanilla proof against the randomness.
             let job = post::prepare(&input).map_err(with_url)?;
             if job.partitions != 1 {
@@ -176,6 +160,27 @@ fn parse_input(
             })
         }
     }
+}
+
+/// Refuses an input (`what` at `url`) of registered proof `actual` for a job naming `expected`
+/// in `spec.filecoin.<field>`.
+fn same_proof(
+    what: &'static str,
+    url: &str,
+    actual: &str,
+    expected: &str,
+    field: &str,
+) -> Result<(), ProverError> {
+    if actual == expected {
+        return Ok(());
+    }
+    Err(ProverError::InvalidArgument {
+        what,
+        reason: format!(
+            "{url}: it is of {actual}, but the job says {expected}; fix spec.filecoin.{field} \
+             or the input"
+        ),
+    })
 }
 
 /// Reads and checks the job's input, prepares its partitions and loads its parameters.

@@ -145,6 +145,17 @@ impl Harness {
         self.namespace.api()
     }
 
+    /// Waits until the gateway's cache shows job `name` in `phase`.
+    async fn until_cached_in(&self, name: &str, phase: ProofJobPhase) {
+        eventually(&format!("{name} {phase:?} in the cache"), || {
+            self.gateway
+                .caches()
+                .job(name)
+                .is_some_and(|job| proofpipe_e2e::stack::phase(&job) == Some(phase))
+        })
+        .await;
+    }
+
     /// Writes `status` into job `name` as a prover and the operator would.
     async fn set_status(&self, name: &str, status: serde_json::Value) {
         self.jobs()
@@ -571,16 +582,9 @@ async fn a_snap_deals_submission_becomes_a_snap_job_whose_proof_is_answered() {
 
     // Other commitments under the same id are other work: its next attempt, the finished one
     // kept with its proof.
-    eventually("the succeeded snap job in the cache", || {
-        harness
-            .gateway
-            .caches()
-            .job(&first.job_id)
-            .is_some_and(|j| {
-                j.status.as_ref().and_then(|s| s.phase) == Some(ProofJobPhase::Succeeded)
-            })
-    })
-    .await;
+    harness
+        .until_cached_in(&first.job_id, ProofJobPhase::Succeeded)
+        .await;
     let mut other = snap("snap-1000-1", 1);
     other.comm_d_new = vec![4; 32];
     let replaced = client
@@ -798,14 +802,9 @@ async fn a_request_id_is_a_series_of_attempts_as_curio_retries_it() {
             serde_json::json!({"phase": "Failed", "message": "the C1 output is corrupt"}),
         )
         .await;
-    eventually("the failed job in the cache", || {
-        harness
-            .gateway
-            .caches()
-            .job(&first.job_id)
-            .is_some_and(|j| j.status.as_ref().and_then(|s| s.phase) == Some(ProofJobPhase::Failed))
-    })
-    .await;
+    harness
+        .until_cached_in(&first.job_id, ProofJobPhase::Failed)
+        .await;
 
     // The retry after a failure is attempt 2; the failed job stays (its outcome is history).
     let second = client.submit_proof(submit(7)).await.unwrap().into_inner();
@@ -871,16 +870,9 @@ async fn a_request_id_is_a_series_of_attempts_as_curio_retries_it() {
             }),
         )
         .await;
-    eventually("the succeeded job in the cache", || {
-        harness
-            .gateway
-            .caches()
-            .job(&third.job_id)
-            .is_some_and(|j| {
-                j.status.as_ref().and_then(|s| s.phase) == Some(ProofJobPhase::Succeeded)
-            })
-    })
-    .await;
+    harness
+        .until_cached_in(&third.job_id, ProofJobPhase::Succeeded)
+        .await;
     let proved = client
         .prove(authed(ProveRequest {
             submit: Some(porep(id, 8, Priority::Normal)),

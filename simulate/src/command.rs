@@ -218,8 +218,9 @@ fn measured_seconds_per_partition(path: &std::path::Path) -> Result<f64, Simulat
     })?;
     let report: serde_json::Value =
         serde_json::from_str(&text).map_err(|err| fail(format!("not JSON: {err}")))?;
-    report["pipeline"]["result"]["seconds_per_proof"]
+    // A bench proof is one partition of the job (`pipeline.proofs` = `partitions`).
+    report["pipeline"]["seconds_per_proof"]
         .as_f64()
         .filter(|s| *s > 0.0)
-        .ok_or_else(|| fail("no positive pipeline.result.seconds_per_proof".into()))
+        .ok_or_else(|| fail("no positive pipeline.seconds_per_proof".into()))
 }

@@ -1,6 +1,7 @@
 //! `proofpipe-simulate` on small traces: the table, the JSON, the plot, and a clear
 //! refusal of a bad trace.
 
+use std::path::Path;
 use std::process::Command;
 
 fn simulate(args: &[&str]) -> (bool, String, String) {
@@ -105,16 +106,12 @@ fn a_bad_trace_line_is_refused_with_its_number() {
 
 #[test]
 fn a_bench_report_supplies_the_measured_throughput() {
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("bench.json");
-    std::fs::write(
-        &report,
-        r#"{"pipeline": {"result": {"seconds_per_proof": 3.25}}}"#,
-    )
-    .unwrap();
+    // A report as `proofpipe-prover bench --json` writes it: a real 32 GiB PoRep run.
+    let measured = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../bench-results/2026-12-02-porep32-gather-run1.json");
     let (ok, stdout, stderr) = simulate(&[
         "--bench-report",
-        report.to_str().unwrap(),
+        measured.to_str().unwrap(),
         "--bursts",
         "1",
         "--jobs-per-hour",
@@ -122,15 +119,17 @@ fn a_bench_report_supplies_the_measured_throughput() {
     ]);
     assert!(ok, "{stderr}");
     assert!(
-        stdout.contains("3.25 s per partition (measured in"),
+        stdout.contains("7.02 s per partition (measured in"),
         "{stdout}"
     );
 
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("bench.json");
     std::fs::write(&report, "{}").unwrap();
     let (ok, _, stderr) = simulate(&["--bench-report", report.to_str().unwrap()]);
     assert!(!ok);
     assert!(
-        stderr.contains("no positive pipeline.result.seconds_per_proof"),
+        stderr.contains("no positive pipeline.seconds_per_proof"),
         "{stderr}"
     );
 }

@@ -25,14 +25,15 @@ pub const PROVER_CONTAINER: &str = "prover";
 pub const RESERVED_ENV_PREFIX: &str = "PROOFPIPE_";
 
 /// The `PROOFPIPE_*` variables a template may still set: prover settings the operator does
-/// not set and that have no part in the operator-prover contract. (`PROOFPIPE_BACKEND` and
-/// `PROOFPIPE_REQUIRE_GPU` have no flag; `--log` and `--params-dir` in `args` do the same as
-/// the first two.)
+/// not set and that have no part in the operator-prover contract. (`PROOFPIPE_BACKEND`,
+/// `PROOFPIPE_REQUIRE_GPU` and `PROOFPIPE_URGENT_RESERVE` have no flag; `--log` and
+/// `--params-dir` in `args` do the same as the first two.)
 pub const USER_PROVER_ENV: &[&str] = &[
     "PROOFPIPE_LOG",
     "PROOFPIPE_PARAMS_DIR",
     "PROOFPIPE_BACKEND",
     "PROOFPIPE_REQUIRE_GPU",
+    "PROOFPIPE_URGENT_RESERVE",
 ];
 
 /// Label keys the operator puts on prover pods; a template may not set them.
@@ -299,7 +300,8 @@ mod tests {
         assert_eq!(
             text,
             "!self.startsWith('PROOFPIPE_') || self in ['PROOFPIPE_LOG', \
-             'PROOFPIPE_PARAMS_DIR', 'PROOFPIPE_BACKEND', 'PROOFPIPE_REQUIRE_GPU']"
+             'PROOFPIPE_PARAMS_DIR', 'PROOFPIPE_BACKEND', 'PROOFPIPE_REQUIRE_GPU', \
+             'PROOFPIPE_URGENT_RESERVE']"
         );
     }
 

@@ -203,6 +203,13 @@ fn default_backoff_limit() -> i32 {
 }
 
 impl ProofJobSpec {
+    /// Urgent work (PoSt): a busy prover proves it beside its long job (ADR 0026).
+    pub fn is_urgent(&self) -> bool {
+        self.filecoin
+            .as_ref()
+            .is_some_and(|work| work.kind.is_urgent())
+    }
+
     /// Partitions the job is split into: the registered proof's for Filecoin work, else
     /// `spec.partitions` (0 for a spec the API server would not have admitted).
     pub fn partition_count(&self) -> i32 {

@@ -190,6 +190,13 @@ impl FilecoinProofKind {
         }
     }
 
+    /// Urgent work: proved beside a prover's long job rather than after it (ADR 0026). PoSt is
+    /// time-bound (a late WindowPoSt faults sectors, a late WinningPoSt loses the block) and
+    /// one partition; PoRep and SnapDeals have hours of slack and many partitions.
+    pub fn is_urgent(self) -> bool {
+        matches!(self, Self::WindowPoStPartition | Self::WinningPoSt)
+    }
+
     /// What the input at `spec.filecoin.input` is for this kind.
     pub fn input_name(self) -> &'static str {
         match self {

@@ -1,6 +1,8 @@
-//! Which queued jobs go to which prover pods now: one job per prover, Ready pods only.
+//! Which queued jobs go to which prover pods now: one job per idle prover, Ready pods only;
+//! and urgent work (PoSt) that finds no idle prover goes beside a busy prover's long job, one
+//! urgent job per prover (ADR 0026).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kube::ResourceExt;
 use proofpipe_crds::ProofJob;
@@ -18,12 +20,7 @@ pub struct Assignment<'a> {
 /// Pods that have an unfinished job assigned (by label): they have no room.
 pub fn busy_pods<'a>(jobs: impl IntoIterator<Item = &'a ProofJob>) -> BTreeSet<String> {
     jobs.into_iter()
-        .filter(|job| {
-            !job.status
-                .as_ref()
-                .and_then(|status| status.phase)
-                .is_some_and(|phase| phase.is_finished())
-        })
+        .filter(|job| !is_finished(job))
         .filter_map(|job| job.labels().get(ASSIGNED_POD_LABEL).cloned())
         .collect()
 }
@@ -38,6 +35,35 @@ pub fn idle_ready_pods<'a>(pods: &'a [ProverPod], busy: &BTreeSet<String>) -> Ve
         .collect();
     idle.sort_by_key(|pod| (pod.outdated, pod.ordinal.is_none(), pod.ordinal, &pod.name));
     idle
+}
+
+/// Ready pods that may take one urgent job beside the job they prove: each has exactly one
+/// unfinished job assigned, and it is not urgent (a prover proves at most one urgent job
+/// beside one other). Same order as [`idle_ready_pods`].
+pub fn urgent_hosts<'a>(pods: &'a [ProverPod], jobs: &[ProofJob]) -> Vec<&'a ProverPod> {
+    // Per pod: its unfinished jobs, and whether one is urgent.
+    let mut load: BTreeMap<&str, (usize, bool)> = BTreeMap::new();
+    for job in jobs.iter().filter(|job| !is_finished(job)) {
+        if let Some(pod) = job.labels().get(ASSIGNED_POD_LABEL) {
+            let entry = load.entry(pod.as_str()).or_default();
+            entry.0 += 1;
+            entry.1 |= job.spec.is_urgent();
+        }
+    }
+    let mut hosts: Vec<&ProverPod> = pods
+        .iter()
+        .filter(|pod| pod.health == PodHealth::Ready)
+        .filter(|pod| load.get(pod.name.as_str()) == Some(&(1, false)))
+        .collect();
+    hosts.sort_by_key(|pod| (pod.outdated, pod.ordinal.is_none(), pod.ordinal, &pod.name));
+    hosts
+}
+
+fn is_finished(job: &ProofJob) -> bool {
+    job.status
+        .as_ref()
+        .and_then(|status| status.phase)
+        .is_some_and(|phase| phase.is_finished())
 }
 
 /// Pairs the head of `queue` with the idle pods, in order.

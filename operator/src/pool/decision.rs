@@ -10,7 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use proofpipe_crds::{AutoscalingSpec, AutoscalingStatus, ProofJob, ProverPool};
 
-use crate::job::assignment::{Assignment, assign, busy_pods, idle_ready_pods};
+use crate::job::assignment::{Assignment, assign, busy_pods, idle_ready_pods, urgent_hosts};
 use crate::job::queue::{queue, remaining_partitions};
 use crate::pool::autoscale::{self, AutoscaleDecision, AutoscaleObservation, Demand, Policy};
 use crate::pool::prover_pods::ProverPod;
@@ -87,7 +87,19 @@ pub fn decide<'a>(input: &PoolInput<'a>) -> PoolDecision<'a> {
         .copied()
         .filter(|job| retry_due_in(job, now).is_none())
         .collect();
-    let assignments = assign(&due, &offered);
+    let mut assignments = assign(&due, &offered);
+    // Urgent work that found no idle prover goes beside a busy prover's long job.
+    let urgent_left: Vec<&ProofJob> = due
+        .iter()
+        .copied()
+        .filter(|job| job.spec.is_urgent())
+        .filter(|job| !assignments.iter().any(|a| std::ptr::eq(a.job, *job)))
+        .collect();
+    let hosts: Vec<&ProverPod> = urgent_hosts(provers, jobs)
+        .into_iter()
+        .filter(|pod| !pod_plan.deletes(&pod.name))
+        .collect();
+    assignments.extend(assign(&urgent_left, &hosts));
     let assigned: BTreeSet<String> = assignments.iter().map(|a| a.job.name_any()).collect();
     let still_queued: Vec<&ProofJob> = queue
         .iter()
@@ -297,6 +309,67 @@ mod tests {
         let later = now() + SignedDuration::from_secs(5);
         let decision = decide_at(&pool, &hash, &provers, &jobs, later);
         assert_eq!(decision.assignments[0].job.name_any(), "retry");
+    }
+
+    /// A WinningPoSt job (urgent work) named `name`, as the queue's test jobs are.
+    fn urgent(name: &str, created: i64) -> ProofJob {
+        let mut job = job(name, 1000, created);
+        job.spec.filecoin = Some(
+            serde_json::from_value(serde_json::json!({
+                "kind": "WinningPoSt",
+                "postProof": "StackedDrgWinning2KiBV1",
+                "input": {"url": "file:///in", "sha256": "00"},
+            }))
+            .unwrap(),
+        );
+        job
+    }
+
+    fn on(mut job: ProofJob, pod: &str) -> ProofJob {
+        job.labels_mut()
+            .insert(ASSIGNED_POD_LABEL.into(), pod.into());
+        job
+    }
+
+    #[test]
+    fn urgent_work_goes_beside_a_busy_prover_s_long_job_one_at_a_time() {
+        let pool = pool(3);
+        let hash = template_hash(&pool);
+        let provers = provers(
+            &hash,
+            vec![
+                pod("gpu-prover-0", "Running", true),
+                pod("gpu-prover-1", "Running", true),
+                pod("gpu-prover-2", "Running", true),
+            ],
+        );
+        let jobs = [
+            on(job("porep-a", 0, 0), "gpu-prover-0"),
+            on(job("porep-b", 0, 0), "gpu-prover-1"),
+            // Prover 1 already proves an urgent job beside its PoRep; prover 2 proves one alone.
+            on(urgent("winning-old", 0), "gpu-prover-1"),
+            on(urgent("window-alone", 0), "gpu-prover-2"),
+            job("porep-waiting", 0, 1),
+            urgent("winning-1", 2),
+            urgent("winning-2", 3),
+        ];
+        let decision = decide_at(&pool, &hash, &provers, &jobs, now());
+        let decided: Vec<(String, String)> = decision
+            .assignments
+            .iter()
+            .map(|a| (a.job.name_any(), a.pod.name.clone()))
+            .collect();
+        assert_eq!(
+            decided,
+            [("winning-1".to_owned(), "gpu-prover-0".to_owned())],
+            "one urgent job beside prover 0's PoRep; the long job and the second urgent one wait"
+        );
+        let waiting: Vec<String> = decision
+            .still_queued
+            .iter()
+            .map(|job| job.name_any())
+            .collect();
+        assert_eq!(waiting, ["winning-2", "porep-waiting"]);
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub const GPU_EXPECTED_VAR: &str = "PROOFPIPE_GPU_EXPECTED";
 /// Set in a pool's template to refuse to prove on the CPU: without a usable GPU the prover
 /// exits (and its pod restarts) instead of proving ~20x slower.
 pub const REQUIRE_GPU_VAR: &str = "PROOFPIPE_REQUIRE_GPU";
+/// Set in a pool's template (e.g. `8GiB`) to keep that much memory out of every main job's
+/// plan, so that urgent work (PoSt) fits beside a long job (ADR 0026).
+pub const URGENT_RESERVE_VAR: &str = "PROOFPIPE_URGENT_RESERVE";
 
 /// Who this daemon is: its pod, the namespace it watches and the pool it reports into.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +63,9 @@ pub struct EnvSettings {
     pub gpu_expected: bool,
     /// Exit rather than prove on the CPU.
     pub require_gpu: bool,
+    /// Bytes main jobs leave unplanned for urgent work beside them (0: none reserved; urgent
+    /// work then uses what a main plan leaves by chance).
+    pub urgent_reserve: u64,
 }
 
 /// Reads the settings through `var` (`std::env::var(..).ok()` in the binary).
@@ -98,6 +104,15 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<EnvSettings, Pro
     Ok(EnvSettings {
         gpu_expected: flag(GPU_EXPECTED_VAR)?,
         require_gpu: flag(REQUIRE_GPU_VAR)?,
+        urgent_reserve: match var(URGENT_RESERVE_VAR).filter(|v| !v.trim().is_empty()) {
+            None => 0,
+            Some(value) => {
+                parse_memory_size(value.trim()).map_err(|err| ProverError::InvalidArgument {
+                    what: URGENT_RESERVE_VAR,
+                    reason: format!("{err}; give a size such as 8GiB"),
+                })?
+            }
+        },
         identity,
         overrides: Overrides {
             partition_workers: count(PARTITION_WORKERS_VAR)?,
@@ -263,6 +278,21 @@ mod tests {
             let err = from_env(env(&pairs)).unwrap_err();
             assert!(err.to_string().contains(PROGRESS_DEADLINE_VAR), "{err}");
         }
+    }
+
+    #[test]
+    fn the_urgent_reserve_is_a_size_and_none_by_default() {
+        assert_eq!(from_env(env(&IDENTITY)).unwrap().urgent_reserve, 0);
+        let mut pairs = IDENTITY.to_vec();
+        pairs.push((URGENT_RESERVE_VAR, "8GiB"));
+        assert_eq!(from_env(env(&pairs)).unwrap().urgent_reserve, 8 << 30);
+        pairs.pop();
+        pairs.push((URGENT_RESERVE_VAR, "lots"));
+        let message = from_env(env(&pairs)).unwrap_err().to_string();
+        assert!(
+            message.contains(URGENT_RESERVE_VAR) && message.contains("8GiB"),
+            "{message}"
+        );
     }
 
     #[test]

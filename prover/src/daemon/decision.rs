@@ -1,7 +1,7 @@
 //! What the daemon does after its view of the ProofJobs assigned to it changed.
 //!
 //! The view is every ProofJob carrying this pod's assigned-pod label, as the watch last
-//! saw it. The label is the operator's word (ADR 0003): a job that loses it was requeued,
+//! saw it; the daemon has two lanes (a main job, and an urgent job beside it). The label is the operator's word (ADR 0003): a job that loses it was requeued,
 //! suspended or deleted, and the daemon stops proving it.
 
 use std::collections::HashSet;
@@ -41,40 +41,89 @@ impl Attempt {
     }
 }
 
-/// Decides from the uid of the running job, if any, the jobs assigned to this pod (`pod`),
-/// and the attempts this process already ended: proved completely (the watch may not show
-/// their last proofs yet) or reported failed (the operator has yet to take them off).
+/// The uids of the jobs running in each lane.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Running<'a> {
+    pub main: Option<&'a str>,
+    pub urgent: Option<&'a str>,
+}
+
+/// What each lane does now.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decisions {
+    pub main: Decision,
+    pub urgent: Decision,
+}
+
+/// Decides from the uids of the running jobs, the jobs assigned to this pod (`pod`), and the
+/// attempts this process already ended: proved completely (the watch may not show their last
+/// proofs yet) or reported failed (the operator has yet to take them off).
 ///
-/// One job at a time: a second assigned job waits until the first ends. Among several
-/// (which the operator does not do) the oldest goes first. A job is started once the
-/// operator has recorded its assignment (`status.pod`), so the attempt it reports on is the
-/// operator's. A job whose partitions all have verified proofs (and, for Filecoin work, an
-/// assembled proof) is not started: only the operator's Succeeded is still missing.
+/// The main lane proves one job at a time; among several waiting, urgent work (PoSt) first,
+/// then the oldest. The urgent lane proves one urgent job beside a main job that is not
+/// urgent (ADR 0026): the operator puts PoSt on a busy prover when none is idle. No main job
+/// starts while the urgent lane runs, since the urgent pipeline is sized into the memory a new
+/// main job would plan for. A job is started once the operator has recorded its assignment
+/// (`status.pod`), so the attempt it reports on is the operator's. A job whose partitions all
+/// have verified proofs (and, for Filecoin work, an assembled proof) is not started: only the
+/// operator's Succeeded is still missing.
 pub fn decide(
-    running: Option<&str>,
+    running: Running<'_>,
     pod: &str,
     assigned: &[Arc<ProofJob>],
     ended: &HashSet<Attempt>,
-) -> Decision {
-    if let Some(uid) = running {
+) -> Decisions {
+    let keep = |uid: &str| {
         let still_ours = assigned
             .iter()
             .any(|job| job.uid().as_deref() == Some(uid) && is_open(job));
-        return if still_ours {
+        if still_ours {
             Decision::Continue
         } else {
             Decision::Cancel
-        };
-    }
-    assigned
+        }
+    };
+    let mut startable: Vec<&Arc<ProofJob>> = assigned
         .iter()
         .filter(|job| Attempt::of(job).is_some_and(|attempt| !ended.contains(&attempt)))
         .filter(|job| job.status.as_ref().and_then(|s| s.pod.as_deref()) == Some(pod))
         .filter(|job| is_open(job) && has_work_left(job))
-        .min_by(|a, b| {
-            (a.creation_timestamp(), a.name_any()).cmp(&(b.creation_timestamp(), b.name_any()))
+        .filter(|job| {
+            let uid = job.uid();
+            uid.as_deref() != running.main && uid.as_deref() != running.urgent
         })
-        .map_or(Decision::Idle, |job| Decision::Start(job.clone()))
+        .collect();
+    startable.sort_by(|a, b| {
+        (!a.spec.is_urgent(), a.creation_timestamp(), a.name_any()).cmp(&(
+            !b.spec.is_urgent(),
+            b.creation_timestamp(),
+            b.name_any(),
+        ))
+    });
+    let start = |job: Option<&&Arc<ProofJob>>| {
+        job.map_or(Decision::Idle, |job| Decision::Start(Arc::clone(job)))
+    };
+    let main = match (running.main, running.urgent) {
+        (Some(uid), _) => keep(uid),
+        (None, Some(_)) => Decision::Idle,
+        (None, None) => start(startable.first()),
+    };
+    let urgent = match running.urgent {
+        Some(uid) => keep(uid),
+        None => {
+            let hosts_urgent_work = running.main.is_some_and(|uid| {
+                assigned
+                    .iter()
+                    .any(|job| job.uid().as_deref() == Some(uid) && !job.spec.is_urgent())
+            });
+            if hosts_urgent_work && main == Decision::Continue {
+                start(startable.iter().find(|job| job.spec.is_urgent()))
+            } else {
+                Decision::Idle
+            }
+        }
+    };
+    Decisions { main, urgent }
 }
 
 /// Not finished by the operator and not being deleted.
@@ -116,8 +165,21 @@ mod tests {
         Arc::new(job)
     }
 
+    /// The main lane's decision, with nothing in the urgent lane.
     fn decide(running: Option<&str>, assigned: &[Arc<ProofJob>]) -> Decision {
-        super::decide(running, POD, assigned, &HashSet::new())
+        main_lane(running, assigned, &HashSet::new())
+    }
+
+    fn main_lane(
+        running: Option<&str>,
+        assigned: &[Arc<ProofJob>],
+        ended: &HashSet<Attempt>,
+    ) -> Decision {
+        let running = Running {
+            main: running,
+            urgent: None,
+        };
+        super::decide(running, POD, assigned, ended).main
     }
 
     #[test]
@@ -130,7 +192,7 @@ mod tests {
         let job = created("a", 1);
         let ended = HashSet::from([Attempt::of(&job).unwrap()]);
         assert_eq!(
-            super::decide(None, POD, std::slice::from_ref(&job), &ended),
+            main_lane(None, std::slice::from_ref(&job), &ended),
             Decision::Idle
         );
         // The operator requeued it and gave it back to this pod: attempt 2.
@@ -138,7 +200,7 @@ mod tests {
         again.status.as_mut().unwrap().attempts = Some(2);
         let again = Arc::new(again);
         assert_eq!(
-            super::decide(None, POD, std::slice::from_ref(&again), &ended),
+            main_lane(None, std::slice::from_ref(&again), &ended),
             Decision::Start(again)
         );
     }
@@ -234,5 +296,81 @@ mod tests {
         let mut recreated = (*running).clone();
         recreated.metadata.uid = Some("other".into());
         assert_eq!(decide(Some(&uid), &[Arc::new(recreated)]), Decision::Cancel);
+    }
+
+    /// A WinningPoSt job (urgent work) recorded on [`POD`].
+    fn post(name: &str, second: i64) -> Arc<ProofJob> {
+        let mut job = (*created(name, second)).clone();
+        job.spec = serde_json::from_value(serde_json::json!({
+            "pool": "gpu", "priority": 1000, "filecoin": {
+                "kind": "WinningPoSt",
+                "postProof": "StackedDrgWinning2KiBV1",
+                "input": { "url": "s3://b/post.json", "sha256": "ab".repeat(32) },
+            },
+        }))
+        .unwrap();
+        Arc::new(job)
+    }
+
+    fn lanes(main: Option<&str>, urgent: Option<&str>, assigned: &[Arc<ProofJob>]) -> Decisions {
+        super::decide(Running { main, urgent }, POD, assigned, &HashSet::new())
+    }
+
+    #[test]
+    fn urgent_work_starts_beside_a_long_main_job_and_later_work_waits() {
+        let (porep, waiting, winning) = (created("porep", 1), created("older", 0), post("win", 5));
+        let uid = porep.uid().unwrap();
+        let assigned = [porep.clone(), waiting.clone(), winning.clone()];
+        assert_eq!(
+            lanes(Some(&uid), None, &assigned),
+            Decisions {
+                main: Decision::Continue,
+                urgent: Decision::Start(winning.clone()),
+            }
+        );
+        // While it runs, the main lane starts nothing new even once its job is gone: the
+        // urgent pipeline is sized into the memory a new main job would plan for.
+        let win_uid = winning.uid().unwrap();
+        assert_eq!(
+            lanes(None, Some(&win_uid), &[waiting.clone(), winning.clone()]),
+            Decisions {
+                main: Decision::Idle,
+                urgent: Decision::Continue,
+            }
+        );
+        assert_eq!(
+            lanes(Some(&uid), Some(&win_uid), &[porep]),
+            Decisions {
+                main: Decision::Continue,
+                urgent: Decision::Cancel,
+            },
+            "an urgent job that lost its label is cancelled"
+        );
+    }
+
+    #[test]
+    fn an_idle_prover_starts_urgent_work_first_and_never_two_urgent_jobs_at_once() {
+        let (older, winning, second) = (created("older", 0), post("win", 5), post("win-2", 6));
+        let idle = lanes(
+            None,
+            None,
+            &[older.clone(), winning.clone(), second.clone()],
+        );
+        assert_eq!(
+            idle,
+            Decisions {
+                main: Decision::Start(winning.clone()),
+                urgent: Decision::Idle,
+            }
+        );
+        let uid = winning.uid().unwrap();
+        assert_eq!(
+            lanes(Some(&uid), None, &[older, winning, second]),
+            Decisions {
+                main: Decision::Continue,
+                urgent: Decision::Idle,
+            },
+            "urgent work goes beside long work only"
+        );
     }
 }

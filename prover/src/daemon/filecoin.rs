@@ -24,6 +24,8 @@ use super::Daemon;
 use super::progress::Stage;
 use super::resident::ParamSet;
 use super::sizing::HEADROOM;
+use super::state::Lane;
+use super::urgent;
 use crate::artifacts;
 use crate::error::ProverError;
 use crate::filecoin::c1::{self, C1Input, SectorIdentity};
@@ -183,11 +185,13 @@ fn same_proof(
     })
 }
 
-/// Reads and checks the job's input, prepares its partitions and loads its parameters.
+/// Reads and checks the job's input, prepares its partitions and loads its parameters (in the
+/// urgent lane, beside the main job's).
 pub async fn prepare(
     daemon: &Arc<Daemon>,
     job: &ProofJob,
     work: &FilecoinWork,
+    lane: Lane,
 ) -> Result<Prepared, ProverError> {
     let url = work.input.url.clone();
     let bytes = artifacts::fetch(&url).await?;
@@ -206,21 +210,26 @@ pub async fn prepare(
             action: format!("reading the {}", kind.input_name()),
             message: e.to_string(),
         })??;
-    let resident = daemon.filecoin_params.clone();
-    // What a parameter set may take beside the ones already resident: the limit less the
-    // plan's headroom.
-    let budget = (daemon.memory_limit as f64 * (1.0 - HEADROOM)) as u64;
-    daemon.state.enter(Stage::LoadingParameters);
-    let fault = daemon.fault;
-    let loaded = tokio::task::spawn_blocking(move || {
-        fault.at_parameter_load();
-        resident.get(params, budget)
-    })
-    .await
-    .map_err(|e| ProverError::Filecoin {
-        action: format!("loading the parameters of {}", params.name()),
-        message: e.to_string(),
-    })??;
+    daemon.state.enter(lane, Stage::LoadingParameters);
+    let loaded = match lane {
+        Lane::Main => {
+            let resident = daemon.filecoin_params.clone();
+            // What a parameter set may take beside the ones already resident: the limit less
+            // the plan's headroom (and what is reserved for urgent work).
+            let budget = (daemon.main_limit() as f64 * (1.0 - HEADROOM)) as u64;
+            let fault = daemon.fault;
+            tokio::task::spawn_blocking(move || {
+                fault.at_parameter_load();
+                resident.get(params, budget)
+            })
+            .await
+            .map_err(|e| ProverError::Filecoin {
+                action: format!("loading the parameters of {}", params.name()),
+                message: e.to_string(),
+            })??
+        }
+        Lane::Urgent => urgent::load_key(daemon, params).await?,
+    };
     if loaded.loaded {
         daemon.metrics.parameter_set_loaded(&loaded.identifier);
     }
@@ -257,6 +266,10 @@ pub async fn prepare(
 }
 
 impl FilecoinRun {
+    pub fn kind(&self) -> FilecoinProofKind {
+        self.kind
+    }
+
     /// The name of the verifier whose verdict finishes the job.
     pub fn verifier(&self) -> &'static str {
         self.kind.verifier()

@@ -13,6 +13,9 @@
 //! writes. Tokio only moves events and bytes; proving runs on the pipeline's threads and
 //! anything blocking on blocking threads.
 //!
+//! Urgent work (PoSt) assigned while a long job runs is proved beside it, in the urgent lane
+//! ([`urgent`], ADR 0026).
+//!
 //! A job's failure never ends the daemon (ADR 0021): it reports the failure into the job's
 //! status (`status.proverFailure`, permanent or not) and takes the next job. Only a stall ends
 //! it, since a thread that never returns cannot be taken back: the watchdog reports the job
@@ -34,6 +37,7 @@ mod runner;
 pub mod sizing;
 mod state;
 pub mod throttle;
+pub mod urgent;
 mod watchdog;
 
 use std::collections::HashSet;
@@ -62,13 +66,13 @@ use crate::groth16::SynthesisMode;
 use crate::params::ParamsStore;
 use crate::sizing::{Overrides, SizingInput};
 use config::{ChosenLimit, EnvSettings, Identity};
-use decision::{Attempt, Decision, decide};
+use decision::{Attempt, Decision, Decisions, Running, decide};
 use fault::Fault;
 use kube_api::KubeWriter;
 use metrics::DaemonMetrics;
 use resident::ResidentKeys;
 use runner::{JobFailure, JobRun, RunOutcome};
-use state::{CurrentJob, ProverState};
+use state::{CurrentJob, Lane, ProverState};
 
 /// How long a SIGTERM waits for the current job to stop and write its last proofs; within
 /// Kubernetes' default grace period of 30 s.
@@ -99,6 +103,11 @@ pub struct Daemon {
     backend: Arc<dyn ProvingBackend>,
     /// What `backend` is, for the pool status.
     gpu: GpuReport,
+    /// What the main lane's job takes, for the urgent lane to plan beside it.
+    main_lane: watch::Sender<urgent::MainLane>,
+    /// Memory main jobs leave unplanned, so that urgent work fits beside them
+    /// (`PROOFPIPE_URGENT_RESERVE`).
+    urgent_reserve: u64,
     kube: KubeWriter,
     state: ProverState,
     metrics: DaemonMetrics,
@@ -114,25 +123,44 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// The planner's input for a job proving `work`, `todo` partitions left, with
-    /// `params_bytes` of parameters and `matrices_bytes` of R1CS matrices resident.
+    /// The memory a main-lane job plans into: the limit less the urgent reserve.
+    fn main_limit(&self) -> u64 {
+        self.memory_limit.saturating_sub(self.urgent_reserve)
+    }
+
+    /// The planner's input for a job proving `work` under `memory_limit`, beside `beside` (the
+    /// main lane's plan, for an urgent job), `todo` partitions left, with `params_bytes` of
+    /// parameters and `matrices_bytes` of R1CS matrices resident.
+    #[allow(clippy::too_many_arguments)]
     fn sizing_input(
         &self,
+        memory_limit: u64,
+        beside: urgent::Footprint,
         work: String,
         todo: usize,
         shape: CircuitShape,
         (params_bytes, matrices_bytes): (u64, u64),
         synthesis_threads: usize,
     ) -> SizingInput {
+        // Each GPU holds the main plan's bases and workspaces already.
+        let gpus: Vec<_> = self
+            .backend
+            .gpu_devices()
+            .into_iter()
+            .map(|mut gpu| {
+                gpu.total_bytes = gpu.total_bytes.saturating_sub(beside.device_bytes);
+                gpu
+            })
+            .collect();
         sizing::sizing_input(
             work,
             todo,
             shape,
-            self.memory_limit,
+            memory_limit,
             (params_bytes, matrices_bytes),
             self.cpu_cores,
             synthesis_threads,
-            &self.backend.gpu_devices(),
+            &gpus,
             self.overrides,
         )
     }
@@ -187,6 +215,8 @@ pub async fn run(
     let daemon = Arc::new(Daemon {
         backend,
         gpu,
+        main_lane: watch::channel(urgent::MainLane::Idle).0,
+        urgent_reserve: settings.urgent_reserve,
         kube: KubeWriter::new(client, identity.clone()),
         identity,
         overrides: settings.overrides,
@@ -240,13 +270,29 @@ fn filecoin_params_cache() -> ResidentKeys {
     )
 }
 
-/// The job being proved, and how to stop it.
+/// A job being proved in a lane, and how to stop it.
 struct ActiveJob {
     job: Arc<ProofJob>,
     uid: String,
     attempt: i32,
     cancel: watch::Sender<bool>,
     task: JoinHandle<JobRun>,
+}
+
+/// The job running in each lane.
+#[derive(Default)]
+struct Lanes {
+    main: Option<ActiveJob>,
+    urgent: Option<ActiveJob>,
+}
+
+impl Lanes {
+    fn slot(&mut self, lane: Lane) -> &mut Option<ActiveJob> {
+        match lane {
+            Lane::Main => &mut self.main,
+            Lane::Urgent => &mut self.urgent,
+        }
+    }
 }
 
 /// Follows the watch of this pod's ProofJobs and starts, cancels and ends job runs.
@@ -261,16 +307,16 @@ async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
     .reflect(writer);
     let mut events = pin!(events);
     let mut terminate = pin!(shutdown_signal());
-    let mut active: Option<ActiveJob> = None;
+    let mut lanes = Lanes::default();
     // Attempts this process ended: proved and written completely (the watch may still show
     // them with partitions unproved for a moment) or reported failed (until the operator takes
     // them off this pod); they must not be started again.
     let mut ended = HashSet::new();
     loop {
-        tokio::select! {
+        let done = tokio::select! {
             () = &mut terminate => {
                 tracing::info!("shutting down");
-                stop_for_shutdown(daemon, active.take()).await;
+                stop_for_shutdown(daemon, lanes).await;
                 return Ok(());
             }
             event = events.next() => match event {
@@ -278,8 +324,9 @@ async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
                     if !daemon.watch_ready.swap(true, Ordering::Relaxed) {
                         tracing::info!(%selector, "watching the ProofJobs assigned to this pod");
                     }
+                    None
                 }
-                Some(Ok(_)) => {}
+                Some(Ok(_)) => None,
                 Some(Err(err)) => {
                     daemon.watch_ready.store(false, Ordering::Relaxed);
                     tracing::warn!("watching ProofJobs with {selector}: {err}; retrying");
@@ -287,33 +334,41 @@ async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
                 }
                 None => return Err(ProverError::WatchEnded),
             },
-            run = finished(&mut active) => {
-                let done = active.take().expect("only an active job finishes");
-                let proofs_written = run.proofs_written;
-                let outcome = end_job(daemon, &done.job, done.attempt, run).await;
-                let over = match outcome {
-                    RunOutcome::Succeeded => proofs_written,
-                    RunOutcome::Failed(_) => true,
-                    RunOutcome::Cancelled => false,
-                };
-                if over {
-                    ended.insert(Attempt { uid: done.uid, attempt: done.attempt });
-                }
+            run = finished(&mut lanes.main) => Some((Lane::Main, run)),
+            run = finished(&mut lanes.urgent) => Some((Lane::Urgent, run)),
+        };
+        if let Some((lane, run)) = done {
+            let job = lanes
+                .slot(lane)
+                .take()
+                .expect("only an active job finishes");
+            let proofs_written = run.proofs_written;
+            let outcome = end_job(daemon, lane, &job.job, job.attempt, run).await;
+            let over = match outcome {
+                RunOutcome::Succeeded => proofs_written,
+                RunOutcome::Failed(_) => true,
+                RunOutcome::Cancelled => false,
+            };
+            if over {
+                ended.insert(Attempt {
+                    uid: job.uid,
+                    attempt: job.attempt,
+                });
             }
         }
         // Until the first list is complete, the store may miss the running job.
         if daemon.watch_ready.load(Ordering::Relaxed) {
-            act(daemon, &store.state(), &mut active, &mut ended);
+            act(daemon, &store.state(), &mut lanes, &mut ended);
         }
     }
 }
 
-/// Carries out the decision for the jobs now assigned; forgets ended attempts of jobs no
+/// Carries out the decisions for the jobs now assigned; forgets ended attempts of jobs no
 /// longer assigned.
 fn act(
     daemon: &Arc<Daemon>,
     assigned: &[Arc<ProofJob>],
-    active: &mut Option<ActiveJob>,
+    lanes: &mut Lanes,
     ended: &mut HashSet<Attempt>,
 ) {
     ended.retain(|done| {
@@ -322,17 +377,24 @@ fn act(
             .any(|job| job.uid().as_ref() == Some(&done.uid))
     });
     let pod = daemon.identity.pod.as_str();
-    match decide(
-        active.as_ref().map(|a| a.uid.as_str()),
-        pod,
-        assigned,
-        ended,
-    ) {
+    let running = Running {
+        main: lanes.main.as_ref().map(|a| a.uid.as_str()),
+        urgent: lanes.urgent.as_ref().map(|a| a.uid.as_str()),
+    };
+    let Decisions { main, urgent } = decide(running, pod, assigned, ended);
+    // The main lane first: a main job it starts is `Planning` before any urgent job looks.
+    carry_out(daemon, Lane::Main, main, lanes.slot(Lane::Main));
+    carry_out(daemon, Lane::Urgent, urgent, lanes.slot(Lane::Urgent));
+}
+
+fn carry_out(daemon: &Arc<Daemon>, lane: Lane, decision: Decision, slot: &mut Option<ActiveJob>) {
+    match decision {
         Decision::Continue | Decision::Idle => {}
         Decision::Cancel => {
-            if let Some(active) = active.as_ref().filter(|active| !*active.cancel.borrow()) {
+            if let Some(active) = slot.as_ref().filter(|active| !*active.cancel.borrow()) {
                 tracing::info!(
                     job = %active.job.name_any(),
+                    lane = lane.as_str(),
                     "the job lost this pod's label, was finished by the operator or is being deleted"
                 );
                 active.cancel.send_replace(true);
@@ -342,13 +404,24 @@ fn act(
             let (cancel, cancelled) = watch::channel(false);
             let Attempt { uid, attempt } =
                 Attempt::of(&job).expect("decide starts only jobs with a uid");
-            daemon.state.job_started(CurrentJob {
-                name: job.name_any(),
-                attempt,
-            });
+            daemon.state.job_started(
+                lane,
+                CurrentJob {
+                    name: job.name_any(),
+                    attempt,
+                },
+            );
+            if lane == Lane::Main {
+                daemon.main_lane.send_replace(urgent::MainLane::Planning);
+            }
             daemon.metrics.job_started();
-            let task = tokio::spawn(runner::run_job(daemon.clone(), job.clone(), cancelled));
-            *active = Some(ActiveJob {
+            let task = tokio::spawn(runner::run_job(
+                daemon.clone(),
+                job.clone(),
+                cancelled,
+                lane,
+            ));
+            *slot = Some(ActiveJob {
                 job,
                 uid,
                 attempt,
@@ -359,7 +432,7 @@ fn act(
     }
 }
 
-/// The run of the active job once it ends; never, when nothing runs.
+/// The run of a lane's job once it ends; never, when nothing runs there.
 async fn finished(active: &mut Option<ActiveJob>) -> JobRun {
     let Some(active) = active else {
         return std::future::pending().await;
@@ -377,17 +450,27 @@ async fn finished(active: &mut Option<ActiveJob>) -> JobRun {
 /// Stops the job's pipeline (so its memory is free before another job starts) and tells
 /// how the job ended. A failure is reported into the job's status for the operator, with an
 /// Event for its owner; the daemon goes on to the next job.
-async fn end_job(daemon: &Daemon, job: &ProofJob, attempt: i32, run: JobRun) -> RunOutcome {
-    daemon.state.enter(progress::Stage::Stopping);
+async fn end_job(
+    daemon: &Daemon,
+    lane: Lane,
+    job: &ProofJob,
+    attempt: i32,
+    run: JobRun,
+) -> RunOutcome {
+    daemon.state.enter(lane, progress::Stage::Stopping);
     if let Some(pipeline) = run.pipeline {
         pipeline.stop().await;
     }
-    daemon.state.job_ended();
+    if lane == Lane::Main {
+        // Its memory is free: an urgent job waiting for room may plan.
+        daemon.main_lane.send_replace(urgent::MainLane::Idle);
+    }
+    daemon.state.job_ended(lane);
     daemon.metrics.job_finished(&run.outcome.as_job_outcome());
     let name = job.name_any();
     match &run.outcome {
         RunOutcome::Succeeded => {
-            tracing::info!(job = %name, "every partition of the job is proved")
+            tracing::info!(job = %name, lane = lane.as_str(), "every partition of the job is proved")
         }
         RunOutcome::Cancelled => tracing::info!(job = %name, "stopped proving the job"),
         RunOutcome::Failed(failure) => {
@@ -405,19 +488,22 @@ async fn end_job(daemon: &Daemon, job: &ProofJob, attempt: i32, run: JobRun) -> 
     run.outcome
 }
 
-/// Cancels the running job and waits a while for its last proofs to be written. Its
-/// pipeline is left to stop on its own: the process exits.
-async fn stop_for_shutdown(daemon: &Daemon, active: Option<ActiveJob>) {
-    let Some(mut active) = active else {
-        return;
-    };
-    active.cancel.send_replace(true);
-    match tokio::time::timeout(SHUTDOWN_GRACE, &mut active.task).await {
-        Ok(Ok(run)) => daemon.metrics.job_finished(&run.outcome.as_job_outcome()),
-        Ok(Err(err)) => tracing::warn!("the job runner stopped: {err}"),
-        Err(_) => {
-            tracing::warn!(job = %active.job.name_any(), "the job did not stop in time; its unwritten proofs are lost");
-            active.task.abort();
+/// Cancels the running jobs and waits a while for their last proofs to be written. Their
+/// pipelines are left to stop on their own: the process exits.
+async fn stop_for_shutdown(daemon: &Daemon, lanes: Lanes) {
+    let active: Vec<ActiveJob> = [lanes.main, lanes.urgent].into_iter().flatten().collect();
+    for job in &active {
+        job.cancel.send_replace(true);
+    }
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+    for mut job in active {
+        match tokio::time::timeout_at(deadline, &mut job.task).await {
+            Ok(Ok(run)) => daemon.metrics.job_finished(&run.outcome.as_job_outcome()),
+            Ok(Err(err)) => tracing::warn!("the job runner stopped: {err}"),
+            Err(_) => {
+                tracing::warn!(job = %job.job.name_any(), "the job did not stop in time; its unwritten proofs are lost");
+                job.task.abort();
+            }
         }
     }
 }

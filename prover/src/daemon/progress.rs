@@ -41,7 +41,10 @@ impl fmt::Display for Stage {
 }
 
 /// How long a cancelled job may take to stop before the prover counts as stuck: a pipeline
-/// stops between partitions, and in-flight partitions are dropped, not finished.
+/// stops between partitions, and partitions waiting or synthesizing are dropped. A partition
+/// already in the GPU stage or finalizing cannot be interrupted (a kernel sequence, or a
+/// CPU-backend MSM that runs for tens of seconds): the grace starts once none is left there,
+/// and until then the progress deadline applies as to any stage.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(30);
 
 /// The heartbeat of the current job.
@@ -133,13 +136,18 @@ impl Heartbeat {
     }
 
     /// Whether the job stalled at `now`: no progress for `deadline`, or cancelled and not
-    /// stopped within [`CANCEL_GRACE`].
+    /// stopped within [`CANCEL_GRACE`] of the cancel or its last progress, once no partition
+    /// is left in a stage that cannot be interrupted.
     pub fn stall(&self, now: Instant, deadline: Duration) -> Option<Stall> {
         let buffers = (self.stage == Stage::Proving)
             .then(|| self.buffers.as_ref().map(describe))
             .flatten();
-        if let Some(at) = self.cancelled_at {
-            let waited = now.saturating_duration_since(at);
+        let finishing = self
+            .buffers
+            .as_ref()
+            .is_some_and(|b| b.gpu > 0 || b.finalizing > 0);
+        if let Some(at) = self.cancelled_at.filter(|_| !finishing) {
+            let waited = now.saturating_duration_since(at.max(self.last_progress));
             if waited >= CANCEL_GRACE {
                 return Some(Stall {
                     stage: self.stage,
@@ -154,7 +162,8 @@ impl Heartbeat {
             stage: self.stage,
             seconds: idle.as_secs(),
             buffers,
-            after_cancel: false,
+            // A cancelled job is no longer this prover's to report on.
+            after_cancel: self.cancelled_at.is_some(),
         })
     }
 }
@@ -232,8 +241,8 @@ mod tests {
     fn a_cancelled_job_that_does_not_stop_is_a_stall_after_the_grace() {
         let start = Instant::now();
         let mut heartbeat = Heartbeat::new(Stage::Proving, start);
+        heartbeat.beat(secs(start, 5));
         heartbeat.cancelled(secs(start, 10));
-        heartbeat.beat(secs(start, 20));
         assert_eq!(heartbeat.stall(secs(start, 39), DEADLINE), None);
         let stall = heartbeat.stall(secs(start, 40), DEADLINE).unwrap();
         assert!(stall.after_cancel);
@@ -243,5 +252,26 @@ mod tests {
                 .starts_with("the cancelled job did not stop within 30 s, in stage proving"),
             "{stall}"
         );
+    }
+
+    #[test]
+    fn a_cancelled_job_may_finish_the_partition_on_the_gpu_then_has_the_grace() {
+        let start = Instant::now();
+        let mut heartbeat = Heartbeat::new(Stage::Proving, start);
+        heartbeat.observe(buffers(0, 1, 3), start);
+        heartbeat.cancelled(start);
+        heartbeat.enter(Stage::Stopping, secs(start, 1));
+        // The CPU backend's MSMs of one partition ran 34 s in a test build: not a stall.
+        assert_eq!(heartbeat.stall(secs(start, 40), DEADLINE), None);
+        // It left the GPU stage at 45 s: the grace runs from there.
+        heartbeat.observe(buffers(0, 0, 5), secs(start, 45));
+        assert_eq!(heartbeat.stall(secs(start, 74), DEADLINE), None);
+        let stall = heartbeat.stall(secs(start, 75), DEADLINE).unwrap();
+        assert!(stall.after_cancel, "{stall}");
+        // Still bounded by the deadline while the partition never leaves.
+        let mut stuck = Heartbeat::new(Stage::Proving, start);
+        stuck.observe(buffers(0, 1, 3), start);
+        stuck.cancelled(start);
+        assert!(stuck.stall(secs(start, 61), DEADLINE).unwrap().after_cancel);
     }
 }

@@ -104,6 +104,20 @@ impl ResidentKeys {
         Ok(key)
     }
 
+    /// The key of `set` for urgent work beside a running job: the resident one, or loaded when
+    /// its file fits in `room` bytes; `None` when it does not. Never drops another set (the
+    /// running job holds its key, so dropping would free nothing). Blocking.
+    pub fn get_beside(&self, set: ParamSet, room: u64) -> Result<Option<JobKey>, ProverError> {
+        let files = set.files(&self.dir)?;
+        let resident = self.keys.lock().contains_key(&files.identifier);
+        let needed = std::fs::metadata(&files.params).map_or(0, |m| m.len());
+        if !resident && needed > room {
+            return Ok(None);
+        }
+        // Resident, or it fits: `get` neither drops nor waits with an unbounded budget.
+        self.get(set, u64::MAX).map(Some)
+    }
+
     /// The registered proofs of the resident sets (their identifiers where no name is known).
     pub fn resident(&self) -> Vec<String> {
         let identifiers: Vec<String> = self.keys.lock().keys().cloned().collect();

@@ -17,6 +17,8 @@ use super::payload::ProofLedger;
 use super::progress::Stage;
 use super::resume::{own_proofs, pipeline_job, proved_partitions};
 use super::sizing::reported_sizing;
+use super::state::Lane;
+use super::urgent::{self, Footprint, MainLane};
 use super::{Daemon, raised};
 use crate::error::{FailureClass, ProverError};
 use crate::filecoin::porep;
@@ -120,26 +122,27 @@ impl JobRun {
     }
 }
 
-/// Proves `job` until it finishes, fails, or `cancel` turns true.
+/// Proves `job` in `lane` until it finishes, fails, or `cancel` turns true.
 pub async fn run_job(
     daemon: Arc<Daemon>,
     job: Arc<ProofJob>,
     mut cancel: watch::Receiver<bool>,
+    lane: Lane,
 ) -> JobRun {
     let name = job.name_any();
-    tracing::info!(job = %name, work = %job.spec.work_name(), partitions = job.spec.partition_count(), "proving job");
-    let started = start_job(&daemon, &job);
+    tracing::info!(job = %name, work = %job.spec.work_name(), partitions = job.spec.partition_count(), lane = lane.as_str(), "proving job");
+    let started = start_job(&daemon, &job, lane);
     let (pipeline, handle, filecoin_run) = tokio::select! {
         started = started => match started {
             Ok(started) => started,
             Err(err) => return JobRun::without_pipeline(RunOutcome::Failed(JobFailure::of(&err))),
         },
         () = raised(&mut cancel) => {
-            daemon.state.cancelled();
+            daemon.state.cancelled(lane);
             return JobRun::without_pipeline(RunOutcome::Cancelled);
         }
     };
-    daemon.state.enter(Stage::Proving);
+    daemon.state.enter(lane, Stage::Proving);
 
     // The pipeline reports on a blocking channel; forward it on a blocking thread. The
     // job's last event is always `Finished` (cancelling sends it at once).
@@ -165,7 +168,7 @@ pub async fn run_job(
         tokio::select! {
             () = raised(&mut cancel), if !cancel_sent => {
                 tracing::info!(job = %name, "cancelling the job in the pipeline");
-                daemon.state.cancelled();
+                daemon.state.cancelled(lane);
                 handle.cancel();
                 cancel_sent = true;
             }
@@ -182,7 +185,7 @@ pub async fn run_job(
                         JobEvent::PartitionProved(proof) => {
                             tracing::info!(job = %name, partition = proof.partition, buffers = %pipeline.get().buffers(), "partition proved");
                             ledger.record(&proof);
-                            daemon.state.partition_proved();
+                            daemon.state.partition_proved(lane);
                         }
                         JobEvent::Finished(outcome) => finished = Some(match outcome {
                             JobOutcome::Succeeded => RunOutcome::Succeeded,
@@ -205,7 +208,7 @@ pub async fn run_job(
     };
     let mut outcome = outcome;
     if let (RunOutcome::Succeeded, Some(run)) = (&outcome, filecoin_run) {
-        daemon.state.enter(Stage::Verifying);
+        daemon.state.enter(lane, Stage::Verifying);
         let verifier = run.verifier();
         match filecoin::finish(run, ledger.proofs(), pod).await {
             Ok(result) => {
@@ -215,7 +218,7 @@ pub async fn run_job(
             Err(err) => outcome = RunOutcome::Failed(JobFailure::of(&err)),
         }
     }
-    daemon.state.enter(Stage::WritingProofs);
+    daemon.state.enter(lane, Stage::WritingProofs);
     let proofs_written = write_remaining_proofs(&daemon, &mut ledger, &name).await;
     JobRun {
         outcome,
@@ -228,16 +231,28 @@ pub async fn run_job(
 async fn start_job(
     daemon: &Arc<Daemon>,
     job: &ProofJob,
+    lane: Lane,
 ) -> Result<(PipelineGuard, JobHandle, Option<FilecoinRun>), ProverError> {
     let work = job.spec.work_name();
     match &job.spec.filecoin {
         None => {
             let spec = pipeline_job(job)?;
-            daemon.state.enter(Stage::LoadingParameters);
+            daemon.state.enter(lane, Stage::LoadingParameters);
             let params = load_params(daemon, &spec).await?;
             // Matrices earlier PoRep jobs recorded stay resident beside this job.
             let resident = (porep::resident_matrices_bytes(), 0);
-            let pipeline = start_pipeline(daemon, work, spec.todo().len(), &params, resident, 1)?;
+            let pipeline = start_pipeline(
+                daemon,
+                Sized {
+                    lane,
+                    beside: Footprint::default(),
+                    work,
+                    todo: spec.todo().len(),
+                    synthesis_threads: 1,
+                },
+                &params.key,
+                resident,
+            )?;
             let source = pipeline.get().synthetic_source(&spec, &params)?;
             let handle = pipeline.get().submit_source(
                 daemon.fault.wrap_source(source),
@@ -249,51 +264,101 @@ async fn start_job(
             Ok((pipeline, handle, None))
         }
         Some(filecoin_work) => {
-            let prepared = filecoin::prepare(daemon, job, filecoin_work).await?;
+            let prepared = filecoin::prepare(daemon, job, filecoin_work, lane).await?;
             let skip = proved_partitions(job.status.as_ref(), prepared.partitions);
             let todo = prepared.partitions as usize - skip.len();
             let threads = prepared.source.synthesis_threads();
-            // Resident beside the job's own parameters and matrices: other parameter sets and
-            // other sector sizes' matrices that earlier jobs left.
-            let own_matrices = prepared.matrices.as_ref().map_or(0, |m| m.heap_bytes());
-            let others = prepared.others_bytes
-                + porep::resident_matrices_bytes().saturating_sub(own_matrices);
-            let pipeline = match start_pipeline(
-                daemon,
-                work.clone(),
-                todo,
-                &prepared.key,
-                (others, own_matrices),
-                threads,
-            ) {
-                // What this prover keeps from other jobs leaves this one no room: drop it
-                // (freed now: the previous job's pipeline has stopped) and plan without.
-                Err(ProverError::MemoryLimitTooSmall { .. }) if others > 0 => {
-                    tracing::info!(
-                        others,
-                        "dropping the other resident Filecoin parameter sets and R1CS matrices: the job's pipeline does not fit beside them"
-                    );
-                    daemon.filecoin_params.keep_only(&prepared.identifier);
-                    porep::keep_only_matrices(prepared.matrices.as_ref());
-                    start_pipeline(
-                        daemon,
-                        work,
-                        todo,
-                        &prepared.key,
-                        (0, own_matrices),
-                        threads,
-                    )?
-                }
-                started => started?,
+            let pipeline = match lane {
+                Lane::Main => start_main_filecoin(daemon, &prepared, work, todo, threads)?,
+                Lane::Urgent => start_urgent(daemon, &prepared, work, todo, threads).await?,
             };
+            let kind = prepared.run.kind();
             let handle = pipeline.get().submit_source(
-                daemon.fault.wrap_source(prepared.source),
+                daemon.fault.wrap_filecoin_source(prepared.source, kind),
                 prepared.key,
                 prepared.partitions,
                 job.spec.priority,
                 &skip,
             )?;
             Ok((pipeline, handle, Some(prepared.run)))
+        }
+    }
+}
+
+/// The pipeline of a Filecoin job in the main lane.
+fn start_main_filecoin(
+    daemon: &Daemon,
+    prepared: &filecoin::Prepared,
+    work: String,
+    todo: usize,
+    synthesis_threads: usize,
+) -> Result<PipelineGuard, ProverError> {
+    // Resident beside the job's own parameters and matrices: other parameter sets and other
+    // sector sizes' matrices that earlier jobs left.
+    let own_matrices = prepared.matrices.as_ref().map_or(0, |m| m.heap_bytes());
+    let others =
+        prepared.others_bytes + porep::resident_matrices_bytes().saturating_sub(own_matrices);
+    let sized = |work| Sized {
+        lane: Lane::Main,
+        beside: Footprint::default(),
+        work,
+        todo,
+        synthesis_threads,
+    };
+    match start_pipeline(
+        daemon,
+        sized(work.clone()),
+        &prepared.key,
+        (others, own_matrices),
+    ) {
+        // What this prover keeps from other jobs leaves this one no room: drop it (freed
+        // now: the previous job's pipeline has stopped) and plan without.
+        Err(ProverError::MemoryLimitTooSmall { .. }) if others > 0 => {
+            tracing::info!(
+                others,
+                "dropping the other resident Filecoin parameter sets and R1CS matrices: the job's pipeline does not fit beside them"
+            );
+            daemon.filecoin_params.keep_only(&prepared.identifier);
+            porep::keep_only_matrices(prepared.matrices.as_ref());
+            start_pipeline(daemon, sized(work), &prepared.key, (0, own_matrices))
+        }
+        started => started,
+    }
+}
+
+/// The pipeline of an urgent job: beside the main job, in what its plan leaves; when that is
+/// too small, once the main job has ended (ADR 0026).
+async fn start_urgent(
+    daemon: &Daemon,
+    prepared: &filecoin::Prepared,
+    work: String,
+    todo: usize,
+    synthesis_threads: usize,
+) -> Result<PipelineGuard, ProverError> {
+    let mut lane = daemon.main_lane.subscribe();
+    loop {
+        let beside = urgent::until_planned(&mut lane).await;
+        let alone = beside == Footprint::default();
+        // Alone, the other resident sets count as for any job; beside the main job they are
+        // in its plan already (the urgent key is counted as this job's own).
+        let others = if alone { prepared.others_bytes } else { 0 };
+        let sized = Sized {
+            lane: Lane::Urgent,
+            beside,
+            work: work.clone(),
+            todo,
+            synthesis_threads,
+        };
+        match start_pipeline(daemon, sized, &prepared.key, (others, 0)) {
+            Err(ProverError::MemoryLimitTooSmall { .. }) if !alone => {
+                tracing::info!(
+                    job = %work,
+                    main_peak = beside.memory_bytes,
+                    "the urgent job does not fit beside the running job; it starts when that one ends"
+                );
+                urgent::until_idle(&mut lane).await;
+            }
+            started => return started,
         }
     }
 }
@@ -305,6 +370,8 @@ async fn load_params(
     // Refuse a hopeless limit before spending minutes on parameters.
     let shape = spec.circuit.shape(spec.constraints)?;
     plan(&daemon.sizing_input(
+        daemon.main_limit(),
+        Footprint::default(),
         spec.circuit.to_string(),
         spec.todo().len(),
         shape,
@@ -331,20 +398,41 @@ async fn load_params(
     Ok(params)
 }
 
-/// Plans and starts a pipeline for `todo` partitions with `key`, counting what the process
-/// holds beside it: `(other_bytes, matrices_bytes)`, other jobs' parameters and matrices, and
-/// the R1CS matrices this job synthesizes from; each partition's synthesis on
-/// `synthesis_threads` threads.
-fn start_pipeline(
-    daemon: &Daemon,
+/// What a pipeline is sized for: its lane, what the main lane takes beside it (urgent lane),
+/// the job, its partitions left, and the threads each partition's synthesis keeps busy.
+struct Sized {
+    lane: Lane,
+    beside: Footprint,
     work: String,
     todo: usize,
+    synthesis_threads: usize,
+}
+
+/// Plans and starts a pipeline for `todo` partitions with `key`, counting what the process
+/// holds beside it: `(other_bytes, matrices_bytes)`, other jobs' parameters and matrices, and
+/// the R1CS matrices this job synthesizes from. A main-lane pipeline's plan is published for
+/// the urgent lane.
+fn start_pipeline(
+    daemon: &Daemon,
+    sized: Sized,
     key: &ProvingKey,
     (other_bytes, matrices_bytes): (u64, u64),
-    synthesis_threads: usize,
 ) -> Result<PipelineGuard, ProverError> {
+    let Sized {
+        lane,
+        beside,
+        work,
+        todo,
+        synthesis_threads,
+    } = sized;
+    let limit = match lane {
+        Lane::Main => daemon.main_limit(),
+        Lane::Urgent => urgent::room_beside(daemon.memory_limit, beside),
+    };
     let params_bytes = key.heap_bytes().saturating_add(other_bytes);
     let plan = plan(&daemon.sizing_input(
+        limit,
+        beside,
         work,
         todo,
         key.shape,
@@ -353,6 +441,7 @@ fn start_pipeline(
     ))?;
     let sizing = reported_sizing(&plan);
     tracing::info!(
+        lane = lane.as_str(),
         partition_workers = plan.partition_workers,
         channel_capacity = plan.channel_capacity,
         gpu_workers = plan.gpu_workers,
@@ -364,8 +453,17 @@ fn start_pipeline(
         daemon.backend.clone(),
         daemon.metrics.pipeline(),
     )?;
-    daemon.metrics.pipeline_planned(plan.predicted_peak_bytes);
-    daemon.state.pipeline_started(&pipeline, sizing);
+    if lane == Lane::Main {
+        daemon.metrics.pipeline_planned(plan.predicted_peak_bytes);
+        daemon.main_lane.send_replace(MainLane::Running(Footprint {
+            memory_bytes: plan.predicted_peak_bytes,
+            device_bytes: plan
+                .gpu
+                .as_ref()
+                .map_or(0, |gpu| gpu.predicted_device_bytes),
+        }));
+    }
+    daemon.state.pipeline_started(lane, &pipeline, sizing);
     Ok(PipelineGuard(Some(pipeline)))
 }
 

@@ -1,5 +1,5 @@
 //! The watchdog: a thread of its own, so that it sees a stall even when what is stuck is the
-//! async runtime, checks the current job's heartbeat every second. A stalled job is reported
+//! async runtime, checks each lane's job heartbeat every second. A stalled job is reported
 //! back to the operator (transient: another prover retries it), `/healthz` fails, and the
 //! process exits: a thread that never returns cannot be taken back, and a daemon that kept
 //! going would hang on its next job the same way (ADR 0021).
@@ -10,8 +10,8 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 
 use super::Daemon;
-use super::progress::Stall;
 use super::runner::JobFailure;
+use super::state::LaneStall;
 use crate::error::FailureClass;
 
 const TICK: Duration = Duration::from_secs(1);
@@ -35,13 +35,14 @@ pub fn spawn(daemon: Arc<Daemon>, runtime: Handle) {
         .expect("spawning the watchdog thread");
 }
 
-fn stalled(daemon: &Arc<Daemon>, runtime: &Handle, stall: &Stall) -> ! {
+fn stalled(daemon: &Arc<Daemon>, runtime: &Handle, lane_stall: &LaneStall) -> ! {
+    let stall = &lane_stall.stall;
     let message = format!("{stall}; the prover restarts and the job is retried");
     tracing::error!(pod = %daemon.identity.pod, "stalled: {message}");
     *daemon.stalled.lock() = Some(message.clone());
     // A cancelled job is no longer this prover's to report on.
     if !stall.after_cancel
-        && let Some(job) = daemon.state.current_job()
+        && let Some(job) = lane_stall.job.clone()
     {
         let (sent, reported) = std::sync::mpsc::channel();
         let writer = daemon.clone();

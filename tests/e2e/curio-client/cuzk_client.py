@@ -65,6 +65,11 @@ def main():
     )
     parser.add_argument("--winning-post", help="a WinningPoSt input JSON (post-testdata)")
     parser.add_argument("--winning-post-proof-out")
+    parser.add_argument(
+        "--urgent-while-busy-out",
+        help="only this: a WinningPoSt Proved while a PoRep proves; proofs to <prefix>-porep "
+        "and <prefix>-winning",
+    )
     args = parser.parse_args()
 
     pb, rpc = load_stubs(args.proto_root)
@@ -79,6 +84,11 @@ def main():
     engine = rpc.ProvingEngineStub(channel)
     auth = [("authorization", f"Bearer {args.token}")]
     seen = {}
+
+    if args.urgent_while_busy_out:
+        urgent_while_busy(engine, pb, auth, args, seen)
+        print(json.dumps(seen))
+        return
 
     # Without the token, and with a wrong one: refused.
     for name, metadata in [("none", None), ("wrong", [("authorization", "Bearer nope")])]:
@@ -287,6 +297,57 @@ def prove_winning_post(engine, pb, auth, args, seen):
         "error_message": result.error_message,
         "proof_bytes": len(result.proof),
     }
+
+
+def urgent_while_busy(engine, pb, auth, args, seen):
+    """curio's WinningPoSt (CRITICAL) while the pool's one prover proves a PoRep: submitted
+    once the PoRep is on the prover, answered before the PoRep's proof."""
+    with open(args.c1, "rb") as f:
+        c1 = f.read()
+    sector = json.loads(c1)["SectorNum"]
+    porep = pb.SubmitProofRequest(
+        request_id=f"porep-{args.miner}-{sector}-busy",
+        proof_kind=pb.POREP_SEAL_COMMIT,
+        sector_size=2048,
+        registered_proof=5,  # StackedDrg2KiBV1_1
+        priority=pb.NORMAL,
+        vanilla_proof=c1,
+        sector_number=sector,
+        miner_id=args.miner,
+    )
+    porep_job = engine.SubmitProof(porep, metadata=auth, timeout=60).job_id
+    deadline = time.monotonic() + 300
+    while True:
+        status = engine.GetStatus(pb.GetStatusRequest(), metadata=auth, timeout=30)
+        if any(q.proof_kind == "porep-c2" and q.in_progress > 0 for q in status.queues):
+            break
+        if time.monotonic() > deadline:
+            sys.exit("the PoRep was not on a prover within 300 s")
+        time.sleep(0.2)
+    started = time.monotonic()
+    with open(args.winning_post) as f:
+        post = json.load(f)
+    request = post_request(
+        pb, post, f"winning-{args.miner}-busy", pb.WINNING_POST, pb.CRITICAL, post["vanilla_proofs"]
+    )
+    winning = engine.Prove(pb.ProveRequest(submit=request), metadata=auth, timeout=1800).result
+    winning_done = time.monotonic()
+    porep_result = engine.AwaitProof(
+        pb.AwaitProofRequest(job_id=porep_job, timeout_ms=0), metadata=auth, timeout=1800
+    )
+    porep_done = time.monotonic()
+    with open(f"{args.urgent_while_busy_out}-winning", "wb") as f:
+        f.write(winning.proof)
+    with open(f"{args.urgent_while_busy_out}-porep", "wb") as f:
+        f.write(porep_result.proof)
+    seen["porep_job"] = porep_job
+    seen["porep_status"] = pb.AwaitProofResponse.Status.Name(porep_result.status)
+    seen["porep_error_message"] = porep_result.error_message
+    seen["winning_job"] = winning.job_id
+    seen["winning_status"] = pb.AwaitProofResponse.Status.Name(winning.status)
+    seen["winning_error_message"] = winning.error_message
+    seen["winning_seconds"] = winning_done - started
+    seen["porep_seconds"] = porep_done - started
 
 
 if __name__ == "__main__":

@@ -62,6 +62,139 @@ async fn start_gateway(namespace: &str, artifacts: &Path, token: &Path, port: u1
     panic!("proofpipe-gateway did not listen on 127.0.0.1:{port} within 30 s");
 }
 
+/// The pool `fil` of one prover with 4 GiB, reading Filecoin parameters from `params`; `args`
+/// added to the prover's.
+fn fil_pool(params: &Path, args: &[&str]) -> DynamicObject {
+    let mut prover_args = vec!["--listen", "127.0.0.1:0"];
+    prover_args.extend_from_slice(args);
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "proofpipe.dev/v1alpha1",
+        "kind": "ProverPool",
+        "metadata": { "name": "fil" },
+        "spec": {
+            "replicas": 1,
+            "template": { "spec": { "containers": [{
+                "name": "prover",
+                "image": "proofpipe-prover:e2e",
+                "args": prover_args,
+                "resources": { "limits": { "memory": "4Gi" } },
+                "env": [
+                    { "name": "PROOFPIPE_LOG", "value": "info" },
+                    { "name": "FIL_PROOFS_PARAMETER_CACHE", "value": params.display().to_string() },
+                ],
+            }] } },
+        },
+    }))
+    .unwrap()
+}
+
+/// curio's WinningPoSt (CRITICAL) while the pool's one prover proves a PoRep, made long by the
+/// prover's `--test-fault slow-porep` (each PoRep partition starts 40 s late): the operator
+/// puts it beside the PoRep, the prover proves it in its urgent lane (ADR 0026), and curio
+/// has the WinningPoSt's proof before the PoRep's. Filecoin's verifiers accept both.
+#[tokio::test]
+async fn curio_s_winning_post_is_answered_while_a_porep_proves() {
+    let how = "scripts/test.sh exports it";
+    let Some(testdata) = required_env("PROOFPIPE_FILECOIN_TESTDATA", how) else {
+        return;
+    };
+    let Some(python) = required_env("PROOFPIPE_GRPC_PYTHON", how) else {
+        return;
+    };
+    let Some(mut stack) = Stack::start("gateway-urgent").await else {
+        return;
+    };
+    let params = testdata.join("params");
+    stack
+        .namespace
+        .apply(&[fil_pool(&params, &["--test-fault", "slow-porep"])])
+        .await;
+    let work = tempfile::tempdir().unwrap();
+    let token = work.path().join("token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let port = free_port();
+    let _gateway = start_gateway(
+        &stack.namespace.name,
+        &work.path().join("artifacts"),
+        &token,
+        port,
+    )
+    .await;
+
+    let c1 = testdata.join("c1-2KiB.json");
+    let winning_post = testdata.join("winning-post-2KiB.json");
+    let out = work.path().join("urgent");
+    let client = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("curio-client/cuzk_client.py"))
+        .args(["--address", &format!("127.0.0.1:{port}"), "--token", TOKEN])
+        .arg("--proto-root")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../gateway/proto"))
+        .arg("--c1")
+        .arg(&c1)
+        .arg("--proof-out")
+        .arg(work.path().join("unused"))
+        .arg("--winning-post")
+        .arg(&winning_post)
+        .arg("--urgent-while-busy-out")
+        .arg(&out)
+        .kill_on_drop(true)
+        .output();
+    let output = match tokio::time::timeout(CLIENT_TIMEOUT, client).await {
+        Ok(output) => output.expect("run the Python client"),
+        Err(_) => panic!(
+            "the Python client did not finish within {CLIENT_TIMEOUT:?}\n{}",
+            stack.diagnostics()
+        ),
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python client failed: {stdout}\n{stderr}\n{}",
+        stack.diagnostics()
+    );
+    let seen: serde_json::Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {stdout}\n{stderr}"));
+    assert_eq!(seen["winning_status"], "COMPLETED", "{seen}");
+    assert_eq!(seen["porep_status"], "COMPLETED", "{seen}");
+    let (winning, porep) = (
+        seen["winning_seconds"].as_f64().unwrap(),
+        seen["porep_seconds"].as_f64().unwrap(),
+    );
+    assert!(
+        winning < porep,
+        "the WinningPoSt ({winning:.1} s) waited for the PoRep ({porep:.1} s): {seen}\n{}",
+        stack.diagnostics()
+    );
+    eprintln!("WinningPoSt answered in {winning:.1} s while the PoRep took {porep:.1} s");
+
+    // Both were proved by the one prover: the WinningPoSt beside the PoRep.
+    let jobs = stack
+        .jobs()
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    for name in [&seen["winning_job"], &seen["porep_job"]] {
+        let job = jobs
+            .iter()
+            .find(|job| job.metadata.name.as_deref() == name.as_str())
+            .expect("the job is kept after it finished");
+        let pods = job.status.as_ref().and_then(|s| s.assigned_pods.clone());
+        assert!(
+            pods.as_deref()
+                .is_some_and(|pods| pods.len() == 1 && pods[0].ends_with("-prover-0")),
+            "{name} ran on {pods:?}"
+        );
+    }
+    assert_verify_post(
+        &winning_post,
+        &out.with_file_name("urgent-winning"),
+        &params,
+    );
+    assert_verify_seal(&c1, &out.with_file_name("urgent-porep"), &params);
+}
+
 #[tokio::test]
 async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
     let how = "scripts/test.sh exports it";
@@ -75,26 +208,7 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
         return;
     };
     let params = testdata.join("params");
-    let pool: DynamicObject = serde_json::from_value(serde_json::json!({
-        "apiVersion": "proofpipe.dev/v1alpha1",
-        "kind": "ProverPool",
-        "metadata": { "name": "fil" },
-        "spec": {
-            "replicas": 1,
-            "template": { "spec": { "containers": [{
-                "name": "prover",
-                "image": "proofpipe-prover:e2e",
-                "args": ["--listen", "127.0.0.1:0"],
-                "resources": { "limits": { "memory": "4Gi" } },
-                "env": [
-                    { "name": "PROOFPIPE_LOG", "value": "info" },
-                    { "name": "FIL_PROOFS_PARAMETER_CACHE", "value": params.display().to_string() },
-                ],
-            }] } },
-        },
-    }))
-    .unwrap();
-    stack.namespace.apply(&[pool]).await;
+    stack.namespace.apply(&[fil_pool(&params, &[])]).await;
 
     let work = tempfile::tempdir().unwrap();
     let token = work.path().join("token");
@@ -238,8 +352,9 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
         assert!(
             pods.as_deref()
                 .is_none_or(|pods| pods.iter().all(|p| p.ends_with("-prover-0"))),
-            "{:?} ran on {pods:?}: a prover pod was replaced",
-            job.metadata.name
+            "{:?} ran on {pods:?}: a prover pod was replaced\n{}",
+            job.metadata.name,
+            stack.diagnostics()
         );
     }
     let cancelled = seen["cancelled_job"].as_str().unwrap();

@@ -9,6 +9,9 @@
 //! Then it Proves each partition of the test WindowPoSt as curio's window task does (one
 //! `WINDOW_POST_PARTITION` per partition, HIGH) and a WinningPoSt (`WINNING_POST`, CRITICAL),
 //! and `verify_window_post` / `verify_winning_post` accept every proof.
+//! A second test sends curio's WinningPoSt while the pool's one prover proves a long PoRep
+//! (answered first, ADR 0026), then SIGKILLs the gateway during a `Prove` and restarts it
+//! (the same request id gets the same job's proof, proved once).
 //! Inputs go through a `file://` artifact store (the S3 path is scenario_filecoin's and
 //! scenario_snap's).
 //!
@@ -20,6 +23,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use kube::ResourceExt;
 use kube::api::{DynamicObject, ListParams};
 use proofpipe_e2e::binaries::binary;
 use proofpipe_e2e::filecoin::{
@@ -29,6 +33,11 @@ use proofpipe_e2e::process::free_port;
 use proofpipe_e2e::stack::Stack;
 use proofpipe_gateway::attempts::attempt_name;
 use proofpipe_gateway::job_spec::REQUEST_ID_ANNOTATION;
+use proofpipe_gateway::proto::await_proof_response::Status as AwaitStatus;
+use proofpipe_gateway::proto::proving_engine_client::ProvingEngineClient;
+use proofpipe_gateway::proto::{
+    Priority, ProofKind, ProveRequest, ProveResponse, SubmitProofRequest,
+};
 use tokio::process::{Child, Command};
 
 /// The client proves a 2 KiB PoRep partition (~2^22 constraints) and a 2 KiB SnapDeals one
@@ -91,9 +100,11 @@ fn fil_pool(params: &Path, args: &[&str]) -> DynamicObject {
 /// curio's WinningPoSt (CRITICAL) while the pool's one prover proves a PoRep, made long by the
 /// prover's `--test-fault slow-porep` (each PoRep partition starts 40 s late): the operator
 /// puts it beside the PoRep, the prover proves it in its urgent lane (ADR 0026), and curio
-/// has the WinningPoSt's proof before the PoRep's. Filecoin's verifiers accept both.
+/// has the WinningPoSt's proof before the PoRep's. Filecoin's verifiers accept both. Then, in
+/// the same slow pool, the gateway is SIGKILLed during a PoRep's `Prove` and started again:
+/// the same request id gets that job's proof, proved once.
 #[tokio::test]
-async fn curio_s_winning_post_is_answered_while_a_porep_proves() {
+async fn curio_s_winning_post_is_answered_while_a_porep_proves_and_a_gateway_crash_loses_nothing() {
     let how = "scripts/test.sh exports it";
     let Some(testdata) = required_env("PROOFPIPE_FILECOIN_TESTDATA", how) else {
         return;
@@ -113,7 +124,7 @@ async fn curio_s_winning_post_is_answered_while_a_porep_proves() {
     let token = work.path().join("token");
     std::fs::write(&token, TOKEN).unwrap();
     let port = free_port();
-    let _gateway = start_gateway(
+    let mut gateway = start_gateway(
         &stack.namespace.name,
         &work.path().join("artifacts"),
         &token,
@@ -193,6 +204,111 @@ async fn curio_s_winning_post_is_answered_while_a_porep_proves() {
         &params,
     );
     assert_verify_seal(&c1, &out.with_file_name("urgent-porep"), &params);
+
+    // The gateway SIGKILLed during curio's Prove and started again: curio's retry of the same
+    // request id gets the same job's proof, proved once.
+    let c1_bytes = std::fs::read(&c1).unwrap();
+    let sector = serde_json::from_slice::<serde_json::Value>(&c1_bytes).unwrap()["SectorNum"]
+        .as_u64()
+        .unwrap();
+    let request = SubmitProofRequest {
+        request_id: "porep-1000-crash".into(),
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        sector_size: 2048,
+        registered_proof: 5, // StackedDrg2KiBV1_1
+        priority: Priority::Normal as i32,
+        vanilla_proof: c1_bytes,
+        sector_number: sector,
+        miner_id: 1000,
+        ..Default::default()
+    };
+    let first = tokio::spawn(prove(port, request.clone()));
+    let job = until_job_of_request(&stack, "porep-1000-crash").await;
+    gateway.kill().await.expect("SIGKILL the gateway");
+    let lost = first.await.unwrap();
+    assert!(
+        lost.is_err(),
+        "the Prove call outlived its gateway: {lost:?}"
+    );
+    let _gateway = start_gateway(
+        &stack.namespace.name,
+        &work.path().join("artifacts"),
+        &token,
+        port,
+    )
+    .await;
+    let answer = prove(port, request)
+        .await
+        .expect("curio's retry of the same request id")
+        .result
+        .expect("a result");
+    assert_eq!(
+        (answer.status, answer.job_id.as_str()),
+        (AwaitStatus::Completed as i32, job.as_str()),
+        "{}: {}",
+        answer.error_message,
+        stack.diagnostics()
+    );
+    let jobs = stack
+        .jobs()
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    let of_request: Vec<_> = jobs
+        .iter()
+        .filter(|job| {
+            job.annotations()
+                .get(REQUEST_ID_ANNOTATION)
+                .map(String::as_str)
+                == Some("porep-1000-crash")
+        })
+        .collect();
+    assert_eq!(of_request.len(), 1, "one job for the request id");
+    let status = of_request[0].status.as_ref().unwrap();
+    assert_eq!(status.attempts, Some(1), "proved once: {status:?}");
+    let proof = work.path().join("crash-porep");
+    std::fs::write(&proof, &answer.proof).unwrap();
+    assert_verify_seal(&c1, &proof, &params);
+}
+
+/// curio's `Prove` of `request` on the gateway at `port`, with the token.
+async fn prove(port: u16, request: SubmitProofRequest) -> Result<ProveResponse, tonic::Status> {
+    let mut client = ProvingEngineClient::connect(format!("http://127.0.0.1:{port}"))
+        .await
+        .map_err(|err| tonic::Status::unavailable(err.to_string()))?;
+    let mut call = tonic::Request::new(ProveRequest {
+        submit: Some(request),
+    });
+    call.metadata_mut()
+        .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    client.prove(call).await.map(tonic::Response::into_inner)
+}
+
+/// The name of the job of `request_id`, once it is on a prover.
+async fn until_job_of_request(stack: &Stack, request_id: &str) -> String {
+    for _ in 0..600 {
+        let jobs = stack
+            .jobs()
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items;
+        let on_a_prover = jobs.iter().find(|job| {
+            job.annotations()
+                .get(REQUEST_ID_ANNOTATION)
+                .map(String::as_str)
+                == Some(request_id)
+                && job
+                    .labels()
+                    .contains_key(proofpipe_crds::ASSIGNED_POD_LABEL)
+        });
+        if let Some(job) = on_a_prover {
+            return job.name_any();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("no job of {request_id} reached a prover within 120 s");
 }
 
 #[tokio::test]

@@ -61,9 +61,16 @@ FROM debian:bookworm-slim AS runtime-cpu
 # ---- the image ----------------------------------------------------------------------
 # hadolint ignore=DL3006
 FROM runtime-${VARIANT}
-# A non-root user with a home: the parameter cache (~/.cache/proofpipe/params) lives
-# there unless PROOFPIPE_PARAMS_DIR points at a volume.
-RUN groupadd --gid 65532 proofpipe \
+# The CA bundle that rustls' native roots read (https:// artifact stores, and `params fetch`
+# from https://proofs.filecoin.io: the chart's paramsFetch Job runs the cpu build; Ubuntu's
+# and Debian's package versions move with the pinned base images). A non-root user with a
+# home: the parameter cache (~/.cache/proofpipe/params) lives there unless
+# PROOFPIPE_PARAMS_DIR points at a volume.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 65532 proofpipe \
  && useradd --uid 65532 --gid 65532 --create-home --home-dir /home/proofpipe --shell /usr/sbin/nologin proofpipe \
  && mkdir -p /home/proofpipe/.cache/proofpipe/params \
  && chown -R 65532:65532 /home/proofpipe

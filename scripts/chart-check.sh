@@ -8,11 +8,13 @@
 #  3. values.schema.json closes every object (additionalProperties); values it must refuse
 #     are refused;
 #  4. `helm lint --strict` and `helm template` with the default values, with every optional
-#     toggle on (the gateway included), watching one namespace, and with the gateway
-#     serving without a token; values that the templates must refuse are refused;
+#     toggle on (the gateway and the parameter Job included), watching one namespace, and
+#     with the gateway serving without a token; values that the templates must refuse are
+#     refused;
 #  5. every rendered object (and the CRDs, and the example ProverPool) against the
 #     Kubernetes 1.36 schemas, strict; CRD-typed objects against their CRD's schema, or
-#     skipped with the reason; the operator's and the gateway's hardening, probes and RBAC
+#     skipped with the reason; the operator's, the gateway's and the parameter Job's
+#     hardening, the operator's and the gateway's probes and RBAC
 #     (a comment on every rule, least privilege, the operator holds what it grants the
 #     provers, the gateway exactly what gateway/src calls for);
 #  6. hadolint (from PyPI too) on docker/*.Dockerfile, which cannot be built here;
@@ -169,6 +171,12 @@ refused = {
     "an unknown gateway log format": {"gateway": {"logFormat": "yaml"}},
     "a relative artifact mount path": {"gateway": {"artifactVolume": {"claimName": "c1", "mountPath": "artifacts"}}},
     "a bad gateway network peer": {"gateway": {"networkPolicy": {"enabled": True, "grpcFrom": [{"namespace": "curio"}]}}},
+    "an unknown parameter Job key": {"paramsFetch": {"sectorSize": "32GiB"}},
+    "a sector size Filecoin does not have": {"paramsFetch": {"sectorSizes": ["16GiB"]}},
+    "an unknown proof kind": {"paramsFetch": {"kinds": ["post"]}},
+    "no proof kind": {"paramsFetch": {"kinds": []}},
+    "a parameter base URL of another scheme": {"paramsFetch": {"baseUrl": "ipfs://bafy"}},
+    "a bad parameter claim name": {"paramsFetch": {"persistentVolumeClaim": "Params_32"}},
 }
 for why, values in refused.items():
     try:
@@ -197,6 +205,11 @@ refused_by_templates = {
         {"gateway": {**gateway_on, "auth": {"allowUnauthenticated": True}}}, "gateway.networkPolicy.grpcFrom"),
     "gateway jobs in a namespace the operator does not watch": (
         {"operator": {"watchNamespace": "proving"}, "gateway": gateway_on}, "the operator watches only proving"),
+    "a parameter Job without a claim": ({"paramsFetch": {"enabled": True}},
+                                        "paramsFetch.persistentVolumeClaim is required when paramsFetch.enabled"),
+    "a parameter claim to create without a name": (
+        {"paramsFetch": {"enabled": True, "createPersistentVolumeClaim": {"enabled": True}}},
+        "paramsFetch.persistentVolumeClaim is required when paramsFetch.enabled"),
 }
 for why, (values, message) in refused_by_templates.items():
     try:
@@ -206,7 +219,8 @@ for why, (values, message) in refused_by_templates.items():
             fail(f"values with {why} failed without the expected message ({message!r}): {error}")
         continue
     fail(f"the chart rendered values with {why}: {values}")
-ok(f"the templates refuse {len(refused_by_templates)} kinds of inconsistent gateway values, naming the fix")
+ok(f"the templates refuse {len(refused_by_templates)} kinds of inconsistent gateway and parameter Job values, "
+   "naming the fix")
 
 # ---- 4. lint and render ---------------------------------------------------------------
 peer = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
@@ -246,6 +260,17 @@ scenarios = {
             "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
             "podAnnotations": {"example.com/team": "proving"},
         },
+        # The parameter Job with the claim it fills created by the chart, the defaults'
+        # sector size and kinds.
+        "paramsFetch": {
+            "enabled": True, "persistentVolumeClaim": "filecoin-proof-parameters",
+            "createPersistentVolumeClaim": {"enabled": True, "storageClassName": "nfs-client", "size": "256Gi",
+                                            "accessModes": ["ReadWriteMany"]},
+            "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy.example:3128"}],
+            "nodeSelector": {"kubernetes.io/os": "linux"},
+            "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+            "podAnnotations": {"example.com/team": "proving"},
+        },
     },
     "one-namespace": {
         "operator": {"watchNamespace": "proving", "logLevel": "debug", "port": 9090},
@@ -262,6 +287,15 @@ scenarios = {
             "auth": {"token": {"existingSecret": "curio-token", "key": "bearer"}},
             "networkPolicy": {"enabled": False}, "podAntiAffinity": "hard", "replicas": 1,
             "image": {"repository": "registry.example/proofpipe-gateway", "tag": "0.1.0-test",
+                      "pullPolicy": "Always"},
+        },
+        # The parameter Job in the pool's namespace, filling an existing claim, from a mirror
+        # (a trailing slash), two sizes and two kinds, removed a day after it finishes.
+        "paramsFetch": {
+            "enabled": True, "namespace": "proving", "persistentVolumeClaim": "filecoin-proof-parameters",
+            "baseUrl": "https://params.example/filecoin/", "sectorSizes": ["2KiB", "32GiB"],
+            "kinds": ["porep", "snap"], "backoffLimit": 10, "ttlSecondsAfterFinished": 86400,
+            "image": {"repository": "registry.example/proofpipe-prover", "tag": "0.1.0-cuda13.0",
                       "pullPolicy": "Always"},
         },
     },
@@ -281,9 +315,10 @@ expected_kinds = {
                 "Deployment", "Service", "PodDisruptionBudget"} | POLICY_KINDS,
     "every-toggle-on": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                         "Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor",
-                        "PodMonitor", "PrometheusRule", "NetworkPolicy", "ConfigMap", "Secret"} | POLICY_KINDS,
+                        "PodMonitor", "PrometheusRule", "NetworkPolicy", "ConfigMap", "Secret",
+                        "Job", "PersistentVolumeClaim"} | POLICY_KINDS,
     "one-namespace": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-                      "Deployment", "Service"},
+                      "Deployment", "Service", "Job"},
     "gateway-unauthenticated": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                                 "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"} | POLICY_KINDS,
 }
@@ -620,6 +655,88 @@ for scenario, (objects, _) in rendered.items():
             fail(f"{scenario}: a gateway NetworkPolicy rule admits every port: {rules}")
 if gateway_scenarios < 2:
     fail(f"the gateway is enabled in {gateway_scenarios} scenarios: the checks above check nothing")
+
+# The parameter Job (paramsFetch): the same hardening, the flags of `proofpipe-prover params
+# fetch` as configured, the claim mounted read-write where --dir points, no API token, a
+# name that changes with its values (a Job's pod template is immutable), and the claim the
+# chart creates kept on uninstall.
+PARAMS_DIR = "/var/tmp/filecoin-proof-parameters"
+params_defaults = defaults["paramsFetch"]
+app_version = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+params_scenarios = 0
+for scenario, (objects, _) in rendered.items():
+    values = scenarios[scenario].get("paramsFetch", {})
+    if not values.get("enabled"):
+        if any(component(o) == "params-fetch" for o in objects):
+            fail(f"{scenario}: parameter Job objects rendered with paramsFetch.enabled false")
+        continue
+    params_scenarios += 1
+    p = {**params_defaults, **values}
+    create = {**params_defaults["createPersistentVolumeClaim"], **values.get("createPersistentVolumeClaim", {})}
+    image = {**params_defaults["image"], **values.get("image", {})}
+    job = of_component(objects, "Job", "params-fetch")
+    pod = job["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    mounts = {m["mountPath"]: m for m in container.get("volumeMounts", [])}
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    params_mount = mounts.get(PARAMS_DIR, {})
+    expected_args = ["params", "fetch", "--base-url", p["baseUrl"].rstrip("/"), "--dir", PARAMS_DIR]
+    for size in p["sectorSizes"]:
+        expected_args += ["--sector-size", size]
+    for kind in p["kinds"]:
+        expected_args += ["--kind", kind]
+    wanted = hardened(pod, container) | {
+        "in paramsFetch.namespace": job["metadata"]["namespace"] == (p["namespace"] or NAMESPACE),
+        "args: params fetch with --base-url, --dir, --sector-size and --kind as configured":
+            container["args"] == expected_args and "command" not in container,
+        "the prover image as configured": container["image"] == f"{image['repository']}:{image.get('tag') or app_version + '-cpu'}"
+            and container["imagePullPolicy"] == image["pullPolicy"],
+        "the claim mounted read-write at --dir": not params_mount.get("readOnly") and volumes.get(
+            params_mount.get("name"), {}).get("persistentVolumeClaim", {}).get("claimName") == p["persistentVolumeClaim"],
+        "FIL_PROOFS_PARAMETER_CACHE is --dir": env_of(container).get("FIL_PROOFS_PARAMETER_CACHE", {}).get(
+            "value") == PARAMS_DIR,
+        "extraEnv passed on": all(env_of(container).get(e["name"]) == e for e in p.get("extraEnv", [])),
+        "a writable /tmp (read-only root)": "emptyDir" in volumes.get(mounts.get("/tmp", {}).get("name"), {}),
+        "fsGroup: the claim writable by the non-root user": pod["securityContext"].get("fsGroup") == defaults[
+            "runAs"]["group"],
+        "no ServiceAccount token": pod.get("automountServiceAccountToken") is False,
+        "restartPolicy Never": pod.get("restartPolicy") == "Never",
+        "backoffLimit as configured": job["spec"]["backoffLimit"] == p["backoffLimit"],
+        "ttlSecondsAfterFinished as configured": job["spec"].get("ttlSecondsAfterFinished") == p.get(
+            "ttlSecondsAfterFinished"),
+        "no selector of its own (the Job controller's)": "selector" not in job["spec"],
+    }
+    claims = [o for o in objects if o["kind"] == "PersistentVolumeClaim"]
+    if create["enabled"]:
+        claim = claims[0] if len(claims) == 1 else {"metadata": {}, "spec": {}}
+        wanted["the claim created: its name, namespace, size, class, access modes, kept on uninstall"] = (
+            claim["metadata"].get("name") == p["persistentVolumeClaim"]
+            and claim["metadata"].get("namespace") == job["metadata"]["namespace"]
+            and (claim["metadata"].get("annotations") or {}).get("helm.sh/resource-policy") == "keep"
+            and claim["spec"].get("resources", {}).get("requests", {}).get("storage") == create["size"]
+            and claim["spec"].get("storageClassName", "") == create["storageClassName"]
+            and claim["spec"].get("accessModes") == create["accessModes"])
+    else:
+        wanted["no claim created for an existing one"] = not claims
+    changed, _ = render({**scenarios[scenario], "paramsFetch": {**values, "sectorSizes": ["64GiB"]}})
+    same, _ = render(scenarios[scenario])
+    wanted["a new name when its values change, the same otherwise"] = (
+        of_component(changed, "Job", "params-fetch")["metadata"]["name"] != job["metadata"]["name"]
+        and of_component(same, "Job", "params-fetch")["metadata"]["name"] == job["metadata"]["name"]
+        and len(job["metadata"]["name"]) <= 63)
+    pod_labels = job["spec"]["template"]["metadata"]["labels"]
+    for name in ("operator", "gateway"):
+        if any(o["kind"] == "Deployment" and component(o) == name for o in objects):
+            selector = of_component(objects, "Deployment", name)["spec"]["selector"]["matchLabels"]
+            wanted[f"its pod not selected by the {name}'s selector"] = not selector.items() <= pod_labels.items()
+    broken = [name for name, good in wanted.items() if not good]
+    if broken:
+        fail(f"{scenario}: parameter Job lacks {broken}")
+if params_scenarios < 2:
+    fail(f"the parameter Job is enabled in {params_scenarios} scenarios: the checks above check nothing")
+ok(f"parameter Job ({params_scenarios} scenarios): the same hardening, no API token, `params fetch` flags "
+   "as configured, the claim read-write at --dir (created and kept on uninstall, or existing), "
+   "a new name when its values change")
 
 # Selectors: what the API server's built-in validation (absent from kube-testenv) and the
 # controllers would catch only in a real cluster. Each component's objects select its own

@@ -53,8 +53,13 @@ fn open(
         }
         "http" | "https" => {
             let origin = parsed.origin().ascii_serialization();
+            // An http:// URL is the user's choice of plain HTTP (object_store refuses it
+            // unless told).
             let store = HttpBuilder::new()
                 .with_url(origin)
+                .with_client_options(
+                    object_store::ClientOptions::new().with_allow_http(parsed.scheme() == "http"),
+                )
                 .build()
                 .map_err(|e| fail(e.to_string(), "check the URL"))?;
             Ok((Box::new(store), key()?))
@@ -102,6 +107,51 @@ pub async fn fetch(url: &str) -> Result<Vec<u8>, ProverError> {
         retryable: true,
     })?;
     Ok(bytes.to_vec())
+}
+
+/// Streams the object at `url` into the file `dest`, from byte `from` on (appended to the
+/// file, which must hold the bytes before it; 0: the whole object into a new file). Returns
+/// the bytes written. For parameter files of tens of GB: nothing is held in memory.
+pub async fn download(url: &str, dest: &std::path::Path, from: u64) -> Result<u64, ProverError> {
+    use futures::StreamExt;
+    use tokio::io::AsyncWriteExt;
+    const ACTION: &str = "downloading";
+    let (store, path) = open(url, ACTION)?;
+    let failed = |hint: &'static str| {
+        move |e: object_store::Error| ProverError::Artifact {
+            action: ACTION,
+            url: url.to_owned(),
+            retryable: !matches!(e, object_store::Error::NotFound { .. }),
+            message: e.to_string(),
+            hint,
+        }
+    };
+    let options = object_store::GetOptions {
+        range: (from > 0).then_some(object_store::GetRange::Offset(from)),
+        ..Default::default()
+    };
+    let result = store.get_opts(&path, options).await.map_err(failed(
+        "check the base URL and that the server has the file",
+    ))?;
+    let mut file = if from > 0 {
+        tokio::fs::OpenOptions::new().append(true).open(dest).await
+    } else {
+        tokio::fs::File::create(dest).await
+    }
+    .map_err(ProverError::io("writing", dest))?;
+    let mut stream = result.into_stream();
+    let mut written = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(failed("the transfer broke off; run it again to resume"))?;
+        file.write_all(&chunk)
+            .await
+            .map_err(ProverError::io("writing", dest))?;
+        written += chunk.len() as u64;
+    }
+    file.sync_all()
+        .await
+        .map_err(ProverError::io("writing", dest))?;
+    Ok(written)
 }
 
 /// Writes `bytes` as the object at `url` (replacing it).

@@ -110,8 +110,9 @@ pub enum ProverError {
     #[error(
         "Filecoin parameter file {path} is missing (expected blake2b digest {digest}); \
          put the parameter files of this proof in {dir} (filecoin's parameters.json names them; \
-         `lotus fetch-params` or `curio fetch-params` download them) or point --params-dir / \
-         FIL_PROOFS_PARAMETER_CACHE at the directory that has them"
+         `proofpipe-prover params fetch --base-url https://proofs.filecoin.io --dir {dir} \
+         --sector-size <size>`, `lotus fetch-params` or `curio fetch-params` download them) or \
+         point --params-dir / FIL_PROOFS_PARAMETER_CACHE at the directory that has them"
     )]
     MissingFilecoinParams {
         path: PathBuf,
@@ -120,7 +121,9 @@ pub enum ProverError {
     },
     #[error(
         "Filecoin parameter file {path} does not match: {reason} (expected blake2b digest \
-         {digest}); delete it and fetch it again"
+         {digest}); fetch it again: `proofpipe-prover params fetch --base-url \
+         https://proofs.filecoin.io --dir <its directory> --sector-size <size>` replaces a file \
+         whose digest does not match"
     )]
     FilecoinParamsMismatch {
         path: PathBuf,

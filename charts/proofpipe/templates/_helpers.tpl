@@ -119,3 +119,34 @@ that depend on each other. Included by gateway-deployment.yaml. */}}
 {{- fail "gateway.auth.allowUnauthenticated: name the callers in gateway.networkPolicy.grpcFrom (curio's namespace, pods or addresses), or set gateway.networkPolicy.enabled=false to let anyone who reaches the Service submit proofs" }}
 {{- end }}
 {{- end }}
+
+{{/* The namespace of the parameter Job and its claim (paramsFetch.namespace): the
+ProverPool's, else the release namespace. */}}
+{{- define "proofpipe.paramsFetch.namespace" -}}
+{{- default .Release.Namespace .Values.paramsFetch.namespace }}
+{{- end }}
+
+{{/* The parameter Job's image: the prover image, the CPU build of the chart's release by
+default. */}}
+{{- define "proofpipe.paramsFetch.image" -}}
+{{- printf "%s:%s" .Values.paramsFetch.image.repository (default (printf "%s-cpu" .Chart.AppVersion) .Values.paramsFetch.image.tag) }}
+{{- end }}
+
+{{/* The parameter Job's name: <full name>-params-<hash of what its pod is made from>, so
+that changed values make a new Job instead of failing on the immutable pod template of the
+old one. */}}
+{{- define "proofpipe.paramsFetch.name" -}}
+{{- $inputs := dict "paramsFetch" .Values.paramsFetch "runAs" .Values.runAs "imagePullSecrets" .Values.imagePullSecrets "image" (include "proofpipe.paramsFetch.image" .) }}
+{{- printf "%s-params" (include "proofpipe.fullname" .) | trunc 54 | trimSuffix "-" }}-{{ $inputs | toJson | sha256sum | trunc 8 }}
+{{- end }}
+
+{{/* Labels of the parameter Job, its pod and its claim. */}}
+{{- define "proofpipe.paramsFetch.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "proofpipe.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: params-fetch
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: proofpipe
+{{- end }}

@@ -218,7 +218,10 @@ struct PlanArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 struct ParamsArgs {
+    #[command(subcommand)]
+    action: Option<ParamsAction>,
     /// Circuit to generate or load parameters for; without it, list the cache.
     #[arg(long, value_parser = parse_circuit)]
     circuit: Option<CircuitKind>,
@@ -235,6 +238,14 @@ struct ParamsArgs {
     params_dir: Option<PathBuf>,
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum ParamsAction {
+    /// Download Filecoin's parameter files for the proof kinds and sector sizes a pool serves,
+    /// resuming partial downloads and keeping only files whose blake2b digest matches
+    /// parameters.json; writes proofpipe-params-ready.json last.
+    Fetch(params::FetchArgs),
 }
 
 #[derive(Args, Debug)]

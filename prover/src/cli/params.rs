@@ -1,15 +1,97 @@
-//! `params`: generate, list and check cached Groth16 parameters.
+//! `params`: generate, list and check cached Groth16 parameters; `params fetch`: Filecoin's.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bytesize::ByteSize;
+use clap::Args;
 use proofpipe_prover::ProverError;
+use proofpipe_prover::filecoin::fetch::{self, Fetched, ParamKind};
+use proofpipe_prover::filecoin::{DEFAULT_PARAMETER_CACHE, PARAMETER_CACHE_ENV};
 use proofpipe_prover::params::ParamsStore;
+use proofpipe_prover::sizing::parse_memory_size;
 use serde_json::json;
 
-use super::{ParamsArgs, store};
+use super::{ParamsAction, ParamsArgs, store};
+
+#[derive(Args, Debug)]
+pub struct FetchArgs {
+    /// Where the files are: `<base-url>/<file name>` (http(s)://, s3:// or file://), e.g.
+    /// https://proofs.filecoin.io.
+    #[arg(long)]
+    base_url: String,
+    /// The parameter directory. Default: FIL_PROOFS_PARAMETER_CACHE, else
+    /// /var/tmp/filecoin-proof-parameters.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Sector sizes (2KiB, 8MiB, 512MiB, 32GiB, 64GiB); repeat or separate with commas.
+    #[arg(long = "sector-size", value_delimiter = ',', default_value = "32GiB", value_parser = parse_memory_size)]
+    sector_sizes: Vec<u64>,
+    /// Proof kinds; repeat or separate with commas. Default: all four.
+    #[arg(long = "kind", value_delimiter = ',', value_enum)]
+    kinds: Vec<ParamKind>,
+    /// A parameters.json to take names and digests from, instead of filecoin-proofs' own.
+    #[arg(long)]
+    manifest: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+fn fetch(args: FetchArgs) -> Result<ExitCode, ProverError> {
+    let dir = args.dir.unwrap_or_else(|| {
+        std::env::var_os(PARAMETER_CACHE_ENV)
+            .map_or_else(|| PathBuf::from(DEFAULT_PARAMETER_CACHE), PathBuf::from)
+    });
+    let kinds = if args.kinds.is_empty() {
+        ParamKind::ALL.to_vec()
+    } else {
+        args.kinds
+    };
+    let manifest = match &args.manifest {
+        Some(path) => fetch::read_manifest(path)?,
+        None => fetch::builtin_manifest(),
+    };
+    let files = fetch::wanted_files(&kinds, &args.sector_sizes, &manifest)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(ProverError::io("starting the async runtime", &dir))?;
+    let done = runtime.block_on(fetch::fetch_all(&args.base_url, &dir, &files))?;
+    if args.json {
+        let rows: Vec<_> = done
+            .iter()
+            .map(|(name, outcome)| json!({"file": name, "result": outcome}))
+            .collect();
+        println!("{}", json!({"dir": dir, "files": rows}));
+    } else {
+        for (name, outcome) in &done {
+            let what = match outcome {
+                Fetched::Present => "present, digest checked".to_owned(),
+                Fetched::Downloaded { bytes } => {
+                    format!("downloaded {}, digest checked", ByteSize(*bytes))
+                }
+                Fetched::Resumed { from, bytes } => format!(
+                    "resumed at {}, {} more, digest checked",
+                    ByteSize(*from),
+                    ByteSize(*bytes)
+                ),
+            };
+            println!("{name}: {what}");
+        }
+        println!(
+            "{} files ready in {} ({})",
+            done.len(),
+            dir.display(),
+            fetch::READY_FILE
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 pub fn run(args: ParamsArgs) -> Result<ExitCode, ProverError> {
+    if let Some(ParamsAction::Fetch(fetch_args)) = args.action {
+        return fetch(fetch_args);
+    }
     let store = store(args.params_dir.clone());
     if let Some(circuit) = args.circuit {
         circuit.shape(args.constraints)?;

@@ -2,6 +2,8 @@
 //!
 //! - [`c1`]: the C1 output as a user has it (lotus-bench's commit-2 file, or the raw
 //!   `SealCommitPhase1Output` JSON), parsed and checked;
+//! - [`fetch`]: `params fetch`, the parameter files a pool needs, downloaded, resumed and
+//!   checked against parameters.json's digests;
 //! - [`params`]: Filecoin's Groth16 parameter files (`v28-stacked-proof-of-replication-…`), found
 //!   by filecoin-proofs' own naming, read once, checked against parameters.json's digests;
 //! - [`porep`]: partition k's `StackedCircuit`, built by filecoin-proofs exactly as
@@ -20,6 +22,7 @@
 //!   and trying it out (no machine here can download the real parameters).
 
 pub mod c1;
+pub mod fetch;
 pub mod params;
 pub mod porep;
 pub mod post;

@@ -1,0 +1,160 @@
+//! `params fetch` against a real HTTP server with range requests (tower-http's `ServeDir`, as
+//! any static file server or CDN serves proofs.filecoin.io's files): a download interrupted
+//! half-way is resumed with a range request, a file already there is not fetched again, a file
+//! whose digest does not match the manifest is refused and not kept, and a local file with the
+//! wrong digest is replaced. The files have the 2 KiB PoRep parameters' real names and random
+//! content; the manifest holds their digests, as parameters.json holds the real ones.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::Request;
+use axum::middleware::{self, Next};
+use proofpipe_prover::ProverError;
+use proofpipe_prover::filecoin::fetch::{
+    Fetched, Manifest, ManifestEntry, ParamKind, READY_FILE, fetch_all, file_digest,
+    required_names, wanted_files,
+};
+use tower_http::services::ServeDir;
+
+/// The `Range` header of every request the server got, by path.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+async fn serve(dir: &Path) -> (SocketAddr, Seen) {
+    let seen: Seen = Arc::default();
+    let record = seen.clone();
+    let app = Router::new()
+        .nest_service("/params", ServeDir::new(dir))
+        .layer(middleware::from_fn(move |request: Request, next: Next| {
+            let record = record.clone();
+            async move {
+                let range = request
+                    .headers()
+                    .get("range")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                record
+                    .lock()
+                    .unwrap()
+                    .push((request.uri().path().to_owned(), range));
+                next.run(request).await
+            }
+        }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (addr, seen)
+}
+
+/// Pseudo-random bytes (a file's content must not be guessable from its prefix).
+fn content(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_download_resumes_and_a_file_with_another_digest_is_refused() {
+    let served = tempfile::tempdir().unwrap();
+    let names = required_names(&[ParamKind::Porep], &[2 << 10]).unwrap();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let mut manifest = Manifest::new();
+    for (i, name) in names.iter().enumerate() {
+        let path = served.path().join(name);
+        std::fs::write(&path, content(i as u64 + 1, 3 << 20)).unwrap();
+        manifest.insert(
+            name.clone(),
+            ManifestEntry {
+                cid: "Qm-test".into(),
+                digest: file_digest(&path).unwrap(),
+                sector_size: 2048,
+            },
+        );
+    }
+    let files = wanted_files(&[ParamKind::Porep], &[2 << 10], &manifest).unwrap();
+    let (addr, seen) = serve(served.path()).await;
+    let base = format!("http://{addr}/params");
+    let dir = tempfile::tempdir().unwrap();
+
+    // The first file's download broke off after 1 MiB.
+    let first = &files[0].name;
+    let whole = std::fs::read(served.path().join(first)).unwrap();
+    std::fs::write(
+        dir.path().join(format!("{first}.partial")),
+        &whole[..1 << 20],
+    )
+    .unwrap();
+    let done = fetch_all(&base, dir.path(), &files).await.unwrap();
+    assert_eq!(
+        done[0],
+        (
+            first.clone(),
+            Fetched::Resumed {
+                from: 1 << 20,
+                bytes: (whole.len() - (1 << 20)) as u64,
+            }
+        )
+    );
+    assert_eq!(done[1].1, Fetched::Downloaded { bytes: 3 << 20 });
+    for file in &files {
+        assert_eq!(
+            std::fs::read(dir.path().join(&file.name)).unwrap(),
+            std::fs::read(served.path().join(&file.name)).unwrap()
+        );
+        assert!(!dir.path().join(format!("{}.partial", file.name)).exists());
+    }
+    assert_eq!(
+        seen.lock().unwrap()[0],
+        (
+            format!("/params/{first}"),
+            Some("bytes=1048576-".to_owned())
+        ),
+        "the resumed download asked for the rest only"
+    );
+    let ready: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join(READY_FILE)).unwrap()).unwrap();
+    assert_eq!(ready["files"].as_array().map(Vec::len), Some(2), "{ready}");
+
+    // Again: both are there with their digests; nothing is downloaded.
+    let requests = seen.lock().unwrap().len();
+    let again = fetch_all(&base, dir.path(), &files).await.unwrap();
+    assert!(
+        again
+            .iter()
+            .all(|(_, outcome)| *outcome == Fetched::Present)
+    );
+    assert_eq!(seen.lock().unwrap().len(), requests);
+
+    // A local file with another digest is replaced.
+    std::fs::write(dir.path().join(first), b"not the parameters").unwrap();
+    let replaced = fetch_all(&base, dir.path(), &files).await.unwrap();
+    assert!(matches!(replaced[0].1, Fetched::Downloaded { .. }));
+    assert_eq!(std::fs::read(dir.path().join(first)).unwrap(), whole);
+
+    // The server has a corrupted copy: refused, with the digests and the fix, nothing kept.
+    std::fs::write(served.path().join(first), content(99, 3 << 20)).unwrap();
+    let fresh = tempfile::tempdir().unwrap();
+    let err = fetch_all(&base, fresh.path(), &files).await.unwrap_err();
+    assert!(
+        matches!(err, ProverError::FilecoinParamsMismatch { .. }),
+        "{err}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains(first)
+            && message.contains(&files[0].digest)
+            && message.contains("proofpipe-prover params fetch"),
+        "{message}"
+    );
+    assert!(!fresh.path().join(first).exists());
+    assert!(!fresh.path().join(format!("{first}.partial")).exists());
+    assert!(!fresh.path().join(READY_FILE).exists(), "not ready");
+}

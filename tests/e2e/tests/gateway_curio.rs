@@ -135,37 +135,18 @@ async fn curio_s_winning_post_is_answered_while_a_porep_proves_and_a_gateway_cra
     let c1 = testdata.join("c1-2KiB.json");
     let winning_post = testdata.join("winning-post-2KiB.json");
     let out = work.path().join("urgent");
-    let client = Command::new(&python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("curio-client/cuzk_client.py"))
-        .args(["--address", &format!("127.0.0.1:{port}"), "--token", TOKEN])
-        .arg("--proto-root")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../gateway/proto"))
-        .arg("--c1")
-        .arg(&c1)
-        .arg("--proof-out")
-        .arg(work.path().join("unused"))
-        .arg("--winning-post")
-        .arg(&winning_post)
-        .arg("--urgent-while-busy-out")
-        .arg(&out)
-        .kill_on_drop(true)
-        .output();
-    let output = match tokio::time::timeout(CLIENT_TIMEOUT, client).await {
-        Ok(output) => output.expect("run the Python client"),
-        Err(_) => panic!(
-            "the Python client did not finish within {CLIENT_TIMEOUT:?}\n{}",
-            stack.diagnostics()
-        ),
-    };
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the Python client failed: {stdout}\n{stderr}\n{}",
-        stack.diagnostics()
-    );
-    let seen: serde_json::Value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {stdout}\n{stderr}"));
+    let seen = run_client(&python, port, &mut stack, |client| {
+        client
+            .arg("--c1")
+            .arg(&c1)
+            .arg("--proof-out")
+            .arg(work.path().join("unused"))
+            .arg("--winning-post")
+            .arg(&winning_post)
+            .arg("--urgent-while-busy-out")
+            .arg(&out);
+    })
+    .await;
     assert_eq!(seen["winning_status"], "COMPLETED", "{seen}");
     assert_eq!(seen["porep_status"], "COMPLETED", "{seen}");
     let (winning, porep) = (
@@ -272,6 +253,42 @@ async fn curio_s_winning_post_is_answered_while_a_porep_proves_and_a_gateway_cra
     assert_verify_seal(&c1, &proof, &params);
 }
 
+/// Runs curio's client (`curio-client/cuzk_client.py`, stubs from the vendored .proto) against
+/// the gateway at `port` with the token and the arguments `add_args` gives; what it saw (its
+/// JSON output).
+async fn run_client(
+    python: &Path,
+    port: u16,
+    stack: &mut Stack,
+    add_args: impl FnOnce(&mut Command),
+) -> serde_json::Value {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut client = Command::new(python);
+    client
+        .arg(manifest.join("curio-client/cuzk_client.py"))
+        .args(["--address", &format!("127.0.0.1:{port}"), "--token", TOKEN])
+        .arg("--proto-root")
+        .arg(manifest.join("../../gateway/proto"))
+        .kill_on_drop(true);
+    add_args(&mut client);
+    let output = match tokio::time::timeout(CLIENT_TIMEOUT, client.output()).await {
+        Ok(output) => output.expect("run the Python client"),
+        Err(_) => panic!(
+            "the Python client did not finish within {CLIENT_TIMEOUT:?}\n{}",
+            stack.diagnostics()
+        ),
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python client failed: {stdout}\n{stderr}\n{}",
+        stack.diagnostics()
+    );
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {stdout}\n{stderr}"))
+}
+
 /// curio's `Prove` of `request` on the gateway at `port`, with the token.
 async fn prove(port: u16, request: SubmitProofRequest) -> Result<ProveResponse, tonic::Status> {
     let mut client = ProvingEngineClient::connect(format!("http://127.0.0.1:{port}"))
@@ -333,8 +350,6 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
     let port = free_port();
     let _gateway = start_gateway(&stack.namespace.name, &artifacts, &token, port).await;
 
-    let client_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("curio-client");
-    let proto_root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../gateway/proto");
     let c1 = testdata.join("c1-2KiB.json");
     let proof_path = work.path().join("proof");
     let snap = testdata.join("snap-2KiB.json");
@@ -343,45 +358,26 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
     let window_post_out = work.path().join("window-post");
     let winning_post = testdata.join("winning-post-2KiB.json");
     let winning_proof_path = work.path().join("winning-proof");
-    let client = Command::new(&python)
-        .arg(client_dir.join("cuzk_client.py"))
-        .args(["--address", &format!("127.0.0.1:{port}"), "--token", TOKEN])
-        .arg("--proto-root")
-        .arg(&proto_root)
-        .arg("--c1")
-        .arg(&c1)
-        .arg("--proof-out")
-        .arg(&proof_path)
-        .arg("--snap")
-        .arg(&snap)
-        .arg("--snap-proof-out")
-        .arg(&snap_proof_path)
-        .arg("--window-post")
-        .arg(&window_post)
-        .arg("--window-post-out")
-        .arg(&window_post_out)
-        .arg("--winning-post")
-        .arg(&winning_post)
-        .arg("--winning-post-proof-out")
-        .arg(&winning_proof_path)
-        .kill_on_drop(true)
-        .output();
-    let output = match tokio::time::timeout(CLIENT_TIMEOUT, client).await {
-        Ok(output) => output.expect("run the Python client"),
-        Err(_) => panic!(
-            "the Python client did not finish within {CLIENT_TIMEOUT:?}\n{}",
-            stack.diagnostics()
-        ),
-    };
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the Python client failed: {stdout}\n{stderr}\n{}",
-        stack.diagnostics()
-    );
-    let seen: serde_json::Value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {stdout}\n{stderr}"));
+    let seen = run_client(&python, port, &mut stack, |client| {
+        client
+            .arg("--c1")
+            .arg(&c1)
+            .arg("--proof-out")
+            .arg(&proof_path)
+            .arg("--snap")
+            .arg(&snap)
+            .arg("--snap-proof-out")
+            .arg(&snap_proof_path)
+            .arg("--window-post")
+            .arg(&window_post)
+            .arg("--window-post-out")
+            .arg(&window_post_out)
+            .arg("--winning-post")
+            .arg(&winning_post)
+            .arg("--winning-post-proof-out")
+            .arg(&winning_proof_path);
+    })
+    .await;
 
     assert_eq!(seen["token_none"], "UNAUTHENTICATED", "{seen}");
     assert_eq!(seen["token_wrong"], "UNAUTHENTICATED", "{seen}");

@@ -260,19 +260,26 @@ async fn a_job_that_can_never_fit_is_reported_permanent_and_the_daemon_stays_up(
         "{failure:?}"
     );
     assert!(failure.message.contains("memory limit"), "{failure:?}");
+    // The Event is recorded after the status write, so it may land a moment later.
     let events: Api<k8s_openapi::api::events::v1::Event> = cluster.api();
-    let events = events
-        .list(&Default::default())
-        .await
-        .expect("list events")
-        .items;
-    let failed = events
-        .iter()
-        .find(|e| {
-            e.reason.as_deref() == Some("ProvingFailed")
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("huge")
-        })
-        .unwrap_or_else(|| panic!("no ProvingFailed Event on the job: {events:?}"));
+    let failed = daemon
+        .wait(
+            "a ProvingFailed Event on job huge",
+            Duration::from_secs(30),
+            || async {
+                events
+                    .list(&Default::default())
+                    .await
+                    .ok()?
+                    .items
+                    .into_iter()
+                    .find(|e| {
+                        e.reason.as_deref() == Some("ProvingFailed")
+                            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("huge")
+                    })
+            },
+        )
+        .await;
     assert_eq!(failed.type_.as_deref(), Some("Warning"));
     assert!(
         failed

@@ -313,6 +313,83 @@ fn plan_reports_the_sizing_as_json_and_table() {
     );
 }
 
+/// `plan --post-shape` sizes the real 32 GiB WindowPoSt partition and WinningPoSt from their
+/// committed counts, exactly; what `--post-shape` cannot do is refused with exit code 2.
+#[test]
+fn post_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = |proof: &str| -> Value {
+        let out = prover(dir.path())
+            .args([
+                "plan",
+                "--post-shape",
+                proof,
+                "--memory-limit",
+                "128GiB",
+                "--cores",
+                "16",
+                "--gpus",
+                "1",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let window = plan("StackedDrgWindow32GiBV1_2");
+    assert_eq!(
+        window["circuit"], "StackedDrgWindow32GiBV1_2 partition",
+        "{window}"
+    );
+    assert_eq!(num(&window["shape"], "constraints"), 125_305_057);
+    // H (2^27 - 1), L (aux), A (inputs + A aux density), B (1 + B aux density) in G1; B in G2.
+    let b = 1 + 91_925_766;
+    let g1 = ((1u64 << 27) - 1) + 126_902_376 + (25_840 + 96_179_805) + b;
+    assert_eq!(
+        num(&window["plan"]["breakdown"], "params_bytes"),
+        g1 * 96 + b * 192
+    );
+    assert!(num(&window, "predicted_peak_bytes") <= 128 << 30);
+    // curio's number for the 32 GiB WinningPoSt.
+    let winning = plan("3");
+    assert_eq!(
+        winning["circuit"], "StackedDrgWinning32GiBV1 partition",
+        "{winning}"
+    );
+    assert_eq!(num(&winning["shape"], "constraints"), 370_723);
+
+    let fails = |args: &[&str], needle: &str| {
+        let out = prover(dir.path()).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: expected {needle:?} in:\n{stderr}"
+        );
+    };
+    fails(
+        &["plan", "--post-shape", "3", "--synthesis", "matrices"],
+        "one pass",
+    );
+    fails(
+        &["bench", "--post-shape", "3", "--stock-partitions", "1"],
+        "stock prover not run",
+    );
+    fails(
+        &["plan", "--post-shape", "StackedDrg32GiBV1_1"],
+        "--post-shape",
+    );
+    fails(
+        &["bench", "--post-shape", "3", "--porep-shape", "32GiB"],
+        "cannot be used with",
+    );
+}
+
 /// `plan --porep-shape` sizes the real 32 GiB partition from its committed counts, exactly;
 /// what `--porep-shape` cannot do is refused with exit code 2.
 #[test]

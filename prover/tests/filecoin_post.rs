@@ -513,3 +513,53 @@ fn bad_post_inputs_get_a_clear_error_and_exit_code_2() {
         "{stderr}"
     );
 }
+
+/// The placeholder PoSt partitions (`post::shape`, what `bench --post-shape` and `plan
+/// --post-shape` time and size at 32 GiB) are the real circuits: the same variables in every
+/// query as a real partition of sealed sectors, and the committed counts are the real (random)
+/// setup's query counts.
+#[test]
+fn the_placeholder_post_partitions_have_the_real_partitions_r1cs() {
+    use proofpipe_kernels::EvalAlloc;
+    use proofpipe_prover::filecoin::params::{self, DigestCheck};
+    use proofpipe_prover::filecoin::post::{self, PostInput};
+    use proofpipe_prover::groth16::Synthesized;
+    use proofpipe_prover::params::QueryCounts;
+
+    let Some(data) = testdata() else { return };
+    fn same_structure(a: &Synthesized, b: &Synthesized) -> bool {
+        a.a.len() == b.a.len()
+            && a.inputs.len() == b.inputs.len()
+            && a.aux.len() == b.aux.len()
+            && a.a_aux_density.bv == b.a_aux_density.bv
+            && a.b_input_density.bv == b.b_input_density.bv
+            && a.b_aux_density.bv == b.b_aux_density.bv
+    }
+    for path in [&data.window, &data.winning] {
+        let input = PostInput::read(path).unwrap();
+        let proof = input.post_proof;
+        let key = params::load_post(proof, &data.params, DigestCheck::Skip).unwrap();
+        let counts = post::shape::counted(proof).unwrap();
+        assert_eq!(
+            QueryCounts::of(&key.params),
+            counts.query_counts(),
+            "{path:?}"
+        );
+        let real = post::prepare(&input)
+            .unwrap()
+            .source
+            .synthesize(0, key.shape, &EvalAlloc::heap())
+            .unwrap();
+        let placeholder = post::shape::placeholder_source(proof, 0)
+            .unwrap()
+            .synthesize(0, key.shape, &EvalAlloc::heap())
+            .unwrap();
+        assert!(
+            same_structure(&real, &placeholder),
+            "{path:?}: densities differ"
+        );
+        assert_ne!(real.aux, placeholder.aux, "{path:?}");
+        assert_eq!(real.a_aux_density.get_total_density(), counts.a_aux_density);
+        assert_eq!(real.b_aux_density.get_total_density(), counts.b_aux_density);
+    }
+}

@@ -1,6 +1,7 @@
 //! `bench`: the pipeline against bellperson's stock batch prover, same circuit, parameters
-//! and machine, in one run; or, with `--porep-shape`, the pipeline alone over placeholder
-//! Filecoin PoRep partitions of a sector size's exact shape, with timing-only parameters.
+//! and machine, in one run; or, with `--porep-shape` / `--post-shape`, the pipeline alone over
+//! placeholder Filecoin PoRep or PoSt partitions of a proof's exact shape, with timing-only
+//! parameters.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -10,7 +11,9 @@ use proofpipe_kernels::GpuOptions;
 use proofpipe_prover::ProverError;
 use proofpipe_prover::bench::{BenchReport, Feed, FeedKind, SourceWorkload, bench_source, compare};
 use proofpipe_prover::filecoin::shape::{self, PartitionShape, Placeholder};
-use proofpipe_prover::filecoin::{RegisteredSealProof, seal_proof_name};
+
+use proofpipe_prover::filecoin::post::{self, post_proof_name, shape::PostShape};
+use proofpipe_prover::filecoin::{RegisteredPoStProof, RegisteredSealProof, seal_proof_name};
 use proofpipe_prover::groth16::{R1csMatrices, SynthesisMode};
 use proofpipe_prover::params::ProvingKey;
 use proofpipe_prover::pipeline::{PartitionSource, PipelineConfig, ReplaySource};
@@ -31,6 +34,9 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     }
     if let Some(proof) = args.porep_shape {
         return porep_shape(&args, proof);
+    }
+    if let Some(proof) = args.post_shape {
+        return post_shape(&args, proof);
     }
     let store = store(args.params_dir.clone());
     let variants = match &args.gpu_variants {
@@ -212,22 +218,25 @@ fn print_summary(reports: &[BenchReport]) {
     }
 }
 
-/// Why `--porep-shape` has no stock run.
-const NO_STOCK_RUN: &str = "stock prover not run: seal_commit_phase2 needs Filecoin's parameter \
-     files for the sector size, and a placeholder partition proves nothing to compare";
+/// Why a shape benchmark has no stock run.
+const NO_STOCK_RUN: &str = "stock prover not run: filecoin-proofs needs the parameter files of \
+     the proof's circuit, and a placeholder partition proves nothing to compare";
+
+fn refuse_stock_run(args: &BenchArgs, flag: &str) -> Result<(), ProverError> {
+    if args.stock_partitions.is_some_and(|n| n > 0) {
+        return Err(ProverError::InvalidArgument {
+            what: "--stock-partitions",
+            reason: format!("{NO_STOCK_RUN}; leave --stock-partitions out (or 0) with {flag}"),
+        });
+    }
+    Ok(())
+}
 
 /// `bench --porep-shape`: placeholder partitions of the seal proof's exact circuit, timing-only
 /// parameters of its exact query counts, both from the committed counts (no synthesis before
 /// the timed run but the warm-up's and, with `--synthesis matrices`, the recording's).
 fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode, ProverError> {
-    if args.stock_partitions.is_some_and(|n| n > 0) {
-        return Err(ProverError::InvalidArgument {
-            what: "--stock-partitions",
-            reason: format!(
-                "{NO_STOCK_RUN}; leave --stock-partitions out (or 0) with --porep-shape"
-            ),
-        });
-    }
+    refuse_stock_run(args, "--porep-shape")?;
     let name = seal_proof_name(proof);
     let partition_shape = PartitionShape::of(proof)?;
     let counts = shape::counted(proof)?;
@@ -236,28 +245,19 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
         return Err(ProverError::ZeroPartitions);
     }
     let synthesis = SynthesisMode::from(args.synthesis.synthesis);
-    let (backend, why) = proofpipe_kernels::select_backend_with(GpuOptions::from_env());
-    tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
-    let gpus = backend.gpu_devices();
-    let limit = detect_memory_limit(args.sizing.memory_limit)?;
+    let backend = shape_backend();
     let query = counts.query_counts();
-    let mut input = SizingInput {
-        circuit: format!("{name} partition"),
-        shape: counts.shape(),
-        memory_limit: limit.bytes,
-        params_bytes: query.params_heap_bytes(),
-        matrices_bytes: match synthesis {
-            SynthesisMode::OnePass => 0,
-            SynthesisMode::Matrices => R1csMatrices::predicted_heap_bytes(&counts),
-        },
-        headroom: args.sizing.headroom,
-        cpu_cores: cpu_cores(),
-        // Known once the job is: its source says (below).
-        synthesis_threads: 1,
-        gpu_devices: gpus.len(),
-        gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
-        max_parallel_partitions: Some(partitions as usize),
-        overrides: args.sizing.overrides(),
+    let mut input = shape_sizing(
+        args,
+        format!("{name} partition"),
+        counts.shape(),
+        &backend,
+        partitions,
+    )?;
+    input.params_bytes = query.params_heap_bytes();
+    input.matrices_bytes = match synthesis {
+        SynthesisMode::OnePass => 0,
+        SynthesisMode::Matrices => R1csMatrices::predicted_heap_bytes(&counts),
     };
     // Refuse a hopeless limit before a minute of parameters.
     plan(&input)?;
@@ -279,9 +279,151 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
     input.params_bytes = key.heap_bytes();
     input.matrices_bytes = job.matrices_bytes();
     input.synthesis_threads = job.source.synthesis_threads();
-    // What making them cost is not the pipeline's: measure the peak from here.
+    let extra = json!({
+        "params_bytes": key.heap_bytes(),
+        "matrices_bytes": input.matrices_bytes,
+        "params_seconds": params_seconds,
+        "matrices_seconds": matrices_seconds,
+        "porep_shape": {
+            "seal_proof": name,
+            "partition": partition_shape,
+            "counts": counts,
+            "query_counts": {
+                "inputs": query.inputs, "h": query.h, "l": query.l, "a": query.a, "b": query.b,
+            },
+        },
+        "stock_not_run": NO_STOCK_RUN,
+    });
+    run_shape(
+        args,
+        ShapeRun {
+            name,
+            partitions,
+            input,
+            key,
+            source: job.source,
+            backend,
+            extra,
+        },
+    )
+}
+
+/// `bench --post-shape`: placeholder partitions of the PoSt proof's exact circuit (one
+/// WindowPoSt partition, as curio sends it, or the WinningPoSt), timing-only parameters of its
+/// committed counts.
+fn post_shape(args: &BenchArgs, proof: RegisteredPoStProof) -> Result<ExitCode, ProverError> {
+    refuse_stock_run(args, "--post-shape")?;
+    if SynthesisMode::from(args.synthesis.synthesis) == SynthesisMode::Matrices {
+        return Err(ProverError::InvalidArgument {
+            what: "--synthesis",
+            reason: "--post-shape synthesizes in one pass (a PoSt partition's sectors already \
+                     synthesize on every core); leave --synthesis out"
+                .into(),
+        });
+    }
+    let name = post_proof_name(proof);
+    let post = PostShape::of(proof)?;
+    let counts = post::shape::counted(proof)?;
+    // curio sends one WindowPoSt partition per request; a WinningPoSt is one partition.
+    let partitions = args.job.partitions.unwrap_or(1);
+    if partitions == 0 {
+        return Err(ProverError::ZeroPartitions);
+    }
+    let backend = shape_backend();
+    let query = counts.query_counts();
+    let source = post::shape::placeholder_source(proof, 0)?;
+    let mut input = shape_sizing(
+        args,
+        format!("{name} partition"),
+        counts.shape(),
+        &backend,
+        partitions,
+    )?;
+    input.params_bytes = query.params_heap_bytes();
+    input.synthesis_threads = source.synthesis_threads();
+    plan(&input)?;
+    let started = Instant::now();
+    let key = Arc::new(ProvingKey::timing_only(&name, counts.shape(), query));
+    let params_seconds = started.elapsed().as_secs_f64();
+    input.params_bytes = key.heap_bytes();
+    let extra = json!({
+        "params_bytes": key.heap_bytes(),
+        "params_seconds": params_seconds,
+        "post_shape": {
+            "post_proof": name,
+            "partition": post,
+            "counts": counts,
+            "query_counts": {
+                "inputs": query.inputs, "h": query.h, "l": query.l, "a": query.a, "b": query.b,
+            },
+        },
+        "stock_not_run": NO_STOCK_RUN,
+    });
+    run_shape(
+        args,
+        ShapeRun {
+            name,
+            partitions,
+            input,
+            key,
+            source,
+            backend,
+            extra,
+        },
+    )
+}
+
+fn shape_backend() -> Arc<dyn proofpipe_kernels::ProvingBackend> {
+    let (backend, why) = proofpipe_kernels::select_backend_with(GpuOptions::from_env());
+    tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
+    backend
+}
+
+/// The sizing input of a shape benchmark; the caller fills in the parameters' and matrices'
+/// bytes and the synthesis threads.
+fn shape_sizing(
+    args: &BenchArgs,
+    circuit: String,
+    shape: proofpipe_prover::circuits::CircuitShape,
+    backend: &Arc<dyn proofpipe_kernels::ProvingBackend>,
+    partitions: u32,
+) -> Result<SizingInput, ProverError> {
+    let gpus = backend.gpu_devices();
+    let limit = detect_memory_limit(args.sizing.memory_limit)?;
+    Ok(SizingInput {
+        circuit,
+        shape,
+        memory_limit: limit.bytes,
+        params_bytes: 0,
+        matrices_bytes: 0,
+        headroom: args.sizing.headroom,
+        cpu_cores: cpu_cores(),
+        synthesis_threads: 1,
+        gpu_devices: gpus.len(),
+        gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
+        max_parallel_partitions: Some(partitions as usize),
+        overrides: args.sizing.overrides(),
+    })
+}
+
+/// A shape benchmark, ready to run: placeholder partitions and the timing-only key.
+struct ShapeRun {
+    name: String,
+    partitions: u32,
+    input: SizingInput,
+    key: Arc<ProvingKey>,
+    source: Arc<dyn PartitionSource>,
+    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+    /// Fields added to every run's JSON report.
+    extra: Value,
+}
+
+/// Plans, then times `--runs` runs of the placeholder partitions (the first after a warm-up
+/// unless `--no-warmup`), each reported, and the summary.
+fn run_shape(args: &BenchArgs, run: ShapeRun) -> Result<ExitCode, ProverError> {
+    // What making the parameters cost is not the pipeline's: measure the peak from here.
     rss::reset_peak_rss();
-    let plan = plan(&input)?;
+    let plan = plan(&run.input)?;
     tracing::info!(
         partition_workers = plan.partition_workers,
         channel_capacity = plan.channel_capacity,
@@ -291,47 +433,33 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
     );
     // Replayed: partition 0 synthesized once (kept for every run), the rest copies of it.
     let source: Arc<dyn PartitionSource> = if args.replay_synthesis {
-        Arc::new(ReplaySource::new(job.source))
+        Arc::new(ReplaySource::new(run.source))
     } else {
-        job.source
+        run.source
     };
     let workload = SourceWorkload {
-        name: format!("{name} (placeholder)"),
+        name: format!("{} (placeholder)", run.name),
         source,
-        key: key.clone(),
+        key: run.key,
     };
     let config = with_replay_permit(PipelineConfig::from_plan(&plan), args);
     let options = GpuOptions::from_env();
+    let on_gpu = !run.backend.gpu_devices().is_empty();
     let mut all_verified = true;
     let mut summary = Vec::new();
-    for run in 0..args.runs {
+    for index in 0..args.runs {
         let mut report = bench_source(
             &workload,
-            partitions,
+            run.partitions,
             config.clone(),
-            backend.clone(),
-            !args.no_warmup && run == 0,
+            run.backend.clone(),
+            !args.no_warmup && index == 0,
         )?;
-        report.gpu_options = (!gpus.is_empty()).then(|| options.name());
+        report.gpu_options = on_gpu.then(|| options.name());
         if args.replay_synthesis {
             report.feed = FeedKind::Replay;
         }
-        let extra = json!({
-            "params_bytes": key.heap_bytes(),
-            "matrices_bytes": input.matrices_bytes,
-            "params_seconds": params_seconds,
-            "matrices_seconds": matrices_seconds,
-            "porep_shape": {
-                "seal_proof": name,
-                "partition": partition_shape,
-                "counts": counts,
-                "query_counts": {
-                    "inputs": query.inputs, "h": query.h, "l": query.l, "a": query.a, "b": query.b,
-                },
-            },
-            "stock_not_run": NO_STOCK_RUN,
-        });
-        all_verified &= print_report(args, &report, &plan, extra, 0, run)?;
+        all_verified &= print_report(args, &report, &plan, run.extra.clone(), 0, index)?;
         summary.push(report);
     }
     if summary.len() > 1 {
@@ -403,7 +531,7 @@ fn print_report(
             "REPLAYED SYNTHESIS: every partition is a copy of one synthesized partition; the stages after synthesis are measured, synthesis is not"
         );
     }
-    if args.porep_shape.is_some() {
+    if args.porep_shape.is_some() || args.post_shape.is_some() {
         println!("{NO_STOCK_RUN}");
     } else {
         println!("stock prover: {}", report.stock_prover);

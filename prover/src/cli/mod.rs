@@ -200,6 +200,12 @@ struct PlanArgs {
     #[arg(long, value_name = "SEAL_PROOF", value_parser = porep::parse_seal_proof,
           conflicts_with_all = ["circuit", "constraints"])]
     porep_shape: Option<proofpipe_prover::filecoin::RegisteredSealProof>,
+    /// Plan for the Filecoin PoSt partition of this registered PoSt proof (its name, e.g.
+    /// StackedDrgWindow32GiBV1_2, or curio's number), from its committed R1CS counts
+    /// (prover/src/filecoin/post/shape.rs); one partition unless --partitions.
+    #[arg(long, value_name = "POST_PROOF", value_parser = post::parse_post_proof,
+          conflicts_with_all = ["circuit", "constraints", "porep_shape"])]
+    post_shape: Option<proofpipe_prover::filecoin::RegisteredPoStProof>,
     /// How partitions would be synthesized (matrices: only with --porep-shape, whose matrices'
     /// size is known before recording them).
     #[arg(long, value_enum, default_value_t = Synthesis::OnePass)]
@@ -297,6 +303,14 @@ struct BenchArgs {
     #[arg(long, value_name = "SEAL_PROOF", value_parser = porep::parse_seal_proof,
           conflicts_with_all = ["circuit", "constraints", "params_dir"])]
     porep_shape: Option<proofpipe_prover::filecoin::RegisteredSealProof>,
+    /// Benchmark the Filecoin PoSt partition of this registered PoSt proof (its name, e.g.
+    /// StackedDrgWinning32GiBV1 or StackedDrgWindow32GiBV1_2, or curio's number) instead of a
+    /// synthetic circuit: placeholder vanilla proofs of its exact shape and timing-only
+    /// parameters of its committed counts. One partition unless --partitions. No proof
+    /// verifies; no stock run.
+    #[arg(long, value_name = "POST_PROOF", value_parser = post::parse_post_proof,
+          conflicts_with_all = ["circuit", "constraints", "params_dir", "porep_shape"])]
+    post_shape: Option<proofpipe_prover::filecoin::RegisteredPoStProof>,
     #[arg(long)]
     json: bool,
 }

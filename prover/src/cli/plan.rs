@@ -1,11 +1,12 @@
 //! `plan`: the sizing for a circuit under a memory limit, as a table or JSON. Pure: no
 //! parameters are loaded (their size is estimated from the circuit's shape, or, for a
-//! `--porep-shape`, exact from its committed counts).
+//! `--porep-shape` or `--post-shape`, exact from its committed counts).
 
 use std::process::ExitCode;
 
 use bytesize::ByteSize;
 use proofpipe_prover::ProverError;
+use proofpipe_prover::filecoin::post::{self, post_proof_name, shape::PostShape};
 use proofpipe_prover::filecoin::seal_proof_name;
 use proofpipe_prover::filecoin::shape::{self, PartitionShape};
 use proofpipe_prover::groth16::R1csMatrices;
@@ -17,52 +18,74 @@ use super::{PlanArgs, Synthesis, cpu_cores};
 
 pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
     let limit = detect_memory_limit(args.sizing.memory_limit)?;
-    let (circuit, shape, params_bytes, matrices_bytes, partitions, synthesis_threads) = match args
-        .porep_shape
-    {
-        Some(proof) => {
-            // Exact, from the committed counts: the real parameters have these point counts.
-            let counts = shape::counted(proof)?;
-            let partition_shape = PartitionShape::of(proof)?;
-            // From the matrices a partition's challenges run on every core (ADR 0023).
-            let (matrices, threads) = match args.synthesis {
-                Synthesis::OnePass => (0, 1),
-                Synthesis::Matrices => (
-                    R1csMatrices::predicted_heap_bytes(&counts),
-                    partition_shape.challenges_per_partition,
-                ),
-            };
-            let partitions = args.job.partitions.unwrap_or(partition_shape.partitions);
-            (
-                format!("{} partition", seal_proof_name(proof)),
-                counts.shape(),
-                counts.query_counts().params_heap_bytes(),
-                matrices,
-                partitions,
-                threads,
-            )
-        }
-        None => {
-            if args.synthesis == Synthesis::Matrices {
-                return Err(ProverError::InvalidArgument {
-                    what: "--synthesis",
-                    reason: "plan knows the R1CS matrices' size only for --porep-shape (from its \
+    let (circuit, shape, params_bytes, matrices_bytes, partitions, synthesis_threads) =
+        match (args.porep_shape, args.post_shape) {
+            (Some(proof), _) => {
+                // Exact, from the committed counts: the real parameters have these point counts.
+                let counts = shape::counted(proof)?;
+                let partition_shape = PartitionShape::of(proof)?;
+                // From the matrices a partition's challenges run on every core (ADR 0023).
+                let (matrices, threads) = match args.synthesis {
+                    Synthesis::OnePass => (0, 1),
+                    Synthesis::Matrices => (
+                        R1csMatrices::predicted_heap_bytes(&counts),
+                        partition_shape.challenges_per_partition,
+                    ),
+                };
+                let partitions = args.job.partitions.unwrap_or(partition_shape.partitions);
+                (
+                    format!("{} partition", seal_proof_name(proof)),
+                    counts.shape(),
+                    counts.query_counts().params_heap_bytes(),
+                    matrices,
+                    partitions,
+                    threads,
+                )
+            }
+            (None, Some(proof)) => {
+                if args.synthesis == Synthesis::Matrices {
+                    return Err(ProverError::InvalidArgument {
+                        what: "--synthesis",
+                        reason: "--post-shape plans one pass (a PoSt partition's sectors already \
+                             synthesize on every core); leave --synthesis out"
+                            .into(),
+                    });
+                }
+                // Exact, from the committed counts; the sectors synthesize on every core.
+                let counts = post::shape::counted(proof)?;
+                let post_shape = PostShape::of(proof)?;
+                (
+                    format!("{} partition", post_proof_name(proof)),
+                    counts.shape(),
+                    counts.query_counts().params_heap_bytes(),
+                    0,
+                    // curio sends one WindowPoSt partition per request.
+                    args.job.partitions.unwrap_or(1),
+                    post_shape.sectors_per_partition,
+                )
+            }
+            (None, None) => {
+                if args.synthesis == Synthesis::Matrices {
+                    return Err(ProverError::InvalidArgument {
+                        what: "--synthesis",
+                        reason:
+                            "plan knows the R1CS matrices' size only for --porep-shape (from its \
                              committed counts); for a synthetic circuit, prove or bench it with \
                              --synthesis matrices, which log their size"
-                        .into(),
-                });
+                                .into(),
+                    });
+                }
+                let shape = args.job.circuit.shape(args.job.constraints)?;
+                (
+                    args.job.circuit.to_string(),
+                    shape,
+                    estimated_params_bytes(shape),
+                    0,
+                    args.job.partitions(),
+                    1,
+                )
             }
-            let shape = args.job.circuit.shape(args.job.constraints)?;
-            (
-                args.job.circuit.to_string(),
-                shape,
-                estimated_params_bytes(shape),
-                0,
-                args.job.partitions(),
-                1,
-            )
-        }
-    };
+        };
     let input = SizingInput {
         circuit: circuit.clone(),
         shape,

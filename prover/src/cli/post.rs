@@ -394,7 +394,7 @@ impl TestdataArgs {
     }
 }
 
-fn parse_post_proof(s: &str) -> Result<RegisteredPoStProof, String> {
+pub(super) fn parse_post_proof(s: &str) -> Result<RegisteredPoStProof, String> {
     post::parse_post_proof(s).map_err(|e| e.to_string())
 }
 

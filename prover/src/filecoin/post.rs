@@ -775,6 +775,7 @@ fn sectors_shape<Tree: 'static + MerkleTreeTrait>(
         .collect()
 }
 
+pub mod shape;
 mod verify;
 pub use verify::{verify, verify_sectors, verify_v1_partition};
 

@@ -173,7 +173,7 @@ fn placeholder_partitions<Tree: 'static + MerkleTreeTrait>(
     })
 }
 
-fn random_domain<D: From<blstrs::Scalar>>(rng: &mut ChaCha20Rng) -> D {
+pub(super) fn random_domain<D: From<blstrs::Scalar>>(rng: &mut ChaCha20Rng) -> D {
     blstrs::Scalar::random(rng).into()
 }
 
@@ -184,7 +184,7 @@ fn random_domains<D: From<blstrs::Scalar>>(rng: &mut ChaCha20Rng, n: usize) -> V
 /// A Merkle proof of `Tree`'s shape for leaf `index` of `nodes`: the base tree's levels (arity
 /// `Tree::Arity`), then a sub-tree and a top-tree level where the shape has them, each with
 /// its siblings (pseudorandom) and the index's digit at that level.
-fn tree_proof<Tree: MerkleTreeTrait>(
+pub(super) fn tree_proof<Tree: MerkleTreeTrait>(
     nodes: usize,
     index: usize,
     root: TreeDomain<Tree>,

@@ -1,0 +1,404 @@
+//! The WindowPoSt partition and the WinningPoSt of any sector size, without sealed sectors or
+//! parameter files: for timing the real 32 GiB PoSt circuits with timing-only parameters
+//! (ADR 0008), as `filecoin::shape` does for PoRep.
+//!
+//! - **Placeholder vanilla proofs** ([`placeholder_source`]): the partition's sectors as its
+//!   circuit has them (`sector_count` of the public parameters: 2349 sectors of 10 challenges
+//!   for a 32 GiB WindowPoSt partition; 66 "sectors" of 1 challenge for a WinningPoSt, whose 66
+//!   challenges filecoin-proofs unrolls so), each challenge's inclusion path of the sector
+//!   size's tree R, with pseudorandom values from `(seed, partition)`.
+//!   `FallbackPoStCompound::circuit` builds the circuit from them as from a real partition's:
+//!   the structure depends only on those counts and the tree shape. The witness proves nothing;
+//!   timing only. A test holds the 2 KiB placeholder to a real PoSt partition, variable by
+//!   variable, and the committed counts to the real parameters' query counts.
+//! - **Counts per proof** ([`COUNTED_POST_SHAPES`], [`counted`]): one partition's R1CS shape,
+//!   counted once with [`count`] and committed, so a plan or a benchmark has the 32 GiB shapes
+//!   without synthesizing first. Tests recount 2 KiB; ignored tests recount 32 GiB and 64 GiB.
+
+use std::sync::Arc;
+
+use filecoin_proofs::with_shape;
+use filecoin_proofs_api::{MerkleTreeTrait, RegisteredPoStProof};
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use serde::Serialize;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::util::NODE_SIZE;
+use storage_proofs_post::fallback::{
+    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
+};
+
+use super::{Domain, PostKind, kind_name, post_proof_name, public_params};
+use crate::circuits::{CircuitShape, R1csCounts, count_r1cs};
+use crate::error::ProverError;
+use crate::filecoin::shape::{random_domain, tree_proof};
+use crate::groth16::{self, Synthesized};
+use crate::pipeline::PartitionSource;
+use proofpipe_kernels::EvalAlloc;
+
+/// What fixes a PoSt partition's circuit structure: its public parameters' counts and the
+/// sector size (the tree's shape).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PostShape {
+    #[serde(serialize_with = "kind_as_name")]
+    pub kind: PostKind,
+    pub sector_size: u64,
+    /// Sectors in one partition's circuit (a WinningPoSt: one per challenge).
+    pub sectors_per_partition: usize,
+    /// Challenges per circuit sector.
+    pub challenges_per_sector: usize,
+}
+
+fn kind_as_name<S: serde::Serializer>(kind: &PostKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(kind_name(kind))
+}
+
+impl PostShape {
+    /// `proof`'s partition shape, from filecoin-proofs' own public parameters.
+    pub fn of(proof: RegisteredPoStProof) -> Result<Self, ProverError> {
+        let size = u64::from(proof.sector_size());
+        with_shape!(size, shape_of, proof)
+    }
+}
+
+fn shape_of<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredPoStProof,
+) -> Result<PostShape, ProverError> {
+    let config = proof.as_v1_config();
+    let pp = public_params::<Tree>(&config)?;
+    Ok(PostShape {
+        kind: config.typ,
+        sector_size: u64::from(proof.sector_size()),
+        sectors_per_partition: pp.sector_count,
+        challenges_per_sector: pp.challenge_count,
+    })
+}
+
+/// The partitions of a placeholder PoSt of `proof`: any partition index, each the proof's exact
+/// circuit with pseudorandom values from `(seed, partition)`.
+pub fn placeholder_source(
+    proof: RegisteredPoStProof,
+    seed: u64,
+) -> Result<Arc<dyn PartitionSource>, ProverError> {
+    let size = u64::from(proof.sector_size());
+    with_shape!(size, placeholder_shape, proof, seed)
+}
+
+fn placeholder_shape<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredPoStProof,
+    seed: u64,
+) -> Result<Arc<dyn PartitionSource>, ProverError> {
+    Ok(Arc::new(PlaceholderPartitions::<Tree>::new(proof, seed)?))
+}
+
+struct PlaceholderPartitions<Tree: 'static + MerkleTreeTrait> {
+    public_params: fallback::PublicParams,
+    /// One sector (the circuit repeats the last public sector for the rest, as it does for a
+    /// partition short of sectors: the structure is the same).
+    public_inputs: fallback::PublicInputs<Domain<Tree>>,
+    nodes: usize,
+    seed: u64,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PlaceholderPartitions<Tree> {
+    fn new(proof: RegisteredPoStProof, seed: u64) -> Result<Self, ProverError> {
+        let public_params = public_params::<Tree>(&proof.as_v1_config())?;
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let public_inputs = fallback::PublicInputs {
+            randomness: random_domain(&mut rng),
+            prover_id: random_domain(&mut rng),
+            sectors: vec![PublicSector {
+                id: 1.into(),
+                comm_r: random_domain(&mut rng),
+            }],
+            k: Some(0),
+        };
+        Ok(Self {
+            nodes: public_params.sector_size as usize / NODE_SIZE,
+            public_params,
+            public_inputs,
+            seed,
+        })
+    }
+
+    /// Partition `partition`'s circuit: every circuit sector with its challenges' Merkle paths
+    /// of tree R, pseudorandom values.
+    fn circuit(&self, partition: u32) -> anyhow::Result<FallbackPoStCircuit<Tree>> {
+        let mut rng = ChaCha20Rng::seed_from_u64(self.seed);
+        rng.set_stream(u64::from(partition) + 1);
+        let sectors = (0..self.public_params.sector_count)
+            .map(|_| {
+                let comm_c = random_domain(&mut rng);
+                let comm_r_last = random_domain(&mut rng);
+                let inclusion_proofs = (0..self.public_params.challenge_count)
+                    .map(|_| {
+                        let challenge =
+                            rand_core::RngCore::next_u64(&mut rng) as usize % self.nodes;
+                        tree_proof::<Tree>(self.nodes, challenge, comm_r_last, &mut rng)
+                    })
+                    .collect();
+                fallback::SectorProof {
+                    inclusion_proofs,
+                    comm_c,
+                    comm_r_last,
+                }
+            })
+            .collect();
+        <FallbackPoStCompound<Tree> as CompoundProof<
+            FallbackPoSt<'_, Tree>,
+            FallbackPoStCircuit<Tree>,
+        >>::circuit(
+            &self.public_inputs,
+            Default::default(),
+            &fallback::Proof { sectors },
+            &self.public_params,
+            Some(0),
+        )
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PartitionSource for PlaceholderPartitions<Tree> {
+    /// As the real PoSt partitions (`FallbackPartitions`).
+    fn synthesis_threads(&self) -> usize {
+        self.public_params.sector_count
+    }
+
+    fn synthesize(
+        &self,
+        partition: u32,
+        shape: CircuitShape,
+        evaluations: &EvalAlloc,
+    ) -> Result<Synthesized, ProverError> {
+        let fail = |message: String| ProverError::Synthesis { partition, message };
+        let circuit = self.circuit(partition).map_err(|e| {
+            fail(format!(
+                "building the placeholder FallbackPoStCircuit: {e:#}"
+            ))
+        })?;
+        groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| fail(e.to_string()))
+    }
+}
+
+/// Counts partition 0 of `proof`'s placeholder PoSt (every witness value computed, none kept).
+pub fn count(proof: RegisteredPoStProof) -> Result<R1csCounts, ProverError> {
+    let size = u64::from(proof.sector_size());
+    with_shape!(size, count_shape, proof)
+}
+
+fn count_shape<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredPoStProof,
+) -> Result<R1csCounts, ProverError> {
+    let fail = |message: String| ProverError::Synthesis {
+        partition: 0,
+        message: format!("counting the placeholder PoSt partition: {message}"),
+    };
+    let circuit = PlaceholderPartitions::<Tree>::new(proof, 0)?
+        .circuit(0)
+        .map_err(|e| fail(format!("{e:#}")))?;
+    count_r1cs(circuit).map_err(|e| fail(e.to_string()))
+}
+
+/// One PoSt partition shape, counted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CountedPostShape {
+    pub shape: PostShape,
+    pub counts: R1csCounts,
+}
+
+/// The PoSt partitions counted by [`count`]. Tests recount 2 KiB; `cargo test -p
+/// proofpipe-prover --lib -- --ignored counted_post_shape_of` recounts 32 GiB and 64 GiB.
+pub const COUNTED_POST_SHAPES: &[CountedPostShape] = &[
+    // StackedDrgWinning2KiBV1
+    CountedPostShape {
+        shape: PostShape {
+            kind: PostKind::Winning,
+            sector_size: filecoin_proofs::SECTOR_SIZE_2_KIB,
+            sectors_per_partition: 66,
+            challenges_per_sector: 1,
+        },
+        counts: R1csCounts {
+            constraints: 90_883,
+            inputs: 133,
+            aux: 91_674,
+            a_aux_density: 69_300,
+            b_input_density: 1,
+            b_aux_density: 66_792,
+            nonzeros: [621_985, 92_070, 113_652],
+            stored_coefficients: [548_988, 1_188, 20_658],
+        },
+    },
+    // StackedDrgWindow2KiBV1_2
+    CountedPostShape {
+        shape: PostShape {
+            kind: PostKind::Window,
+            sector_size: filecoin_proofs::SECTOR_SIZE_2_KIB,
+            sectors_per_partition: 2,
+            challenges_per_sector: 10,
+        },
+        counts: R1csCounts {
+            constraints: 21_889,
+            inputs: 23,
+            aux: 22_128,
+            a_aux_density: 16_770,
+            b_input_density: 1,
+            b_aux_density: 16_028,
+            nonzeros: [150_285, 22_230, 27_456],
+            stored_coefficients: [132_430, 324, 4_910],
+        },
+    },
+    // StackedDrgWinning32GiBV1
+    CountedPostShape {
+        shape: PostShape {
+            kind: PostKind::Winning,
+            sector_size: filecoin_proofs::SECTOR_SIZE_32_GIB,
+            sectors_per_partition: 66,
+            challenges_per_sector: 1,
+        },
+        counts: R1csCounts {
+            constraints: 370_723,
+            inputs: 133,
+            aux: 375_210,
+            a_aux_density: 284_196,
+            b_input_density: 1,
+            b_aux_density: 272_184,
+            nonzeros: [2_549_185, 376_662, 465_300],
+            stored_coefficients: [2_247_564, 5_412, 83_490],
+        },
+    },
+    // StackedDrgWindow32GiBV1_2
+    CountedPostShape {
+        shape: PostShape {
+            kind: PostKind::Window,
+            sector_size: filecoin_proofs::SECTOR_SIZE_32_GIB,
+            sectors_per_partition: 2349,
+            challenges_per_sector: 10,
+        },
+        counts: R1csCounts {
+            constraints: 125_305_057,
+            inputs: 25_840,
+            aux: 126_902_376,
+            a_aux_density: 96_179_805,
+            b_input_density: 1,
+            b_aux_density: 91_925_766,
+            nonzeros: [862_416_559, 127_398_015, 157_401_792],
+            stored_coefficients: [760_077_675, 1_883_898, 28_129_275],
+        },
+    },
+    // StackedDrgWinning64GiBV1
+    CountedPostShape {
+        shape: PostShape {
+            kind: PostKind::Winning,
+            sector_size: filecoin_proofs::SECTOR_SIZE_64_GIB,
+            sectors_per_partition: 66,
+            challenges_per_sector: 1,
+        },
+        counts: R1csCounts {
+            constraints: 391_447,
+            inputs: 133,
+            aux: 396_000,
+            a_aux_density: 299_838,
+            b_input_density: 1,
+            b_aux_density: 287_694,
+            nonzeros: [2_689_501, 397_518, 491_040],
+            stored_coefficients: [2_372_040, 5_544, 88_440],
+        },
+    },
+    // StackedDrgWindow64GiBV1_2
+    CountedPostShape {
+        shape: PostShape {
+            kind: PostKind::Window,
+            sector_size: filecoin_proofs::SECTOR_SIZE_64_GIB,
+            sectors_per_partition: 2300,
+            challenges_per_sector: 10,
+        },
+        counts: R1csCounts {
+            constraints: 129_913_201,
+            inputs: 25_301,
+            aux: 131_500_200,
+            a_aux_density: 99_624_500,
+            b_input_density: 1,
+            b_aux_density: 95_413_200,
+            nonzeros: [893_324_601, 132_008_500, 163_088_400],
+            stored_coefficients: [787_600_500, 1_890_600, 29_267_500],
+        },
+    },
+];
+
+/// The committed counts of `proof`'s partition, refused if the table has none of its shape.
+pub fn counted(proof: RegisteredPoStProof) -> Result<R1csCounts, ProverError> {
+    let shape = PostShape::of(proof)?;
+    COUNTED_POST_SHAPES
+        .iter()
+        .find(|c| c.shape == shape)
+        .map(|c| c.counts)
+        .ok_or_else(|| ProverError::InvalidArgument {
+            what: "PoSt shape",
+            reason: format!(
+                "no committed counts for {} ({} sectors of {} challenges per partition): add its \
+                 row to COUNTED_POST_SHAPES in prover/src/filecoin/post/shape.rs from \
+                 post::shape::count",
+                post_proof_name(proof),
+                shape.sectors_per_partition,
+                shape.challenges_per_sector
+            ),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+
+    fn recount(proof: RegisteredPoStProof) {
+        let started = Instant::now();
+        let counts = count(proof).unwrap();
+        println!(
+            "{}: {:?} recounted in {:.1} s, peak RSS {:?} bytes: {counts:?}",
+            post_proof_name(proof),
+            PostShape::of(proof).unwrap(),
+            started.elapsed().as_secs_f64(),
+            crate::rss::peak_rss_bytes()
+        );
+        assert_eq!(
+            counted(proof).ok(),
+            Some(counts),
+            "COUNTED_POST_SHAPES's row for {} is not what the circuit has: put these counts in it",
+            post_proof_name(proof)
+        );
+    }
+
+    #[test]
+    fn counted_post_shapes_of_2kib_match_a_recount() {
+        recount(RegisteredPoStProof::StackedDrgWinning2KiBV1);
+        recount(RegisteredPoStProof::StackedDrgWindow2KiBV1_2);
+    }
+
+    #[test]
+    #[ignore = "~505 s on one core: recounts the 125M-constraint 32 GiB WindowPoSt partition"]
+    fn counted_post_shape_of_32gib_matches_a_recount() {
+        recount(RegisteredPoStProof::StackedDrgWinning32GiBV1);
+        recount(RegisteredPoStProof::StackedDrgWindow32GiBV1_2);
+    }
+
+    #[test]
+    #[ignore = "~522 s on one core: recounts the 130M-constraint 64 GiB WindowPoSt partition"]
+    fn counted_post_shape_of_64gib_matches_a_recount() {
+        recount(RegisteredPoStProof::StackedDrgWinning64GiBV1);
+        recount(RegisteredPoStProof::StackedDrgWindow64GiBV1_2);
+    }
+
+    #[test]
+    fn shapes_are_filecoin_proofs() {
+        let winning = PostShape::of(RegisteredPoStProof::StackedDrgWinning32GiBV1).unwrap();
+        assert_eq!(
+            (winning.sectors_per_partition, winning.challenges_per_sector),
+            (66, 1)
+        );
+        let window = PostShape::of(RegisteredPoStProof::StackedDrgWindow32GiBV1_2).unwrap();
+        assert_eq!(
+            (window.sectors_per_partition, window.challenges_per_sector),
+            (2349, 10)
+        );
+    }
+}

@@ -99,11 +99,13 @@ if [ -n "${PROOFPIPE_BESIDE_TESTS:-}" ]; then
   beside_pid=$!
 fi
 
-# The two slow recounts of the 32 GiB and 64 GiB PoRep partitions (~170 s each; the committed
-# 32 GiB counts are also held to the seed engine's numbers by a fast test) run by hand:
+# The slow recounts of the 32 GiB and 64 GiB PoRep partitions (~170 s each; the committed 32 GiB
+# counts are also held to the seed engine's numbers by a fast test) and PoSt partitions (~8.5 min
+# each) run by hand:
 #   cargo test -p proofpipe-prover --lib -- --ignored counted_shape_of
+#   cargo test -p proofpipe-prover --lib -- --ignored counted_post_shape_of
 cargo test --workspace --locked -- --include-ignored \
-  --skip counted_shape_of_32gib_matches_a_recount --skip counted_shape_of_64gib_matches_a_recount
+  --skip shape_of_32gib_matches_a_recount --skip shape_of_64gib_matches_a_recount
 step "cargo test (every test)"
 # The Helm chart: lint, render, Kubernetes schemas, and an apply to the same API server.
 scripts/chart-check.sh

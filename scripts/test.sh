@@ -20,7 +20,8 @@ step() {
 }
 cleanup() {
   if [ -n "$testdata_pid" ]; then kill "$testdata_pid" 2>/dev/null || true; fi
-  if [ -n "$beside_pid" ]; then kill "$beside_pid" 2>/dev/null || true; fi
+  # Its own process group (setsid below): the lints' cargo and rustc go with it.
+  if [ -n "$beside_pid" ]; then kill -- "-$beside_pid" 2>/dev/null || true; fi
   if [ -n "$started_testenv" ]; then "$testenv/stop.sh" "$KUBE_TESTENV_DIR" >/dev/null 2>&1 || true; fi
   echo "== scripts/test.sh step times"
   printf '%s\n' "${step_times[@]}"
@@ -95,7 +96,7 @@ step "install the S3 test server and grpcio"
 if [ -n "${PROOFPIPE_BESIDE_TESTS:-}" ]; then
   beside_log=$(mktemp)
   # Niced: the tests' own deadlines come first.
-  nice -n 10 bash -c "$PROOFPIPE_BESIDE_TESTS" > "$beside_log" 2>&1 &
+  setsid nice -n 10 bash -c "$PROOFPIPE_BESIDE_TESTS" > "$beside_log" 2>&1 &
   beside_pid=$!
 fi
 

@@ -314,6 +314,109 @@ async fn a_job_that_can_never_fit_is_reported_permanent_and_the_daemon_stays_up(
     cluster.delete_namespace().await;
 }
 
+/// The Filecoin test data (`PROOFPIPE_FILECOIN_TESTDATA`, made by
+/// `scripts/filecoin-testdata.sh`); without it the test says so and passes, except under CI.
+fn filecoin_testdata() -> Option<std::path::PathBuf> {
+    match std::env::var_os("PROOFPIPE_FILECOIN_TESTDATA") {
+        Some(dir) => Some(dir.into()),
+        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!(
+                "CI must run the Filecoin tests: scripts/test.sh exports PROOFPIPE_FILECOIN_TESTDATA"
+            )
+        }
+        None => {
+            eprintln!(
+                "SKIPPED: PROOFPIPE_FILECOIN_TESTDATA is unset; run scripts/filecoin-testdata.sh"
+            );
+            None
+        }
+    }
+}
+
+/// `PROOFPIPE_PRELOAD_PARAMS` loads a PoSt parameter set before the prover is ready (its pool
+/// entry lists it before any job came); a set whose files are missing stops the daemon at
+/// start with the command that fetches them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preloaded_parameters_are_resident_before_the_first_job() {
+    let Some(testdata) = filecoin_testdata() else {
+        return;
+    };
+    let Some(cluster) = Cluster::connect("daemon-preload").await else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let pools = create_pool(&cluster).await;
+    let params = testdata.join("params");
+    let listen = free_local_address();
+    let mut daemon = Daemon::start_with(
+        &cluster.namespace,
+        &work.path().join("params"),
+        &listen,
+        &work.path().join("daemon.log"),
+        &[
+            ("FIL_PROOFS_PARAMETER_CACHE", params.as_os_str()),
+            (
+                "PROOFPIPE_PRELOAD_PARAMS",
+                "post:StackedDrgWinning2KiBV1".as_ref(),
+            ),
+        ],
+    );
+    let resident = daemon
+        .wait(
+            "the preloaded set on the prover's pool entry",
+            Duration::from_secs(60),
+            || async {
+                let provers = pools.get(POOL).await.ok()?.status?.provers?;
+                provers
+                    .into_iter()
+                    .find(|p| p.pod == POD)?
+                    .resident_parameters
+                    .filter(|sets| !sets.is_empty())
+            },
+        )
+        .await;
+    assert_eq!(resident, ["StackedDrgWinning2KiBV1"]);
+    daemon
+        .wait(
+            "the prover to be ready",
+            Duration::from_secs(30),
+            || async { (http_get(&listen, "/readyz").await.0 == 200).then_some(()) },
+        )
+        .await;
+    assert!(
+        daemon.log_text().contains("Filecoin parameters preloaded"),
+        "{}",
+        daemon.log_text()
+    );
+    assert!(daemon.terminate(Duration::from_secs(25)), "no clean exit");
+
+    // The 32 GiB WindowPoSt set is not in the test data: the daemon refuses to start.
+    let listen = free_local_address();
+    let mut missing = Daemon::start_with(
+        &cluster.namespace,
+        &work.path().join("params"),
+        &listen,
+        &work.path().join("missing.log"),
+        &[
+            ("FIL_PROOFS_PARAMETER_CACHE", params.as_os_str()),
+            (
+                "PROOFPIPE_PRELOAD_PARAMS",
+                "post:StackedDrgWindow32GiBV1_2".as_ref(),
+            ),
+        ],
+    );
+    let status = missing
+        .wait_exit(Duration::from_secs(60))
+        .expect("the daemon should stop when a preloaded set is missing");
+    assert!(!status.success());
+    let log = missing.log_text();
+    assert!(
+        log.contains("is missing") && log.contains("params fetch"),
+        "{log}"
+    );
+    cluster.delete_namespace().await;
+}
+
 async fn create_pool(cluster: &Cluster) -> Api<ProverPool> {
     let pools: Api<ProverPool> = cluster.api();
     let spec = json!({ "template": { "spec": { "containers": [
@@ -435,7 +538,19 @@ struct Daemon {
 
 impl Daemon {
     fn start(namespace: &str, params_dir: &Path, listen: &str, log: &Path) -> Self {
+        Self::start_with(namespace, params_dir, listen, log, &[])
+    }
+
+    /// [`Daemon::start`] with more environment.
+    fn start_with(
+        namespace: &str,
+        params_dir: &Path,
+        listen: &str,
+        log: &Path,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Self {
         let child = Command::new(env!("CARGO_BIN_EXE_proofpipe-prover"))
+            .envs(env.iter().copied())
             .arg("daemon")
             .arg("--params-dir")
             .arg(params_dir)

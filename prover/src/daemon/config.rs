@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use proofpipe_crds::parse_pipeline_override;
 
+use super::resident::ParamSet;
 use crate::error::ProverError;
 use crate::groth16::SynthesisMode;
 use crate::sizing::{LimitSource, MemoryLimit, Overrides, parse_memory_size};
@@ -29,6 +30,10 @@ pub const REQUIRE_GPU_VAR: &str = "PROOFPIPE_REQUIRE_GPU";
 /// Set in a pool's template (e.g. `8GiB`) to keep that much memory out of every main job's
 /// plan, so that urgent work (PoSt) fits beside a long job (ADR 0026).
 pub const URGENT_RESERVE_VAR: &str = "PROOFPIPE_URGENT_RESERVE";
+/// Set in a pool's template (e.g. `post:StackedDrgWinning32GiBV1`, comma separated) to load
+/// those Filecoin parameter sets at start, before the prover is ready: the first job of that
+/// kind (a WinningPoSt, due within seconds) does not wait for a load.
+pub const PRELOAD_PARAMS_VAR: &str = "PROOFPIPE_PRELOAD_PARAMS";
 
 /// Who this daemon is: its pod, the namespace it watches and the pool it reports into.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +71,8 @@ pub struct EnvSettings {
     /// Bytes main jobs leave unplanned for urgent work beside them (0: none reserved; urgent
     /// work then uses what a main plan leaves by chance).
     pub urgent_reserve: u64,
+    /// Filecoin parameter sets loaded at start, before the prover is ready.
+    pub preload: Vec<ParamSet>,
 }
 
 /// Reads the settings through `var` (`std::env::var(..).ok()` in the binary).
@@ -113,6 +120,12 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<EnvSettings, Pro
                 })?
             }
         },
+        preload: var(PRELOAD_PARAMS_VAR)
+            .unwrap_or_default()
+            .split(',')
+            .filter(|name| !name.trim().is_empty())
+            .map(ParamSet::parse)
+            .collect::<Result<_, _>>()?,
         identity,
         overrides: Overrides {
             partition_workers: count(PARTITION_WORKERS_VAR)?,
@@ -277,6 +290,40 @@ mod tests {
             pairs.push((PROGRESS_DEADLINE_VAR, bad));
             let err = from_env(env(&pairs)).unwrap_err();
             assert!(err.to_string().contains(PROGRESS_DEADLINE_VAR), "{err}");
+        }
+    }
+
+    #[test]
+    fn preloaded_parameter_sets_name_their_kind_and_proof() {
+        assert!(from_env(env(&IDENTITY)).unwrap().preload.is_empty());
+        let mut pairs = IDENTITY.to_vec();
+        pairs.push((
+            PRELOAD_PARAMS_VAR,
+            "post:StackedDrgWinning32GiBV1, porep:32GiB,snap:StackedDrg32GiBV1,",
+        ));
+        let names: Vec<String> = from_env(env(&pairs))
+            .unwrap()
+            .preload
+            .into_iter()
+            .map(ParamSet::name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "StackedDrgWinning32GiBV1",
+                "StackedDrg32GiBV1_1",
+                "StackedDrg32GiBV1"
+            ]
+        );
+        for (bad, needle) in [
+            ("StackedDrgWinning32GiBV1", "names no proof kind"),
+            ("seal:32GiB", "is not a proof kind"),
+            ("post:StackedDrg32GiBV1_1", "StackedDrg32GiBV1_1"),
+        ] {
+            let mut pairs = IDENTITY.to_vec();
+            pairs.push((PRELOAD_PARAMS_VAR, bad));
+            let message = from_env(env(&pairs)).unwrap_err().to_string();
+            assert!(message.contains(needle), "{bad}: {message}");
         }
     }
 

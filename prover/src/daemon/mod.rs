@@ -241,13 +241,65 @@ pub async fn run(
     let (stop, stopped) = watch::channel(false);
     let http = tokio::spawn(http::serve(listener, daemon.clone(), stopped.clone()));
     let reporter = tokio::spawn(reporter::report_until(daemon.clone(), stopped));
-    let result = supervise(&daemon).await;
+    // Not ready (no watch, so no job assigned) until the preloaded sets are resident.
+    let result = match preload(&daemon, settings.preload).await {
+        Ok(()) => supervise(&daemon).await,
+        Err(err) => Err(err),
+    };
     stop.send_replace(true);
     let _ = reporter.await;
     if let Ok(Err(err)) = http.await {
         tracing::warn!("the HTTP server stopped with an error: {err}");
     }
     result
+}
+
+/// Loads the `PROOFPIPE_PRELOAD_PARAMS` sets, one after another, within the main lane's
+/// memory; refused when they do not all stay resident together.
+async fn preload(daemon: &Arc<Daemon>, sets: Vec<resident::ParamSet>) -> Result<(), ProverError> {
+    if sets.is_empty() {
+        return Ok(());
+    }
+    let daemon = daemon.clone();
+    tokio::task::spawn_blocking(move || {
+        let budget = daemon.main_limit();
+        let mut loaded = Vec::with_capacity(sets.len());
+        for set in &sets {
+            let started = std::time::Instant::now();
+            let key = daemon.filecoin_params.get(*set, budget)?;
+            tracing::info!(
+                proof = %set.name(),
+                bytes = key.key.heap_bytes(),
+                seconds = started.elapsed().as_secs_f64(),
+                "Filecoin parameters preloaded"
+            );
+            loaded.push((set.name(), key.identifier));
+        }
+        let dropped: Vec<String> = loaded
+            .into_iter()
+            .filter(|(_, identifier)| !daemon.filecoin_params.is_resident(identifier))
+            .map(|(name, _)| name)
+            .collect();
+        if dropped.is_empty() {
+            Ok(())
+        } else {
+            Err(ProverError::InvalidArgument {
+                what: config::PRELOAD_PARAMS_VAR,
+                reason: format!(
+                    "{} did not stay resident beside the other preloaded sets within the {} \
+                     main jobs plan into (the memory limit less the urgent reserve): preload \
+                     fewer sets, or raise the pool's memory limit",
+                    dropped.join(", "),
+                    bytesize::ByteSize(budget)
+                ),
+            })
+        }
+    })
+    .await
+    .map_err(|e| ProverError::Filecoin {
+        action: "preloading the Filecoin parameters".into(),
+        message: e.to_string(),
+    })?
 }
 
 /// Filecoin's parameter directory as filecoin-proofs finds it (`FIL_PROOFS_PARAMETER_CACHE`,

@@ -37,6 +37,31 @@ impl ParamSet {
         }
     }
 
+    /// A set as `PROOFPIPE_PRELOAD_PARAMS` names it: `porep:`, `snap:` or `post:` and the
+    /// registered proof (`post:StackedDrgWinning32GiBV1`, `porep:32GiB`, `snap:32GiB`; the
+    /// prefix settles names PoRep and SnapDeals share, such as `StackedDrg32GiBV1`).
+    pub fn parse(text: &str) -> Result<Self, ProverError> {
+        let refused = |reason: String| ProverError::InvalidArgument {
+            what: super::config::PRELOAD_PARAMS_VAR,
+            reason,
+        };
+        let (kind, proof) = text.trim().split_once(':').ok_or_else(|| {
+            refused(format!(
+                "{text:?} names no proof kind: write porep:PROOF, snap:PROOF or post:PROOF \
+                 (e.g. post:StackedDrgWinning32GiBV1, porep:32GiB)"
+            ))
+        })?;
+        let proof = proof.trim();
+        match kind.trim() {
+            "porep" => crate::filecoin::parse_seal_proof(proof).map(Self::Seal),
+            "snap" => crate::filecoin::snap::parse_update_proof(proof).map(Self::Update),
+            "post" => crate::filecoin::post::parse_post_proof(proof).map(Self::Post),
+            other => Err(refused(format!(
+                "{other:?} in {text:?} is not a proof kind: porep, snap or post"
+            ))),
+        }
+    }
+
     /// The registered proof's name, for logs.
     pub fn name(self) -> String {
         match self {
@@ -116,6 +141,11 @@ impl ResidentKeys {
         }
         // Resident, or it fits: `get` neither drops nor waits with an unbounded budget.
         self.get(set, u64::MAX).map(Some)
+    }
+
+    /// Whether the set of this circuit identifier is resident.
+    pub fn is_resident(&self, identifier: &str) -> bool {
+        self.keys.lock().contains_key(identifier)
     }
 
     /// The registered proofs of the resident sets (their identifiers where no name is known).

@@ -337,8 +337,9 @@ async fn start_urgent(
 ) -> Result<PipelineGuard, ProverError> {
     let mut lane = daemon.main_lane.subscribe();
     loop {
-        let beside = urgent::until_planned(&mut lane).await;
-        let alone = beside == Footprint::default();
+        let main_job = urgent::until_planned(&mut lane).await;
+        let alone = main_job.is_none();
+        let beside = main_job.unwrap_or_default();
         // Alone, the other resident sets count as for any job; beside the main job they are
         // in its plan already (the urgent key is counted as this job's own).
         let others = if alone { prepared.others_bytes } else { 0 };

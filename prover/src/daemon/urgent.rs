@@ -38,13 +38,9 @@ pub enum MainLane {
 }
 
 impl MainLane {
-    /// What the main lane takes now (nothing when idle); `None` while it is planning.
-    pub fn taken(self) -> Option<Footprint> {
-        match self {
-            Self::Idle => Some(Footprint::default()),
-            Self::Planning => None,
-            Self::Running(footprint) => Some(footprint),
-        }
+    /// Whether what the main lane takes is known: it is idle or its job has a plan.
+    fn is_settled(self) -> bool {
+        self != Self::Planning
     }
 }
 
@@ -53,12 +49,16 @@ pub fn room_beside(limit: u64, taken: Footprint) -> u64 {
     limit.saturating_sub(taken.memory_bytes)
 }
 
-/// Waits until the main lane has a plan or is idle; what it takes then.
-pub async fn until_planned(lane: &mut watch::Receiver<MainLane>) -> Footprint {
-    match lane.wait_for(|state| state.taken().is_some()).await {
-        Ok(state) => state.taken().unwrap_or_default(),
+/// Waits until the main lane has a plan or is idle: the main job's footprint, or `None` when
+/// the lane is idle (the urgent job is alone).
+pub async fn until_planned(lane: &mut watch::Receiver<MainLane>) -> Option<Footprint> {
+    match lane.wait_for(|state| state.is_settled()).await {
+        Ok(state) => match *state {
+            MainLane::Running(footprint) => Some(footprint),
+            MainLane::Idle | MainLane::Planning => None,
+        },
         // The daemon is going away: plan as if alone, the process ends anyway.
-        Err(_) => Footprint::default(),
+        Err(_) => None,
     }
 }
 
@@ -72,9 +72,9 @@ pub async fn until_idle(lane: &mut watch::Receiver<MainLane>) {
 pub async fn load_key(daemon: &Daemon, set: ParamSet) -> Result<JobKey, ProverError> {
     let mut lane = daemon.main_lane.subscribe();
     loop {
-        let taken = until_planned(&mut lane).await;
-        let alone = taken == Footprint::default();
-        let room = room_beside(daemon.memory_limit, taken);
+        let beside = until_planned(&mut lane).await;
+        let alone = beside.is_none();
+        let room = room_beside(daemon.memory_limit, beside.unwrap_or_default());
         let budget = (room as f64 * (1.0 - HEADROOM)) as u64;
         let resident = daemon.filecoin_params.clone();
         let fault = daemon.fault;
@@ -116,9 +116,8 @@ mod tests {
         };
         assert_eq!(room_beside(128 * gib, main), 28 * gib);
         assert_eq!(room_beside(64 * gib, main), 0, "never below zero");
-        assert_eq!(MainLane::Running(main).taken(), Some(main));
-        assert_eq!(MainLane::Idle.taken(), Some(Footprint::default()));
-        assert_eq!(MainLane::Planning.taken(), None, "unknown until planned");
+        assert!(MainLane::Running(main).is_settled() && MainLane::Idle.is_settled());
+        assert!(!MainLane::Planning.is_settled(), "unknown until planned");
     }
 
     #[tokio::test]
@@ -132,6 +131,18 @@ mod tests {
             device_bytes: 1,
         };
         main.send_replace(MainLane::Running(footprint));
-        assert_eq!(waiter.await.unwrap(), footprint);
+        assert_eq!(waiter.await.unwrap(), Some(footprint));
+    }
+
+    #[tokio::test]
+    async fn an_idle_main_lane_leaves_the_urgent_job_alone_even_with_a_zero_plan() {
+        let (main, mut lane) = watch::channel(MainLane::Running(Footprint::default()));
+        assert_eq!(
+            until_planned(&mut lane).await,
+            Some(Footprint::default()),
+            "a running main job, however small, is beside the urgent one"
+        );
+        main.send_replace(MainLane::Idle);
+        assert_eq!(until_planned(&mut lane).await, None);
     }
 }

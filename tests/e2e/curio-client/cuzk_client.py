@@ -98,19 +98,7 @@ def main():
         except grpc.RpcError as error:
             seen[f"token_{name}"] = error.code().name
 
-    with open(args.c1, "rb") as f:
-        c1 = f.read()
-    sector = json.loads(c1)["SectorNum"]
-    submit = pb.SubmitProofRequest(
-        request_id=f"porep-{args.miner}-{sector}",
-        proof_kind=pb.POREP_SEAL_COMMIT,
-        sector_size=2048,
-        registered_proof=5,  # StackedDrg2KiBV1_1
-        priority=pb.NORMAL,
-        vanilla_proof=c1,
-        sector_number=sector,
-        miner_id=args.miner,
-    )
+    submit, sector = porep_request(pb, args, "")
     first = engine.SubmitProof(submit, metadata=auth, timeout=60)
     seen["submitted_job"] = first.job_id
     seen["queue_position"] = first.queue_position
@@ -191,6 +179,25 @@ def main():
     metrics = engine.GetMetrics(pb.GetMetricsRequest(), metadata=auth, timeout=30)
     seen["metrics_has_jobs_created"] = "proofpipe_gateway_jobs_created_total" in metrics.prometheus_text
     print(json.dumps(seen))
+
+
+def porep_request(pb, args, id_suffix):
+    """curio's PoRep C2 request for the test's 2 KiB C1 output (its request id
+    porep-<miner>-<sector>, then id_suffix), and the sector number."""
+    with open(args.c1, "rb") as f:
+        c1 = f.read()
+    sector = json.loads(c1)["SectorNum"]
+    request = pb.SubmitProofRequest(
+        request_id=f"porep-{args.miner}-{sector}{id_suffix}",
+        proof_kind=pb.POREP_SEAL_COMMIT,
+        sector_size=2048,
+        registered_proof=5,  # StackedDrg2KiBV1_1
+        priority=pb.NORMAL,
+        vanilla_proof=c1,
+        sector_number=sector,
+        miner_id=args.miner,
+    )
+    return request, sector
 
 
 def raw(value):
@@ -302,19 +309,7 @@ def prove_winning_post(engine, pb, auth, args, seen):
 def urgent_while_busy(engine, pb, auth, args, seen):
     """curio's WinningPoSt (CRITICAL) while the pool's one prover proves a PoRep: submitted
     once the PoRep is on the prover, answered before the PoRep's proof."""
-    with open(args.c1, "rb") as f:
-        c1 = f.read()
-    sector = json.loads(c1)["SectorNum"]
-    porep = pb.SubmitProofRequest(
-        request_id=f"porep-{args.miner}-{sector}-busy",
-        proof_kind=pb.POREP_SEAL_COMMIT,
-        sector_size=2048,
-        registered_proof=5,  # StackedDrg2KiBV1_1
-        priority=pb.NORMAL,
-        vanilla_proof=c1,
-        sector_number=sector,
-        miner_id=args.miner,
-    )
+    porep, _ = porep_request(pb, args, "-busy")
     porep_job = engine.SubmitProof(porep, metadata=auth, timeout=60).job_id
     deadline = time.monotonic() + 300
     while True:

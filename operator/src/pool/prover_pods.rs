@@ -40,6 +40,10 @@ pub struct ProverPod {
     /// Why the scheduler cannot place the pod, while it cannot (`PodScheduled` is False
     /// with reason `Unschedulable`).
     pub unschedulable: Option<String>,
+    /// The scheduling gates holding the pod back (Kueue's `kueue.x-k8s.io/admission` until
+    /// its ClusterQueue has quota for it): the scheduler does not consider a gated pod, nor
+    /// does a node autoscaler add nodes for it.
+    pub gated: Option<String>,
     /// Created from an earlier version of the pool's template (or carrying no template hash
     /// at all): it is replaced once it is idle (see `scaling`).
     pub outdated: bool,
@@ -53,6 +57,7 @@ impl ProverPod {
             ordinal: prover_pod_ordinal(pool, &name),
             health: health(pod),
             unschedulable: unschedulable(pod),
+            gated: scheduling_gates(pod),
             uid: pod.metadata.uid.clone(),
             outdated: pod.labels().get(TEMPLATE_HASH_LABEL).map(String::as_str)
                 != Some(template_hash),
@@ -143,6 +148,21 @@ fn unschedulable(pod: &Pod) -> Option<String> {
     )
 }
 
+/// The names of the pod's scheduling gates, while it has any.
+fn scheduling_gates(pod: &Pod) -> Option<String> {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    let gates = pod.spec.as_ref()?.scheduling_gates.as_ref()?;
+    (!gates.is_empty()).then(|| {
+        gates
+            .iter()
+            .map(|gate| gate.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
 fn health(pod: &Pod) -> PodHealth {
     if pod.metadata.deletion_timestamp.is_some() {
         return PodHealth::Terminating;
@@ -177,6 +197,7 @@ pub(crate) mod tests {
             ordinal: Some(n),
             health,
             unschedulable: None,
+            gated: None,
             outdated: false,
         }
     }
@@ -319,6 +340,32 @@ pub(crate) mod tests {
             ProverPod::observe("gpu", &Pod::default(), "h1").unschedulable,
             None
         );
+    }
+
+    #[test]
+    fn a_pod_kueue_holds_is_gated_not_unschedulable() {
+        let gated: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "gpu-prover-2"},
+            "spec": {
+                "containers": [],
+                "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+            },
+            "status": {
+                "phase": "Pending",
+                "conditions": [{
+                    "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates",
+                }],
+            },
+        }))
+        .unwrap();
+        let observed = ProverPod::observe("gpu", &gated, "h1");
+        assert_eq!(observed.gated.as_deref(), Some("kueue.x-k8s.io/admission"));
+        assert_eq!(observed.unschedulable, None);
+        // Admitted: Kueue removed the gate.
+        let mut admitted = gated.clone();
+        admitted.spec.as_mut().unwrap().scheduling_gates = Some(vec![]);
+        assert_eq!(ProverPod::observe("gpu", &admitted, "h1").gated, None);
     }
 
     #[test]

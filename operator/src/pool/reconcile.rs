@@ -193,6 +193,12 @@ async fn reconcile_pool(
             .publish(&pool.object_ref(&()), events::unschedulable(note))
             .await;
     }
+    if let Some(note) = decision.status.newly_waiting_for_quota.clone() {
+        tracing::info!(pool = %pool_key, "{note}");
+        context
+            .publish(&pool.object_ref(&()), events::waiting_for_quota(note))
+            .await;
+    }
     let mut wrote_pool = false;
     if *status != pool_status::operator_fields(&current) {
         set_pool_status(&pools_api, pool, status).await?;

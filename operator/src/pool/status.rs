@@ -42,7 +42,13 @@ pub struct PoolStatusPlan {
     /// The scheduler's message when prover pods have just become unschedulable, for a
     /// Warning Event (once per episode, not on every reconcile).
     pub newly_unschedulable: Option<String>,
+    /// The condition's message when prover pods have just started waiting for quota (their
+    /// scheduling gates, e.g. Kueue's), for a Normal Event once per episode.
+    pub newly_waiting_for_quota: Option<String>,
 }
+
+/// The reason of a False `ProversSchedulable` while pods wait for quota, not for nodes.
+pub const WAITING_FOR_QUOTA: &str = "WaitingForQuota";
 
 /// The condition a node autoscaler's users watch: False while some prover pod cannot be
 /// scheduled.
@@ -125,14 +131,31 @@ pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
         .copied()
         .filter(|pod| pod.unschedulable.is_some())
         .collect();
-    let schedulable_condition = match unschedulable.first() {
-        None => DesiredCondition::new(
+    let gated: Vec<&ProverPod> = alive
+        .iter()
+        .copied()
+        .filter(|pod| pod.gated.is_some())
+        .collect();
+    let schedulable_condition = match (unschedulable.first(), gated.first()) {
+        (None, None) => DesiredCondition::new(
             SCHEDULABLE_CONDITION,
             true,
             "Scheduled",
             "every prover pod has a node or is being placed",
         ),
-        Some(first) => DesiredCondition::new(
+        // Held by their scheduling gates: no node would help, and none is asked for.
+        (None, Some(first)) => DesiredCondition::new(
+            SCHEDULABLE_CONDITION,
+            false,
+            WAITING_FOR_QUOTA,
+            format!(
+                "{} prover pod(s) wait for quota ({}: scheduling gate {}); Kueue admits a pod when its ClusterQueue has room for its requests, and no node autoscaler adds nodes for a gated pod: check `kubectl get clusterqueue` and the pool's LocalQueue (docs/autoscaling.md)",
+                gated.len(),
+                first.name,
+                first.gated.as_deref().unwrap_or_default()
+            ),
+        ),
+        (Some(first), _) => DesiredCondition::new(
             SCHEDULABLE_CONDITION,
             false,
             "Unschedulable",
@@ -151,14 +174,18 @@ pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
         .filter(|report| existing.contains(report.pod.as_str()))
         .collect();
     let gpu_condition = gpu_condition(observation.wants_gpu, &live_reports);
-    let was_unschedulable = observation
-        .current
-        .conditions
-        .iter()
-        .flatten()
-        .any(|c| c.type_ == SCHEDULABLE_CONDITION && c.status == "False");
-    let newly_unschedulable = (!schedulable_condition.status && !was_unschedulable)
-        .then(|| schedulable_condition.message.clone());
+    let was =
+        |reason: &str| {
+            observation.current.conditions.iter().flatten().any(|c| {
+                c.type_ == SCHEDULABLE_CONDITION && c.status == "False" && c.reason == reason
+            })
+        };
+    let newly = |reason: &str| {
+        (!schedulable_condition.status && schedulable_condition.reason == reason && !was(reason))
+            .then(|| schedulable_condition.message.clone())
+    };
+    let newly_unschedulable = newly("Unschedulable");
+    let newly_waiting_for_quota = newly(WAITING_FOR_QUOTA);
 
     let status = ProverPoolStatus {
         replicas: Some(replicas),
@@ -195,6 +222,7 @@ pub fn compute(observation: &PoolObservation) -> PoolStatusPlan {
         status,
         stale_provers,
         newly_unschedulable,
+        newly_waiting_for_quota,
     }
 }
 
@@ -508,6 +536,61 @@ mod tests {
             again.status, first.status,
             "nothing changed, nothing to write"
         );
+    }
+
+    #[test]
+    fn gated_pods_wait_for_quota_and_are_not_unschedulable() {
+        let mut gated = prover(1, PodHealth::Starting);
+        gated.gated = Some("kueue.x-k8s.io/admission".into());
+        let observe = |pods: &[ProverPod], current: &ProverPoolStatus| {
+            compute(&PoolObservation {
+                name: "gpu",
+                generation: Some(1),
+                desired_replicas: 2,
+                template_hash: "h1",
+                busy: &BTreeSet::new(),
+                pods,
+                queue: &[],
+                current,
+                autoscaling: None,
+                wants_gpu: false,
+                now: Timestamp::UNIX_EPOCH,
+            })
+        };
+        let pods = [prover(0, PodHealth::Ready), gated.clone()];
+        let first = observe(&pods, &ProverPoolStatus::default());
+        assert_eq!(first.status.unschedulable_replicas, Some(0));
+        let condition = find_condition(&first.status, SCHEDULABLE_CONDITION);
+        assert_eq!(
+            (condition.status.as_str(), condition.reason.as_str()),
+            ("False", WAITING_FOR_QUOTA)
+        );
+        assert!(
+            condition
+                .message
+                .contains("1 prover pod(s) wait for quota (gpu-prover-1: scheduling gate kueue.x-k8s.io/admission)"),
+            "{}",
+            condition.message
+        );
+        assert_eq!(
+            first.newly_unschedulable, None,
+            "no Warning: no node is missing"
+        );
+        assert!(first.newly_waiting_for_quota.is_some());
+        assert_eq!(
+            observe(&pods, &first.status).newly_waiting_for_quota,
+            None,
+            "once"
+        );
+
+        // A pod no node can take outranks the wait for quota, and is warned about.
+        let mut unschedulable = prover(2, PodHealth::Starting);
+        unschedulable.unschedulable = Some("0/1 nodes are available".into());
+        let both = observe(&[gated, unschedulable], &first.status);
+        let condition = find_condition(&both.status, SCHEDULABLE_CONDITION);
+        assert_eq!(condition.reason, "Unschedulable");
+        assert!(both.newly_unschedulable.is_some());
+        assert_eq!(both.status.unschedulable_replicas, Some(1));
     }
 
     #[test]

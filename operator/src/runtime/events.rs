@@ -151,6 +151,18 @@ pub(crate) fn unschedulable(note: String) -> Event {
     )
 }
 
+/// Prover pods of a pool wait for quota (their scheduling gates, e.g. Kueue's): expected
+/// while a ClusterQueue is full, so Normal; no node autoscaler acts on them.
+pub(crate) fn waiting_for_quota(note: String) -> Event {
+    event(
+        EventType::Normal,
+        "ProversWaitingForQuota",
+        "Schedule",
+        note,
+        None,
+    )
+}
+
 /// A reconcile failed; the note is the whole error chain.
 pub(crate) fn reconcile_failed(chain: &str, retry_in: Duration) -> Event {
     let note = format!("{chain} (retrying in {} s)", retry_in.as_secs());

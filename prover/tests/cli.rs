@@ -44,6 +44,41 @@ fn num(v: &Value, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("{key} missing in {v}"))
 }
 
+/// `plan ... --memory-limit 128GiB --cores 16 --gpus 1 --json` with `args` first: its report.
+fn plan_on_an_h200_node(dir: &Path, args: &[&str]) -> Value {
+    let out = prover(dir)
+        .arg("plan")
+        .args(args)
+        .args([
+            "--memory-limit",
+            "128GiB",
+            "--cores",
+            "16",
+            "--gpus",
+            "1",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Runs `args` and expects exit code 2 with `needle` in stderr.
+fn refused(dir: &Path, args: &[&str], needle: &str) {
+    let out = prover(dir).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: expected {needle:?} in:\n{stderr}"
+    );
+}
+
 #[test]
 fn prove_verifies_every_partition_and_reports_the_plan() {
     let dir = tempfile::tempdir().unwrap();
@@ -318,29 +353,7 @@ fn plan_reports_the_sizing_as_json_and_table() {
 #[test]
 fn post_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
     let dir = tempfile::tempdir().unwrap();
-    let plan = |proof: &str| -> Value {
-        let out = prover(dir.path())
-            .args([
-                "plan",
-                "--post-shape",
-                proof,
-                "--memory-limit",
-                "128GiB",
-                "--cores",
-                "16",
-                "--gpus",
-                "1",
-                "--json",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let plan = |proof: &str| plan_on_an_h200_node(dir.path(), &["--post-shape", proof]);
     let window = plan("StackedDrgWindow32GiBV1_2");
     assert_eq!(
         window["circuit"], "StackedDrgWindow32GiBV1_2 partition",
@@ -363,15 +376,7 @@ fn post_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
     );
     assert_eq!(num(&winning["shape"], "constraints"), 370_723);
 
-    let fails = |args: &[&str], needle: &str| {
-        let out = prover(dir.path()).args(args).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(
-            stderr.contains(needle),
-            "{args:?}: expected {needle:?} in:\n{stderr}"
-        );
-    };
+    let fails = |args: &[&str], needle: &str| refused(dir.path(), args, needle);
     fails(
         &["plan", "--post-shape", "3", "--synthesis", "matrices"],
         "one pass",
@@ -395,30 +400,11 @@ fn post_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
 #[test]
 fn porep_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
     let dir = tempfile::tempdir().unwrap();
-    let plan = |synthesis: &str| -> Value {
-        let out = prover(dir.path())
-            .args([
-                "plan",
-                "--porep-shape",
-                "32GiB",
-                "--memory-limit",
-                "128GiB",
-                "--cores",
-                "16",
-                "--gpus",
-                "1",
-                "--synthesis",
-                synthesis,
-                "--json",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+    let plan = |synthesis: &str| {
+        plan_on_an_h200_node(
+            dir.path(),
+            &["--porep-shape", "32GiB", "--synthesis", synthesis],
+        )
     };
     let one_pass = plan("one-pass");
     assert_eq!(
@@ -439,15 +425,7 @@ fn porep_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
     assert!(matrices > 12 << 30 && matrices < 14 << 30, "{two_pass}");
     assert!(num(&two_pass, "partition_workers") <= num(&one_pass, "partition_workers"));
 
-    let fails = |args: &[&str], needle: &str| {
-        let out = prover(dir.path()).args(args).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(
-            stderr.contains(needle),
-            "{args:?}: expected {needle:?} in:\n{stderr}"
-        );
-    };
+    let fails = |args: &[&str], needle: &str| refused(dir.path(), args, needle);
     fails(
         &["bench", "--porep-shape", "2KiB", "--stock-partitions", "1"],
         "stock prover not run",

@@ -30,6 +30,8 @@ use proofpipe_prover::params::ParamsStore;
 use proofpipe_prover::pipeline::{JobSpec, Pipeline, PipelineConfig};
 use serde_json::{Value, json};
 
+mod support;
+
 const POD: &str = "gpu-prover-0";
 const POOL: &str = "gpu";
 const CONSTRAINTS: usize = 1024;
@@ -314,31 +316,12 @@ async fn a_job_that_can_never_fit_is_reported_permanent_and_the_daemon_stays_up(
     cluster.delete_namespace().await;
 }
 
-/// The Filecoin test data (`PROOFPIPE_FILECOIN_TESTDATA`, made by
-/// `scripts/filecoin-testdata.sh`); without it the test says so and passes, except under CI.
-fn filecoin_testdata() -> Option<std::path::PathBuf> {
-    match std::env::var_os("PROOFPIPE_FILECOIN_TESTDATA") {
-        Some(dir) => Some(dir.into()),
-        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!(
-                "CI must run the Filecoin tests: scripts/test.sh exports PROOFPIPE_FILECOIN_TESTDATA"
-            )
-        }
-        None => {
-            eprintln!(
-                "SKIPPED: PROOFPIPE_FILECOIN_TESTDATA is unset; run scripts/filecoin-testdata.sh"
-            );
-            None
-        }
-    }
-}
-
 /// `PROOFPIPE_PRELOAD_PARAMS` loads a PoSt parameter set before the prover is ready (its pool
 /// entry lists it before any job came); a set whose files are missing stops the daemon at
 /// start with the command that fetches them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preloaded_parameters_are_resident_before_the_first_job() {
-    let Some(testdata) = filecoin_testdata() else {
+    let Some(testdata) = support::filecoin_testdata("PoSt") else {
         return;
     };
     let Some(cluster) = Cluster::connect("daemon-preload").await else {

@@ -13,6 +13,8 @@ use assert_cmd::Command;
 use base64::Engine;
 use serde_json::Value;
 
+mod support;
+
 struct Testdata {
     params: PathBuf,
     /// lotus-bench's commit-2 file of a sealed 2 KiB sector (miner 1000, sector 1).
@@ -20,33 +22,17 @@ struct Testdata {
 }
 
 fn testdata() -> Option<Testdata> {
-    match std::env::var_os("PROOFPIPE_FILECOIN_TESTDATA") {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            let data = Testdata {
-                params: dir.join("params"),
-                c1: dir.join("c1-2KiB.json"),
-            };
-            assert!(
-                data.c1.exists() && data.params.is_dir(),
-                "PROOFPIPE_FILECOIN_TESTDATA={} lacks c1-2KiB.json or params/: run scripts/filecoin-testdata.sh",
-                dir.display()
-            );
-            Some(data)
-        }
-        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!(
-                "CI must run the Filecoin tests: scripts/test.sh exports PROOFPIPE_FILECOIN_TESTDATA"
-            )
-        }
-        None => {
-            eprintln!(
-                "SKIPPED: PROOFPIPE_FILECOIN_TESTDATA is unset; run scripts/filecoin-testdata.sh \
-                 (or scripts/test.sh, which does) to make the 2 KiB PoRep test data"
-            );
-            None
-        }
-    }
+    let dir = support::filecoin_testdata("PoRep")?;
+    let data = Testdata {
+        params: dir.join("params"),
+        c1: dir.join("c1-2KiB.json"),
+    };
+    assert!(
+        data.c1.exists() && data.params.is_dir(),
+        "PROOFPIPE_FILECOIN_TESTDATA={} lacks c1-2KiB.json or params/: run scripts/filecoin-testdata.sh",
+        dir.display()
+    );
+    Some(data)
 }
 
 fn prover() -> Command {

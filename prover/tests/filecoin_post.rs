@@ -16,6 +16,8 @@ use assert_cmd::Command;
 use base64::Engine;
 use serde_json::Value;
 
+mod support;
+
 struct Testdata {
     params: PathBuf,
     /// WindowPoSt (StackedDrgWindow2KiBV1_2) of sectors 1, 2, 3: 2 partitions.
@@ -29,44 +31,28 @@ struct Testdata {
 }
 
 fn testdata() -> Option<Testdata> {
-    match std::env::var_os("PROOFPIPE_FILECOIN_TESTDATA") {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            let data = Testdata {
-                params: dir.join("params"),
-                window: dir.join("window-post-2KiB.json"),
-                window_v1: dir.join("window-post-2KiB-v1.json"),
-                winning: dir.join("winning-post-2KiB.json"),
-                winning_other: dir.join("winning-post-2KiB-other.json"),
-            };
-            let files = [
-                &data.window,
-                &data.window_v1,
-                &data.winning,
-                &data.winning_other,
-            ];
-            assert!(
-                files.iter().all(|f| f.exists()) && data.params.is_dir(),
-                "PROOFPIPE_FILECOIN_TESTDATA={} lacks one of {:?} or params/: run \
-                 scripts/filecoin-testdata.sh",
-                dir.display(),
-                files.map(|f| f.file_name().unwrap().to_owned())
-            );
-            Some(data)
-        }
-        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!(
-                "CI must run the Filecoin tests: scripts/test.sh exports PROOFPIPE_FILECOIN_TESTDATA"
-            )
-        }
-        None => {
-            eprintln!(
-                "SKIPPED: PROOFPIPE_FILECOIN_TESTDATA is unset; run scripts/filecoin-testdata.sh \
-                 (or scripts/test.sh, which does) to make the 2 KiB PoSt test data"
-            );
-            None
-        }
-    }
+    let dir = support::filecoin_testdata("PoSt")?;
+    let data = Testdata {
+        params: dir.join("params"),
+        window: dir.join("window-post-2KiB.json"),
+        window_v1: dir.join("window-post-2KiB-v1.json"),
+        winning: dir.join("winning-post-2KiB.json"),
+        winning_other: dir.join("winning-post-2KiB-other.json"),
+    };
+    let files = [
+        &data.window,
+        &data.window_v1,
+        &data.winning,
+        &data.winning_other,
+    ];
+    assert!(
+        files.iter().all(|f| f.exists()) && data.params.is_dir(),
+        "PROOFPIPE_FILECOIN_TESTDATA={} lacks one of {:?} or params/: run \
+         scripts/filecoin-testdata.sh",
+        dir.display(),
+        files.map(|f| f.file_name().unwrap().to_owned())
+    );
+    Some(data)
 }
 
 fn prover() -> Command {
@@ -523,18 +509,9 @@ fn the_placeholder_post_partitions_have_the_real_partitions_r1cs() {
     use proofpipe_kernels::EvalAlloc;
     use proofpipe_prover::filecoin::params::{self, DigestCheck};
     use proofpipe_prover::filecoin::post::{self, PostInput};
-    use proofpipe_prover::groth16::Synthesized;
     use proofpipe_prover::params::QueryCounts;
 
     let Some(data) = testdata() else { return };
-    fn same_structure(a: &Synthesized, b: &Synthesized) -> bool {
-        a.a.len() == b.a.len()
-            && a.inputs.len() == b.inputs.len()
-            && a.aux.len() == b.aux.len()
-            && a.a_aux_density.bv == b.a_aux_density.bv
-            && a.b_input_density.bv == b.b_input_density.bv
-            && a.b_aux_density.bv == b.b_aux_density.bv
-    }
     for path in [&data.window, &data.winning] {
         let input = PostInput::read(path).unwrap();
         let proof = input.post_proof;
@@ -555,7 +532,7 @@ fn the_placeholder_post_partitions_have_the_real_partitions_r1cs() {
             .synthesize(0, key.shape, &EvalAlloc::heap())
             .unwrap();
         assert!(
-            same_structure(&real, &placeholder),
+            support::same_structure(&real, &placeholder),
             "{path:?}: densities differ"
         );
         assert_ne!(real.aux, placeholder.aux, "{path:?}");

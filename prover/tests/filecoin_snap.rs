@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::Value;
 
+mod support;
+
 struct Testdata {
     params: PathBuf,
     /// The PoRep test sector (miner 1000, sector 1) snap-updated: its SnapDeals input.
@@ -21,35 +23,19 @@ struct Testdata {
 }
 
 fn testdata() -> Option<Testdata> {
-    match std::env::var_os("PROOFPIPE_FILECOIN_TESTDATA") {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            let data = Testdata {
-                params: dir.join("params"),
-                snap: dir.join("snap-2KiB.json"),
-                other: dir.join("snap-2KiB-other.json"),
-            };
-            assert!(
-                data.snap.exists() && data.other.exists() && data.params.is_dir(),
-                "PROOFPIPE_FILECOIN_TESTDATA={} lacks snap-2KiB.json, snap-2KiB-other.json or \
-                 params/: run scripts/filecoin-testdata.sh",
-                dir.display()
-            );
-            Some(data)
-        }
-        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!(
-                "CI must run the Filecoin tests: scripts/test.sh exports PROOFPIPE_FILECOIN_TESTDATA"
-            )
-        }
-        None => {
-            eprintln!(
-                "SKIPPED: PROOFPIPE_FILECOIN_TESTDATA is unset; run scripts/filecoin-testdata.sh \
-                 (or scripts/test.sh, which does) to make the 2 KiB SnapDeals test data"
-            );
-            None
-        }
-    }
+    let dir = support::filecoin_testdata("SnapDeals")?;
+    let data = Testdata {
+        params: dir.join("params"),
+        snap: dir.join("snap-2KiB.json"),
+        other: dir.join("snap-2KiB-other.json"),
+    };
+    assert!(
+        data.snap.exists() && data.other.exists() && data.params.is_dir(),
+        "PROOFPIPE_FILECOIN_TESTDATA={} lacks snap-2KiB.json, snap-2KiB-other.json or \
+         params/: run scripts/filecoin-testdata.sh",
+        dir.display()
+    );
+    Some(data)
 }
 
 fn prover() -> Command {

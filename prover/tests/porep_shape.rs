@@ -5,7 +5,6 @@
 //! `scripts/filecoin-testdata.sh`, as `tests/filecoin.rs`); without it the test says so and
 //! passes, except under CI.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use proofpipe_kernels::EvalAlloc;
@@ -13,39 +12,17 @@ use proofpipe_prover::filecoin::c1::{self, SectorIdentity};
 use proofpipe_prover::filecoin::params::{self, DigestCheck};
 use proofpipe_prover::filecoin::porep;
 use proofpipe_prover::filecoin::shape::{self, Placeholder};
-use proofpipe_prover::groth16::{SynthesisMode, Synthesized};
+use proofpipe_prover::groth16::SynthesisMode;
 use proofpipe_prover::params::QueryCounts;
 
-fn testdata() -> Option<PathBuf> {
-    match std::env::var_os("PROOFPIPE_FILECOIN_TESTDATA") {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!(
-                "CI must run the Filecoin tests: scripts/test.sh exports PROOFPIPE_FILECOIN_TESTDATA"
-            )
-        }
-        None => {
-            eprintln!(
-                "SKIPPED: PROOFPIPE_FILECOIN_TESTDATA is unset; run scripts/filecoin-testdata.sh"
-            );
-            None
-        }
-    }
-}
-
-/// Every density bit (which variables each query uses), not just the counts.
-fn same_structure(a: &Synthesized, b: &Synthesized) -> bool {
-    a.a.len() == b.a.len()
-        && a.inputs.len() == b.inputs.len()
-        && a.aux.len() == b.aux.len()
-        && a.a_aux_density.bv == b.a_aux_density.bv
-        && a.b_input_density.bv == b.b_input_density.bv
-        && a.b_aux_density.bv == b.b_aux_density.bv
-}
+mod support;
+use support::{filecoin_testdata, same_structure};
 
 #[test]
 fn the_placeholder_partition_has_the_real_partitions_r1cs() {
-    let Some(dir) = testdata() else { return };
+    let Some(dir) = filecoin_testdata("PoRep") else {
+        return;
+    };
     let input = c1::read(
         &dir.join("c1-2KiB.json"),
         SectorIdentity::parse(None, None, None).unwrap(),

@@ -288,9 +288,7 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
             "seal_proof": name,
             "partition": partition_shape,
             "counts": counts,
-            "query_counts": {
-                "inputs": query.inputs, "h": query.h, "l": query.l, "a": query.a, "b": query.b,
-            },
+            "query_counts": query,
         },
         "stock_not_run": NO_STOCK_RUN,
     });
@@ -353,9 +351,7 @@ fn post_shape(args: &BenchArgs, proof: RegisteredPoStProof) -> Result<ExitCode, 
             "post_proof": name,
             "partition": post,
             "counts": counts,
-            "query_counts": {
-                "inputs": query.inputs, "h": query.h, "l": query.l, "a": query.a, "b": query.b,
-            },
+            "query_counts": query,
         },
         "stock_not_run": NO_STOCK_RUN,
     });

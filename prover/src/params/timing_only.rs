@@ -25,7 +25,7 @@ use crate::error::ProverError;
 use crate::groth16;
 
 /// Point counts of each proving-key query: what the prover reads for one circuit shape.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct QueryCounts {
     /// Public inputs, the constant ONE included (the verifying key's IC).
     pub inputs: usize,

@@ -1,7 +1,8 @@
 //! [`PodRunner`] plays the kubelet for an API server that has none: it watches the Pods of
 //! one namespace, binds each new one, starts its container as a local process inside a memory
 //! cgroup holding the pod's limit, and writes the pod's status as the process starts and ends.
-//! Deleting a pod stops its process.
+//! Deleting a pod stops its process. A pod with scheduling gates (Kueue's) is left Pending
+//! as `SchedulingGated`, as the scheduler leaves it, until an update removes its last gate.
 //!
 //! What it does not emulate: images (an [`ImageMap`] names a local program per image),
 //! restarts (a container that exits ends its pod, as with `restartPolicy: Never`), probes
@@ -309,6 +310,17 @@ fn on_pod(shared: &Arc<Shared>, pod: Pod) {
     if finished || pod.metadata.deletion_timestamp.is_some() {
         return;
     }
+    // A gated pod is not the scheduler's yet (Kueue removes its gate on admission): it is
+    // not taken, so the update that removes the last gate starts it.
+    if has_scheduling_gates(&pod) {
+        if !reports_scheduling_gated(&pod) {
+            let (api, name) = (shared.pods_api.clone(), pod.name_any());
+            tokio::spawn(async move {
+                write_status(&api, &name, &status::scheduling_gated(&now())).await;
+            });
+        }
+        return;
+    }
     let name = pod.name_any();
     let seq = pods.len() as u64;
     let dir = shared.work_dir.path().join(format!("{seq:03}-{name}"));
@@ -325,6 +337,25 @@ fn on_pod(shared: &Arc<Shared>, pod: Pod) {
         },
     );
     tokio::spawn(run_pod(shared.clone(), pod, uid, dir, stop));
+}
+
+fn has_scheduling_gates(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|spec| spec.scheduling_gates.as_ref())
+        .is_some_and(|gates| !gates.is_empty())
+}
+
+/// Whether the pod's status already says it is gated (written once, not on every update).
+fn reports_scheduling_gated(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|status| status.conditions.as_ref())
+        .is_some_and(|conditions| {
+            conditions.iter().any(|c| {
+                c.type_ == "PodScheduled" && c.reason.as_deref() == Some("SchedulingGated")
+            })
+        })
 }
 
 /// Why a pod could not be started: the status `reason` and a message.

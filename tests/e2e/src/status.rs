@@ -146,6 +146,23 @@ pub fn unschedulable(now: &Time, message: &str) -> PodStatus {
     }
 }
 
+/// What kube-apiserver writes on a pod created with scheduling gates (Kueue's until its
+/// ClusterQueue admits it): Pending, not scheduled, reason `SchedulingGated`.
+pub fn scheduling_gated(now: &Time) -> PodStatus {
+    PodStatus {
+        phase: Some("Pending".into()),
+        conditions: Some(vec![PodCondition {
+            type_: "PodScheduled".into(),
+            status: "False".into(),
+            reason: Some("SchedulingGated".into()),
+            message: Some("Scheduling is blocked due to non-empty scheduling gates".into()),
+            last_transition_time: Some(now.clone()),
+            ..PodCondition::default()
+        }]),
+        ..PodStatus::default()
+    }
+}
+
 /// The fields every status of a bound pod has.
 fn placed(start: &Time) -> PodStatus {
     PodStatus {

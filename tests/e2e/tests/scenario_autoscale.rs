@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
 use proofpipe_crds::ProverPool;
 use proofpipe_e2e::stack::{Stack, check_all_succeeded, live_pods};
@@ -163,4 +164,132 @@ async fn unschedulable_provers_are_reported_on_the_pool() {
         (Some(proofpipe_crds::ProofJobPhase::Queued), None),
         "no prover, no assignment"
     );
+}
+
+/// A pool under Kueue: its prover pod, held by Kueue's scheduling gate, is reported as waiting
+/// for quota (not unschedulable: no node autoscaler is signalled), its job waits; once the
+/// gate is removed, as Kueue's admission removes it, the pod runs, the job succeeds and the
+/// pool is schedulable again.
+#[tokio::test]
+async fn provers_held_by_kueue_wait_for_quota_then_prove() {
+    let Some(mut stack) = Stack::start("kueue").await else {
+        return;
+    };
+    stack.apply("kueue-pool.yaml").await;
+    let pools = stack.namespace.api::<ProverPool>();
+    let pods = stack.namespace.api::<Pod>();
+    let message = stack
+        .wait_for("the pool reporting a prover waiting for quota", || async {
+            let status = pools
+                .get("gpu")
+                .await
+                .map_err(|e| e.to_string())?
+                .status
+                .unwrap_or_default();
+            match (status.unschedulable_replicas, schedulable(&status)) {
+                (None | Some(0), Some(c))
+                    if c.status == "False" && c.reason == "WaitingForQuota" =>
+                {
+                    Ok(c.message)
+                }
+                (count, condition) => {
+                    Err(format!("unschedulableReplicas {count:?}, {condition:?}"))
+                }
+            }
+        })
+        .await;
+    assert!(
+        message.contains("gpu-prover-0: scheduling gate kueue.x-k8s.io/admission"),
+        "{message}"
+    );
+    let pod = pods.get("gpu-prover-0").await.unwrap();
+    let scheduled = pod
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "PodScheduled");
+    assert_eq!(
+        scheduled.and_then(|c| c.reason).as_deref(),
+        Some("SchedulingGated"),
+        "the runner leaves a gated pod unscheduled"
+    );
+    let events = stack.namespace.api::<k8s_openapi::api::events::v1::Event>();
+    stack
+        .wait_for(
+            "one Normal ProversWaitingForQuota Event, no Warning",
+            || async {
+                let list = events
+                    .list(&Default::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let of = |reason: &str| {
+                    list.items
+                        .iter()
+                        .filter(|e| e.reason.as_deref() == Some(reason))
+                        .map(|e| e.type_.clone().unwrap_or_default())
+                        .collect::<Vec<_>>()
+                };
+                match (
+                    of("ProversWaitingForQuota").as_slice(),
+                    of("ProversUnschedulable").as_slice(),
+                ) {
+                    ([normal], []) if normal == "Normal" => Ok(()),
+                    (quota, unschedulable) => Err(format!(
+                        "ProversWaitingForQuota {quota:?}, ProversUnschedulable {unschedulable:?}"
+                    )),
+                }
+            },
+        )
+        .await;
+    let job = stack.jobs().get("admitted-later").await.unwrap();
+    assert_eq!(
+        job.status.and_then(|s| s.pod),
+        None,
+        "no prover is running: the job is not assigned"
+    );
+
+    // Kueue admits the pod: it removes its gate (the one change a gate allows).
+    pods.patch(
+        "gpu-prover-0",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"spec": {"schedulingGates": []}})),
+    )
+    .await
+    .expect("remove the scheduling gate");
+    let jobs = stack.jobs();
+    stack
+        .wait_for("the job Succeeded and the pool schedulable", || async {
+            let job = jobs
+                .get("admitted-later")
+                .await
+                .map_err(|e| e.to_string())?;
+            let status = pools
+                .get("gpu")
+                .await
+                .map_err(|e| e.to_string())?
+                .status
+                .unwrap_or_default();
+            match (
+                proofpipe_e2e::stack::check_succeeded(&job),
+                schedulable(&status),
+            ) {
+                (Ok(()), Some(c)) if c.status == "True" => Ok(()),
+                (job, condition) => Err(format!("job: {job:?}; ProversSchedulable {condition:?}")),
+            }
+        })
+        .await;
+    let job = jobs.get("admitted-later").await.unwrap();
+    if let Err(err) = stack.verify_proofs(&job) {
+        panic!("{err}\n{}", stack.diagnostics());
+    }
+}
+
+fn schedulable(status: &proofpipe_crds::ProverPoolStatus) -> Option<Condition> {
+    status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "ProversSchedulable")
+        .cloned()
 }

@@ -308,6 +308,13 @@ scenarios = {
         },
     },
 }
+# docs/quickstart-filecoin.md's values (its one `e2e:values` block), as a reader installs
+# them: rendered, checked and applied like the others.
+QUICKSTART = Path("docs/quickstart-filecoin.md")
+quickstart_values = re.findall(r"^```yaml e2e:values\n(.*?)^```", QUICKSTART.read_text(), re.S | re.M)
+if len(quickstart_values) != 1:
+    fail(f"{QUICKSTART}: expected one ```yaml e2e:values block, found {len(quickstart_values)}")
+scenarios["quickstart-filecoin"] = yaml.safe_load(quickstart_values[0])
 # The prover-identity ValidatingAdmissionPolicies (on by default, ADR 0014).
 POLICY_KINDS = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 expected_kinds = {
@@ -319,6 +326,9 @@ expected_kinds = {
                         "Job", "PersistentVolumeClaim"} | POLICY_KINDS,
     "one-namespace": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                       "Deployment", "Service", "Job"},
+    "quickstart-filecoin": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+                            "Deployment", "Service", "PodDisruptionBudget", "Secret", "Job", "NetworkPolicy",
+                            "PersistentVolumeClaim"} | POLICY_KINDS,
     "gateway-unauthenticated": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                                 "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"} | POLICY_KINDS,
 }
@@ -377,8 +387,12 @@ ok(f"prover-identity policies: {len(policies)} bound, failing closed, expression
 
 crds = [d for d in yaml.safe_load_all((CHART / "crds/proofpipe-crds.yaml").read_text()) if d]
 crd_by_kind = {c["spec"]["names"]["kind"]: c for c in crds}
-example_path = CHART / "examples/prover-pool-h200.yaml"
-examples = [d for d in yaml.safe_load_all(example_path.read_text()) if d]
+# The H200 pool first: the dry-run's broken copy is made from it.
+example_paths = [CHART / "examples/prover-pool-h200.yaml", CHART / "examples/prover-pool-2kib.yaml"]
+if sorted(example_paths) != sorted((CHART / "examples").glob("*.yaml")):
+    fail(f"examples: check {sorted((CHART / 'examples').glob('*.yaml'))}, not only {example_paths}")
+examples = [d for path in example_paths for d in yaml.safe_load_all(path.read_text()) if d]
+example_path = ", ".join(str(path) for path in example_paths)
 
 # ---- 5. schemas, hardening, RBAC ------------------------------------------------------
 def crd_schema_validate(obj):
@@ -975,8 +989,10 @@ else:
             apply(crd)
         ok(f"API server accepted the chart's CRDs ({', '.join(c['metadata']['name'] for c in crds)})")
         apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-        apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "proving"}})
-        for scenario in ("every-toggle-on", "one-namespace", "gateway-unauthenticated"):
+        # The examples' namespaces.
+        for example_namespace in sorted({e["metadata"]["namespace"] for e in examples}):
+            apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": example_namespace}})
+        for scenario in ("every-toggle-on", "one-namespace", "gateway-unauthenticated", "quickstart-filecoin"):
             objects, _ = render(scenarios[scenario], namespace=namespace)
             count = 0
             for obj in objects:

@@ -30,8 +30,9 @@ pub struct FetchArgs {
     /// Proof kinds; repeat or separate with commas. Default: all four.
     #[arg(long = "kind", value_delimiter = ',', value_enum)]
     kinds: Vec<ParamKind>,
-    /// A parameters.json to take names and digests from, instead of filecoin-proofs' own.
-    #[arg(long)]
+    /// A parameters.json to take names and digests from, instead of filecoin-proofs' own
+    /// (a mirror of parameters of your own, or the tests' random setups).
+    #[arg(long, env = "PROOFPIPE_PARAMS_MANIFEST")]
     manifest: Option<PathBuf>,
     #[arg(long)]
     json: bool,

@@ -66,6 +66,12 @@ def main():
     parser.add_argument("--winning-post", help="a WinningPoSt input JSON (post-testdata)")
     parser.add_argument("--winning-post-proof-out")
     parser.add_argument(
+        "--one-proof",
+        action="store_true",
+        help="only this: Prove the C1 output once, as curio's PoRep task does, and write the "
+        "proof to --proof-out (docs/quickstart-filecoin.md)",
+    )
+    parser.add_argument(
         "--urgent-while-busy-out",
         help="only this: a WinningPoSt Proved while a PoRep proves; proofs to <prefix>-porep "
         "and <prefix>-winning",
@@ -84,6 +90,17 @@ def main():
     engine = rpc.ProvingEngineStub(channel)
     auth = [("authorization", f"Bearer {args.token}")]
     seen = {}
+
+    if args.one_proof:
+        submit, _ = porep_request(pb, args, "")
+        result = engine.Prove(pb.ProveRequest(submit=submit), metadata=auth, timeout=1800).result
+        status = pb.AwaitProofResponse.Status.Name(result.status)
+        if status != "COMPLETED":
+            sys.exit(f"job {result.job_id}: {status}: {result.error_message}")
+        with open(args.proof_out, "wb") as f:
+            f.write(result.proof)
+        print(json.dumps({"job_id": result.job_id, "status": status, "proof_bytes": len(result.proof)}))
+        return
 
     if args.urgent_while_busy_out:
         urgent_while_busy(engine, pb, auth, args, seen)

@@ -11,6 +11,8 @@
 //! - [`verify`]: finished jobs' proofs checked independently of the daemon;
 //! - [`filecoin`]: the Filecoin scenarios' test data and their verifiers' checks
 //!   (`verify_seal`, `verify_empty_sector_update_proof`); [`s3`]: their S3-compatible store;
+//! - [`gateway`]: the gateway as a test's child process; [`doc_steps`]: the marked steps of a
+//!   page CI runs (docs/quickstart-filecoin.md);
 //! - [`stand_ins`], [`gateway_load`]: the kubelet stand-in and /proc reads of the benchmarks,
 //!   and the gateway load run its example and test share.
 
@@ -18,9 +20,11 @@ pub mod assignments;
 pub mod binaries;
 pub mod cgroup;
 pub mod cluster;
+pub mod doc_steps;
 pub mod env;
 pub mod filecoin;
 pub mod fixtures;
+pub mod gateway;
 pub mod gateway_load;
 pub mod operator;
 pub mod process;

@@ -20,15 +20,14 @@
 //! exports; under CI their absence fails the test.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::api::{DynamicObject, ListParams};
-use proofpipe_e2e::binaries::binary;
 use proofpipe_e2e::filecoin::{
     assert_verify_post, assert_verify_seal, assert_verify_snap, required_env,
 };
+use proofpipe_e2e::gateway::start_gateway;
 use proofpipe_e2e::process::free_port;
 use proofpipe_e2e::stack::Stack;
 use proofpipe_gateway::attempts::attempt_name;
@@ -38,38 +37,12 @@ use proofpipe_gateway::proto::proving_engine_client::ProvingEngineClient;
 use proofpipe_gateway::proto::{
     Priority, ProofKind, ProveRequest, ProveResponse, SubmitProofRequest,
 };
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 /// The client proves a 2 KiB PoRep partition (~2^22 constraints) and a 2 KiB SnapDeals one
 /// (~2^21) on 2 cores of a test build.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(1200);
 const TOKEN: &str = "curio-test-token";
-
-/// The gateway binary, killed when dropped.
-async fn start_gateway(namespace: &str, artifacts: &Path, token: &Path, port: u16) -> Child {
-    let child = Command::new(binary("proofpipe-gateway"))
-        .args(["--namespace", namespace, "--pool", "fil", "--artifacts"])
-        .arg(format!("file://{}", artifacts.display()))
-        .arg("--token-file")
-        .arg(token)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--metrics-listen", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start proofpipe-gateway");
-    for _ in 0..300 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return child;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("proofpipe-gateway did not listen on 127.0.0.1:{port} within 30 s");
-}
 
 /// The pool `fil` of one prover with 4 GiB, reading Filecoin parameters from `params`; `args`
 /// added to the prover's.
@@ -126,6 +99,7 @@ async fn curio_s_winning_post_is_answered_while_a_porep_proves_and_a_gateway_cra
     let port = free_port();
     let mut gateway = start_gateway(
         &stack.namespace.name,
+        "fil",
         &work.path().join("artifacts"),
         &token,
         port,
@@ -213,6 +187,7 @@ async fn curio_s_winning_post_is_answered_while_a_porep_proves_and_a_gateway_cra
     );
     let _gateway = start_gateway(
         &stack.namespace.name,
+        "fil",
         &work.path().join("artifacts"),
         &token,
         port,
@@ -348,7 +323,7 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
     std::fs::write(&token, TOKEN).unwrap();
     let artifacts = work.path().join("artifacts");
     let port = free_port();
-    let _gateway = start_gateway(&stack.namespace.name, &artifacts, &token, port).await;
+    let _gateway = start_gateway(&stack.namespace.name, "fil", &artifacts, &token, port).await;
 
     let c1 = testdata.join("c1-2KiB.json");
     let proof_path = work.path().join("proof");

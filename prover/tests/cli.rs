@@ -395,6 +395,55 @@ fn post_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
     );
 }
 
+/// `plan --snap-shape` sizes a SnapDeals update from its committed counts: all 16 partitions
+/// at 32 GiB, the parameters' exact bytes, one pass; what it cannot do is refused.
+#[test]
+fn snap_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let update = plan_on_an_h200_node(dir.path(), &["--snap-shape", "32GiB"]);
+    assert_eq!(
+        update["circuit"], "StackedDrg32GiBV1 SnapDeals partition",
+        "{update}"
+    );
+    assert_eq!(num(&update["shape"], "constraints"), 81_049_504);
+    // H (2^27 - 1), L (aux), A (inputs + A aux density), B (1 + B aux density) in G1; B in G2.
+    let b = 1 + 20_983_607;
+    let g1 = ((1u64 << 27) - 1) + 80_978_488 + (5 + 80_743_581) + b;
+    assert_eq!(
+        num(&update["plan"]["breakdown"], "params_bytes"),
+        g1 * 96 + b * 192
+    );
+    assert!(num(&update, "predicted_peak_bytes") <= 128 << 30);
+    // Sixteen partitions of one request: more than one in flight where memory allows.
+    assert!(num(&update, "partition_workers") > 1, "{update}");
+
+    let fails = |args: &[&str], needle: &str| refused(dir.path(), args, needle);
+    fails(
+        &["plan", "--snap-shape", "32GiB", "--synthesis", "matrices"],
+        "one pass",
+    );
+    fails(
+        &["plan", "--snap-shape", "32GiB", "--porep-shape", "32GiB"],
+        "cannot be used with",
+    );
+    fails(
+        &[
+            "plan",
+            "--snap-shape",
+            "32GiB",
+            "--memory-limit",
+            "64GiB",
+            "--cores",
+            "15",
+            "--gpus",
+            "1",
+            "--gpu-memory",
+            "141GB",
+        ],
+        "StackedDrg32GiBV1 SnapDeals partition at 81049504 constraints needs at least 66.7 GiB",
+    );
+}
+
 /// `plan --porep-shape` sizes the real 32 GiB partition from its committed counts, exactly;
 /// what `--porep-shape` cannot do is refused with exit code 2.
 #[test]

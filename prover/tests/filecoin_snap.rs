@@ -236,3 +236,37 @@ fn bad_snap_inputs_get_a_clear_error_and_exit_code_2() {
         "{stderr}"
     );
 }
+
+/// The committed 2 KiB SnapDeals count, made from storage-proofs-update's blank circuit, is the
+/// real partition's: the real parameters' query counts, and the sizes and densities of the
+/// partition synthesized from the test sector's vanilla proof. So `plan --snap-shape` plans the
+/// circuit that proves.
+#[test]
+fn the_counted_snap_shape_is_the_real_partitions() {
+    use proofpipe_kernels::EvalAlloc;
+    use proofpipe_prover::filecoin::params::{self, DigestCheck};
+    use proofpipe_prover::filecoin::snap::{self, SnapInput};
+    use proofpipe_prover::params::QueryCounts;
+
+    let Some(data) = testdata() else { return };
+    let input = SnapInput::read(&data.snap).unwrap();
+    let proof = input.update_proof;
+    let key = params::load_update(proof, &data.params, DigestCheck::Skip).unwrap();
+    let counts = snap::shape::counted(proof).unwrap();
+    assert_eq!(QueryCounts::of(&key.params), counts.query_counts());
+    let real = snap::prepare(&input)
+        .unwrap()
+        .source
+        .synthesize(0, key.shape, &EvalAlloc::heap())
+        .unwrap();
+    assert_eq!(
+        (real.inputs.len(), real.aux.len()),
+        (counts.inputs, counts.aux)
+    );
+    assert_eq!(real.a_aux_density.get_total_density(), counts.a_aux_density);
+    assert_eq!(
+        real.b_input_density.get_total_density(),
+        counts.b_input_density
+    );
+    assert_eq!(real.b_aux_density.get_total_density(), counts.b_aux_density);
+}

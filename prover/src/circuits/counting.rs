@@ -176,6 +176,9 @@ impl Bits {
 /// Counts what [`crate::groth16::synthesize`] would track, without storing values or linear
 /// combinations: 2 bits per aux variable and one per input, whatever the circuit's size.
 struct R1csCounter {
+    /// Compute each witness value (and fail where one cannot be), or count the structure of a
+    /// blank circuit, whose values are unknown, as a parameter setup synthesizes it.
+    evaluate_witness: bool,
     constraints: usize,
     a_aux: Bits,
     b_input: Bits,
@@ -224,7 +227,9 @@ impl ConstraintSystem<Fr> for R1csCounter {
     {
         // The value is computed (a witness that cannot be computed fails here, as it would in
         // a real synthesis) and dropped.
-        f()?;
+        if self.evaluate_witness {
+            f()?;
+        }
         self.a_aux.push();
         self.b_aux.push();
         Ok(Variable::new_unchecked(Index::Aux(self.a_aux.len - 1)))
@@ -236,7 +241,9 @@ impl ConstraintSystem<Fr> for R1csCounter {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        f()?;
+        if self.evaluate_witness {
+            f()?;
+        }
         self.b_input.push();
         Ok(Variable::new_unchecked(Index::Input(self.b_input.len - 1)))
     }
@@ -273,7 +280,19 @@ impl ConstraintSystem<Fr> for R1csCounter {
 /// last) and counts its R1CS shape. Every witness value is computed and dropped; nothing of
 /// size proportional to the circuit is kept but the density bits.
 pub fn count_r1cs<C: Circuit<Fr>>(circuit: C) -> Result<R1csCounts, SynthesisError> {
+    count(circuit, true)
+}
+
+/// [`count_r1cs`] of a blank circuit (no witness values, as filecoin-proofs' `blank_circuit`
+/// for a parameter setup): the R1CS has the same shape whatever the witness, which is why one
+/// proving key serves every proof, so no inputs are needed to count it.
+pub fn count_r1cs_structure<C: Circuit<Fr>>(circuit: C) -> Result<R1csCounts, SynthesisError> {
+    count(circuit, false)
+}
+
+fn count<C: Circuit<Fr>>(circuit: C, evaluate_witness: bool) -> Result<R1csCounts, SynthesisError> {
     let mut cs = R1csCounter {
+        evaluate_witness,
         constraints: 0,
         a_aux: Bits::default(),
         b_input: Bits::default(),

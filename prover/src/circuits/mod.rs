@@ -17,7 +17,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use serde::{Deserialize, Serialize};
 
-pub use counting::{R1csCounts, count_r1cs};
+pub use counting::{R1csCounts, count_r1cs, count_r1cs_structure};
 pub use merkle::MerkleSha256;
 pub use mul_chain::MulChain;
 

@@ -206,6 +206,13 @@ struct PlanArgs {
     #[arg(long, value_name = "POST_PROOF", value_parser = post::parse_post_proof,
           conflicts_with_all = ["circuit", "constraints", "porep_shape"])]
     post_shape: Option<proofpipe_prover::filecoin::RegisteredPoStProof>,
+    /// Plan for the Filecoin SnapDeals (EmptySectorUpdate) proof of this registered update
+    /// proof (a sector size, 32GiB, or its name, StackedDrg32GiBV1), from its committed R1CS
+    /// counts (prover/src/filecoin/snap/shape.rs); all its partitions (16 at 32 GiB) unless
+    /// --partitions.
+    #[arg(long, value_name = "UPDATE_PROOF", value_parser = snap::parse_update_proof,
+          conflicts_with_all = ["circuit", "constraints", "porep_shape", "post_shape"])]
+    snap_shape: Option<proofpipe_prover::filecoin::RegisteredUpdateProof>,
     /// How partitions would be synthesized (matrices: only with --porep-shape, whose matrices'
     /// size is known before recording them).
     #[arg(long, value_enum, default_value_t = Synthesis::OnePass)]

@@ -1,6 +1,6 @@
 //! `plan`: the sizing for a circuit under a memory limit, as a table or JSON. Pure: no
 //! parameters are loaded (their size is estimated from the circuit's shape, or, for a
-//! `--porep-shape` or `--post-shape`, exact from its committed counts).
+//! `--porep-shape`, `--post-shape` or `--snap-shape`, exact from its committed counts).
 
 use std::process::ExitCode;
 
@@ -9,6 +9,7 @@ use proofpipe_prover::ProverError;
 use proofpipe_prover::filecoin::post::{self, post_proof_name, shape::PostShape};
 use proofpipe_prover::filecoin::seal_proof_name;
 use proofpipe_prover::filecoin::shape::{self, PartitionShape};
+use proofpipe_prover::filecoin::snap::{self, shape::SnapShape, update_proof_name};
 use proofpipe_prover::groth16::R1csMatrices;
 use proofpipe_prover::params::estimated_params_bytes;
 use proofpipe_prover::sizing::{SizingInput, detect_memory_limit, plan};
@@ -19,8 +20,8 @@ use super::{PlanArgs, Synthesis, cpu_cores};
 pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
     let limit = detect_memory_limit(args.sizing.memory_limit)?;
     let (circuit, shape, params_bytes, matrices_bytes, partitions, synthesis_threads) =
-        match (args.porep_shape, args.post_shape) {
-            (Some(proof), _) => {
+        match (args.porep_shape, args.post_shape, args.snap_shape) {
+            (Some(proof), _, _) => {
                 // Exact, from the committed counts: the real parameters have these point counts.
                 let counts = shape::counted(proof)?;
                 let partition_shape = PartitionShape::of(proof)?;
@@ -42,7 +43,29 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
                     threads,
                 )
             }
-            (None, Some(proof)) => {
+            (None, None, Some(proof)) => {
+                if args.synthesis == Synthesis::Matrices {
+                    return Err(ProverError::InvalidArgument {
+                        what: "--synthesis",
+                        reason: "--snap-shape plans one pass, as the daemon proves SnapDeals \
+                             (one core per partition); leave --synthesis out"
+                            .into(),
+                    });
+                }
+                // Exact, from the committed counts.
+                let counts = snap::shape::counted(proof)?;
+                let snap_shape = SnapShape::of(proof);
+                (
+                    format!("{} SnapDeals partition", update_proof_name(proof)),
+                    counts.shape(),
+                    counts.query_counts().params_heap_bytes(),
+                    0,
+                    // curio sends every partition of the update in one request.
+                    args.job.partitions.unwrap_or(snap_shape.partitions as u32),
+                    1,
+                )
+            }
+            (None, Some(proof), _) => {
                 if args.synthesis == Synthesis::Matrices {
                     return Err(ProverError::InvalidArgument {
                         what: "--synthesis",
@@ -64,7 +87,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
                     post_shape.sectors_per_partition,
                 )
             }
-            (None, None) => {
+            (None, None, None) => {
                 if args.synthesis == Synthesis::Matrices {
                     return Err(ProverError::InvalidArgument {
                         what: "--synthesis",

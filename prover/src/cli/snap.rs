@@ -296,7 +296,7 @@ impl TestdataArgs {
     }
 }
 
-fn parse_update_proof(s: &str) -> Result<RegisteredUpdateProof, String> {
+pub(super) fn parse_update_proof(s: &str) -> Result<RegisteredUpdateProof, String> {
     snap::parse_update_proof(s).map_err(|e| e.to_string())
 }
 

@@ -17,6 +17,8 @@
 //!  "vanilla_proofs": ["<base64 of bincode(PartitionProof)>", ...]}
 //! ```
 
+pub mod shape;
+
 use std::path::Path;
 use std::sync::Arc;
 

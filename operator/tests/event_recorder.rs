@@ -4,46 +4,19 @@
 //! Needs `KUBECONFIG` (e.g. `eval "$(../shared/kube-testenv/start.sh)"`); without it the
 //! test prints why it is skipped and passes.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
-use kube::Client;
-use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use kube::api::Api;
 use kube::runtime::events::{Event, EventType, Reporter};
 use proofpipe_operator::runtime::event_recorder::Recorder;
+use proofpipe_testkit::cluster::TestNamespace;
 
 #[tokio::test]
 async fn repeats_become_a_series_and_new_messages_new_events() {
-    if std::env::var_os("KUBECONFIG").is_none() {
-        eprintln!(
-            "SKIPPED repeats_become_a_series_and_new_messages_new_events: KUBECONFIG is not \
-             set. Start an API server with `eval \"$(../shared/kube-testenv/start.sh)\"`."
-        );
+    let Some(test_namespace) = TestNamespace::create("events").await else {
         return;
-    }
-    let client = Client::try_default()
-        .await
-        .expect("a client from KUBECONFIG");
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let namespace = format!("events-{}", nanos % 1_000_000_000_000);
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &Namespace {
-                metadata: ObjectMeta {
-                    name: Some(namespace.clone()),
-                    ..ObjectMeta::default()
-                },
-                ..Namespace::default()
-            },
-        )
-        .await
-        .expect("creating the test namespace");
+    };
+    let (client, namespace) = (test_namespace.client.clone(), test_namespace.name.clone());
 
     let recorder = Recorder::new(
         client.clone(),
@@ -101,8 +74,6 @@ async fn repeats_become_a_series_and_new_messages_new_events() {
         ]
     );
 
-    // The namespace (and its Events) goes; a failure here leaves only litter.
-    let _ = namespaces
-        .delete(&namespace, &DeleteParams::default())
-        .await;
+    // The namespace (and its Events) goes.
+    test_namespace.delete().await;
 }

@@ -12,38 +12,22 @@
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::ResourceExt;
+use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, ResourceExt};
+use proofpipe_testkit::cluster::TestNamespace;
 
-const TEST_MANAGER: &str = "leader-election-test";
 const LEASE: &str = "proofpipe-operator";
-
-/// `None` (and a line saying why) when there is no cluster to run against.
-fn cluster(test: &str) -> Option<()> {
-    if std::env::var_os("KUBECONFIG").is_some() {
-        return Some(());
-    }
-    if std::env::var("CI").is_ok_and(|ci| ci == "true") {
-        panic!("CI must run {test}: KUBECONFIG is unset");
-    }
-    eprintln!(
-        "SKIPPED {test}: KUBECONFIG is not set. Start an API server with \
-         `eval \"$(../shared/kube-testenv/start.sh)\"` to run it."
-    );
-    None
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_leader_is_replaced_and_writes_nothing_after_it_resumes() {
-    let test = "a_paused_leader_is_replaced_and_writes_nothing_after_it_resumes";
-    let Some(()) = cluster(test) else { return };
+    let Some(test_namespace) = TestNamespace::create("le-pause").await else {
+        return;
+    };
     // Short, client-go-shaped timing: lease 6 s, renew deadline 4 s, retry 1 s.
     let timing = [
         "--leader-elect-lease-duration=6s",
@@ -53,8 +37,7 @@ async fn a_paused_leader_is_replaced_and_writes_nothing_after_it_resumes() {
     let lease_duration = Duration::from_secs(6);
     let retry_period = Duration::from_secs(1);
 
-    let client = client().await;
-    let namespace = setup(&client, "le-pause").await;
+    let (client, namespace) = (test_namespace.client, test_namespace.name);
     let leases: Api<Lease> = Api::namespaced(client.clone(), &namespace);
     let history = record_holders(leases.clone());
 
@@ -137,11 +120,11 @@ async fn a_paused_leader_is_replaced_and_writes_nothing_after_it_resumes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_releases_the_lease_to_the_standby() {
-    let test = "sigterm_releases_the_lease_to_the_standby";
-    let Some(()) = cluster(test) else { return };
+    let Some(test_namespace) = TestNamespace::create("le-term").await else {
+        return;
+    };
     // client-go's defaults: lease 15 s, renew deadline 10 s, retry 2 s.
-    let client = client().await;
-    let namespace = setup(&client, "le-term").await;
+    let (client, namespace) = (test_namespace.client, test_namespace.name);
     let leases: Api<Lease> = Api::namespaced(client.clone(), &namespace);
 
     let mut leader = Operator::start(&namespace, "leader-a", &[]);
@@ -181,44 +164,6 @@ async fn sigterm_releases_the_lease_to_the_standby() {
         "SIGTERM exits 0; its log:\n{log}"
     );
     assert!(log.contains("released the leader Lease"), "{log}");
-}
-
-async fn client() -> Client {
-    Client::try_default()
-        .await
-        .expect("a client from KUBECONFIG")
-}
-
-/// The CRDs (the operator checks them at start) and a fresh namespace, whose name it returns.
-async fn setup(client: &Client, prefix: &str) -> String {
-    let crds = Api::<CustomResourceDefinition>::all(client.clone());
-    for crd in proofpipe_crds::crds() {
-        let name = crd.metadata.name.clone().unwrap();
-        crds.patch(
-            &name,
-            &PatchParams::apply(TEST_MANAGER).force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .unwrap_or_else(|err| panic!("apply CRD {name}: {err}"));
-    }
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let name = format!("{prefix}-{}-{nanos}", std::process::id());
-    let namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await
-        .unwrap();
-    name
 }
 
 /// Every holder the Lease is seen with, in order, from a watch started now.

@@ -10,15 +10,15 @@
 use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{Client, ResourceExt};
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use proofpipe_crds::{ASSIGNED_POD_LABEL, ProofJob, ProofJobPhase, ProverPool};
 use proofpipe_operator::Config;
+use proofpipe_testkit::cluster::TestNamespace;
 use serde_json::json;
 
 const TEST_MANAGER: &str = "reconcile-api-test";
@@ -26,13 +26,9 @@ const WAIT: Duration = Duration::from_secs(20);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pool_pods_assignment_requeue_and_scale_down() {
-    if std::env::var_os("KUBECONFIG").is_none() {
-        eprintln!(
-            "SKIPPED pool_pods_assignment_requeue_and_scale_down: KUBECONFIG is not set. Start an \
-             API server with `eval \"$(../shared/kube-testenv/start.sh)\"` to run it."
-        );
+    let Some(test_namespace) = TestNamespace::create("reconcile-api").await else {
         return;
-    }
+    };
     // The operator's logs, shown when the test fails (`RUST_LOG=debug` for more).
     let _ = tracing_subscriber::fmt()
         .with_test_writer()
@@ -41,11 +37,7 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
         )
         .try_init();
     let started = Instant::now();
-    let client = Client::try_default()
-        .await
-        .expect("a client from KUBECONFIG");
-    install_crds(&client).await;
-    let namespace = create_namespace(&client).await;
+    let (client, namespace) = (test_namespace.client, test_namespace.name);
     let listen = free_local_address();
     let operator = tokio::spawn(proofpipe_operator::run(
         client.clone(),
@@ -344,49 +336,6 @@ where
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-async fn install_crds(client: &Client) {
-    let api = Api::<CustomResourceDefinition>::all(client.clone());
-    for crd in proofpipe_crds::crds() {
-        let name = crd.metadata.name.clone().unwrap();
-        api.patch(
-            &name,
-            &PatchParams::apply(TEST_MANAGER).force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .unwrap_or_else(|err| panic!("apply CRD {name}: {err}"));
-        eventually("the CRD to be Established", || async {
-            let crd = api.get(&name).await.ok()?;
-            let conditions = crd.status?.conditions?;
-            conditions
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True")
-                .then_some(())
-        })
-        .await;
-    }
-}
-
-async fn create_namespace(client: &Client) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let name = format!("reconcile-api-{}-{nanos}", std::process::id());
-    let namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await
-        .unwrap();
-    name
 }
 
 async fn apply<K>(api: &Api<K>, name: &str, body: serde_json::Value) -> K

@@ -6,7 +6,8 @@
 //!   [`quantity`] (memory limits), [`cgroup`] (where pod cgroups go) and [`status`] (what a
 //!   kubelet reports), and [`process`] (starting and signalling containers);
 //! - [`stack`]: a scenario's whole product (namespace, operator, runner), built from
-//!   [`cluster`], [`fixtures`], [`binaries`], [`operator`] and [`wait`];
+//!   [`cluster`] and [`wait`] (re-exported from `proofpipe-testkit`, which the operator's
+//!   cluster tests share), [`fixtures`], [`binaries`] and [`operator`];
 //! - [`assignments`]: the record of ProofJob assignments the restart scenario checks;
 //! - [`verify`]: finished jobs' proofs checked independently of the daemon;
 //! - [`filecoin`]: the Filecoin scenarios' test data and their verifiers' checks
@@ -19,7 +20,6 @@
 pub mod assignments;
 pub mod binaries;
 pub mod cgroup;
-pub mod cluster;
 pub mod doc_steps;
 pub mod env;
 pub mod filecoin;
@@ -35,6 +35,6 @@ pub mod stack;
 pub mod stand_ins;
 pub mod status;
 pub mod verify;
-pub mod wait;
 
+pub use proofpipe_testkit::{cluster, wait};
 pub use runner::{ImageMap, PodRunner};

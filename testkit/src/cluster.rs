@@ -15,7 +15,7 @@ use kube::{Client, Resource};
 use crate::wait::eventually;
 
 /// The field manager of the objects the tests apply.
-pub const FIELD_MANAGER: &str = "proofpipe-e2e";
+pub const FIELD_MANAGER: &str = "proofpipe-tests";
 
 /// A client and a fresh namespace.
 pub struct TestNamespace {
@@ -27,18 +27,9 @@ pub struct TestNamespace {
 
 impl TestNamespace {
     /// Connects through `KUBECONFIG`, installs the CRDs and creates a namespace named after
-    /// `test`; `None`, after printing why, when `KUBECONFIG` is unset.
+    /// `test`; `None` when there is no cluster ([`cluster_client`]).
     pub async fn create(test: &str) -> Option<Self> {
-        if std::env::var_os("KUBECONFIG").is_none() {
-            eprintln!(
-                "SKIPPED {test}: KUBECONFIG is not set. Start an API server with \
-                 `eval \"$(../shared/kube-testenv/start.sh)\"` to run it."
-            );
-            return None;
-        }
-        let client = Client::try_default()
-            .await
-            .expect("a client from KUBECONFIG");
+        let client = cluster_client(test).await?;
         install_crds(&client).await;
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -117,6 +108,26 @@ impl TestNamespace {
             .await
             .expect("delete the test namespace");
     }
+}
+
+/// A client from `KUBECONFIG`; `None`, after printing why, when it is unset. Under CI
+/// (`CI=true`) a cluster test that skips is a test that did not run: it fails instead.
+pub async fn cluster_client(test: &str) -> Option<Client> {
+    if std::env::var_os("KUBECONFIG").is_none() {
+        if std::env::var("CI").is_ok_and(|ci| ci == "true") {
+            panic!("CI must run {test}: KUBECONFIG is unset");
+        }
+        eprintln!(
+            "SKIPPED {test}: KUBECONFIG is not set. Start an API server with \
+             `eval \"$(../shared/kube-testenv/start.sh)\"` to run it."
+        );
+        return None;
+    }
+    Some(
+        Client::try_default()
+            .await
+            .expect("a client from KUBECONFIG"),
+    )
 }
 
 /// Server-side applies both CRDs and waits until they are Established.

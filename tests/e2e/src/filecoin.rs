@@ -1,9 +1,43 @@
-//! What the Filecoin scenarios share: their test data from the environment, and Filecoin's
-//! own verifiers on a proof (through `proofpipe-prover porep-verify` and `snap-verify`).
+//! What the Filecoin scenarios share: their test data from the environment, the pool their
+//! jobs go to, and Filecoin's own verifiers on a proof (through `proofpipe-prover
+//! porep-verify` and `snap-verify`).
 
 use std::path::{Path, PathBuf};
 
+use kube::api::DynamicObject;
+use serde_json::{Value, json};
+
 use crate::binaries::binary;
+
+/// The pool `name` of one prover pod with 4 GiB (a 2 KiB proof of any kind needs less) that
+/// reads Filecoin's parameters from `params`, with `env` (a JSON array of EnvVars) added to
+/// its container's env and `args` to its args. The prover binary listens on an ephemeral port
+/// (the pod runner's pods share the host's network).
+pub fn filecoin_pool(name: &str, params: &Path, env: &Value, args: &[&str]) -> DynamicObject {
+    let mut container_env = vec![
+        json!({ "name": "PROOFPIPE_LOG", "value": "info" }),
+        json!({ "name": "FIL_PROOFS_PARAMETER_CACHE", "value": params.display().to_string() }),
+    ];
+    container_env.extend(env.as_array().expect("env is a JSON array").iter().cloned());
+    let mut container_args = vec!["--listen", "127.0.0.1:0"];
+    container_args.extend_from_slice(args);
+    serde_json::from_value(json!({
+        "apiVersion": "proofpipe.dev/v1alpha1",
+        "kind": "ProverPool",
+        "metadata": { "name": name },
+        "spec": {
+            "replicas": 1,
+            "template": { "spec": { "containers": [{
+                "name": "prover",
+                "image": "proofpipe-prover:e2e",
+                "args": container_args,
+                "resources": { "limits": { "memory": "4Gi" } },
+                "env": container_env,
+            }] } },
+        },
+    }))
+    .expect("a ProverPool")
+}
 
 /// The path in environment variable `name`; `None` (the test skips) when unset, unless under
 /// `CI=true`, where a Filecoin test that skips is a test that did not run: it panics, saying

@@ -23,9 +23,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use kube::ResourceExt;
-use kube::api::{DynamicObject, ListParams};
+use kube::api::ListParams;
 use proofpipe_e2e::filecoin::{
-    assert_verify_post, assert_verify_seal, assert_verify_snap, required_env,
+    assert_verify_post, assert_verify_seal, assert_verify_snap, filecoin_pool, required_env,
 };
 use proofpipe_e2e::gateway::start_gateway;
 use proofpipe_e2e::process::free_port;
@@ -43,32 +43,6 @@ use tokio::process::Command;
 /// (~2^21) on 2 cores of a test build.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(1200);
 const TOKEN: &str = "curio-test-token";
-
-/// The pool `fil` of one prover with 4 GiB, reading Filecoin parameters from `params`; `args`
-/// added to the prover's.
-fn fil_pool(params: &Path, args: &[&str]) -> DynamicObject {
-    let mut prover_args = vec!["--listen", "127.0.0.1:0"];
-    prover_args.extend_from_slice(args);
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "proofpipe.dev/v1alpha1",
-        "kind": "ProverPool",
-        "metadata": { "name": "fil" },
-        "spec": {
-            "replicas": 1,
-            "template": { "spec": { "containers": [{
-                "name": "prover",
-                "image": "proofpipe-prover:e2e",
-                "args": prover_args,
-                "resources": { "limits": { "memory": "4Gi" } },
-                "env": [
-                    { "name": "PROOFPIPE_LOG", "value": "info" },
-                    { "name": "FIL_PROOFS_PARAMETER_CACHE", "value": params.display().to_string() },
-                ],
-            }] } },
-        },
-    }))
-    .unwrap()
-}
 
 /// curio's WinningPoSt (CRITICAL) while the pool's one prover proves a PoRep, made long by the
 /// prover's `--test-fault slow-porep` (each PoRep partition starts 40 s late): the operator
@@ -91,7 +65,12 @@ async fn curio_s_winning_post_is_answered_while_a_porep_proves_and_a_gateway_cra
     let params = testdata.join("params");
     stack
         .namespace
-        .apply(&[fil_pool(&params, &["--test-fault", "slow-porep"])])
+        .apply(&[filecoin_pool(
+            "fil",
+            &params,
+            &serde_json::json!([]),
+            &["--test-fault", "slow-porep"],
+        )])
         .await;
     let work = tempfile::tempdir().unwrap();
     let token = work.path().join("token");
@@ -316,7 +295,10 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
         return;
     };
     let params = testdata.join("params");
-    stack.namespace.apply(&[fil_pool(&params, &[])]).await;
+    stack
+        .namespace
+        .apply(&[filecoin_pool("fil", &params, &serde_json::json!([]), &[])])
+        .await;
 
     let work = tempfile::tempdir().unwrap();
     let token = work.path().join("token");

@@ -19,7 +19,7 @@ use kube::api::DynamicObject;
 use object_store::ObjectStore;
 use object_store::path::Path as ObjectPath;
 use proofpipe_crds::ProofJobPhase;
-use proofpipe_e2e::filecoin::{assert_verify_snap, required_env, verify_snap};
+use proofpipe_e2e::filecoin::{assert_verify_snap, filecoin_pool, required_env, verify_snap};
 use proofpipe_e2e::s3::{S3Server, hex};
 use proofpipe_e2e::stack::{Stack, phase};
 use sha2::{Digest, Sha256};
@@ -72,30 +72,9 @@ async fn a_snap_deals_update_is_proved_from_s3_and_its_verifier_accepts_the_proo
     }
 
     let params = testdata.join("params");
-    let mut env = serde_json::json!([
-        { "name": "PROOFPIPE_LOG", "value": "info" },
-        { "name": "FIL_PROOFS_PARAMETER_CACHE", "value": params.display().to_string() },
-    ]);
-    env.as_array_mut()
-        .unwrap()
-        .extend(s3.prover_env().as_array().unwrap().iter().cloned());
     stack
         .namespace
-        .apply(&[object(serde_json::json!({
-            "apiVersion": "proofpipe.dev/v1alpha1",
-            "kind": "ProverPool",
-            "metadata": { "name": "snap" },
-            "spec": {
-                "replicas": 1,
-                "template": { "spec": { "containers": [{
-                    "name": "prover",
-                    "image": "proofpipe-prover:e2e",
-                    "args": ["--listen", "127.0.0.1:0"],
-                    "resources": { "limits": { "memory": "4Gi" } },
-                    "env": env,
-                }] } },
-            },
-        }))])
+        .apply(&[filecoin_pool("snap", &params, &s3.prover_env(), &[])])
         .await;
     let job = |name: &str, key: &str, input: &[u8], priority: i32, backoff_limit: i32| {
         object(serde_json::json!({

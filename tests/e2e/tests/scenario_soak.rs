@@ -30,7 +30,7 @@ use object_store::ObjectStore;
 use object_store::path::Path as ObjectPath;
 use proofpipe_crds::{ProofJob, ProofJobPhase, ProverPool};
 use proofpipe_e2e::filecoin::{
-    assert_verify_post, assert_verify_seal, assert_verify_snap, required_env,
+    assert_verify_post, assert_verify_seal, assert_verify_snap, filecoin_pool, required_env,
 };
 use proofpipe_e2e::s3::{S3Server, hex};
 use proofpipe_e2e::stack::{Stack, check_succeeded, live_pods, phase};
@@ -272,32 +272,16 @@ async fn one_prover_proves_many_jobs_of_mixed_kinds_without_hanging_or_growing()
 
     let params = testdata.join("params");
     let mut env = serde_json::json!([
-        { "name": "PROOFPIPE_LOG", "value": "info" },
-        { "name": "FIL_PROOFS_PARAMETER_CACHE", "value": params.display().to_string() },
         { "name": "PROOFPIPE_PARAMS_DIR", "value": stack.params_dir().display().to_string() },
     ]);
     env.as_array_mut()
         .unwrap()
         .extend(s3.prover_env().as_array().unwrap().iter().cloned());
-    stack
-        .namespace
-        .apply(&[object(serde_json::json!({
-            "apiVersion": "proofpipe.dev/v1alpha1",
-            "kind": "ProverPool",
-            "metadata": { "name": POOL },
-            "spec": {
-                "replicas": 1,
-                "template": { "spec": { "containers": [{
-                    "name": "prover",
-                    "image": "proofpipe-prover:e2e",
-                    "args": ["--listen", "127.0.0.1:0"],
-                    // A GPU this test's prover (built without CUDA) does not have.
-                    "resources": { "limits": { "memory": "4Gi", "nvidia.com/gpu": "1" } },
-                    "env": env,
-                }] } },
-            },
-        }))])
-        .await;
+    let mut pool = filecoin_pool(POOL, &params, &env, &[]);
+    // A GPU this test's prover (built without CUDA) does not have.
+    pool.data["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] =
+        "1".into();
+    stack.namespace.apply(&[pool]).await;
 
     let pods = stack.namespace.api::<Pod>();
     let pools = stack.namespace.api::<ProverPool>();

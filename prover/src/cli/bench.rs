@@ -279,6 +279,7 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
     input.params_bytes = key.heap_bytes();
     input.matrices_bytes = job.matrices_bytes();
     input.synthesis_threads = job.source.synthesis_threads();
+    input.subsystem_synthesis = job.source.synthesizes_in_subsystems();
     let extra = json!({
         "params_bytes": key.heap_bytes(),
         "matrices_bytes": input.matrices_bytes,
@@ -339,6 +340,7 @@ fn post_shape(args: &BenchArgs, proof: RegisteredPoStProof) -> Result<ExitCode, 
     )?;
     input.params_bytes = query.params_heap_bytes();
     input.synthesis_threads = source.synthesis_threads();
+    input.subsystem_synthesis = source.synthesizes_in_subsystems();
     plan(&input)?;
     let started = Instant::now();
     let key = Arc::new(ProvingKey::timing_only(&name, counts.shape(), query));
@@ -395,6 +397,7 @@ fn shape_sizing(
         headroom: args.sizing.headroom,
         cpu_cores: cpu_cores(),
         synthesis_threads: 1,
+        subsystem_synthesis: false,
         gpu_devices: gpus.len(),
         gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
         max_parallel_partitions: Some(partitions as usize),

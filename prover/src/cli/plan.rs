@@ -19,7 +19,7 @@ use super::{PlanArgs, Synthesis, cpu_cores};
 
 pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
     let limit = detect_memory_limit(args.sizing.memory_limit)?;
-    let (circuit, shape, params_bytes, matrices_bytes, partitions, synthesis_threads) =
+    let (circuit, shape, params_bytes, matrices_bytes, partitions, synthesis_threads, subsystems) =
         match (args.porep_shape, args.post_shape, args.snap_shape) {
             (Some(proof), _, _) => {
                 // Exact, from the committed counts: the real parameters have these point counts.
@@ -41,6 +41,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
                     matrices,
                     partitions,
                     threads,
+                    false,
                 )
             }
             (None, None, Some(proof)) => {
@@ -63,6 +64,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
                     // curio sends every partition of the update in one request.
                     args.job.partitions.unwrap_or(snap_shape.partitions as u32),
                     1,
+                    false,
                 )
             }
             (None, Some(proof), _) => {
@@ -85,6 +87,8 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
                     // curio sends one WindowPoSt partition per request.
                     args.job.partitions.unwrap_or(1),
                     post_shape.sectors_per_partition,
+                    // FallbackPoSt collects its sectors' sub-systems before extending.
+                    true,
                 )
             }
             (None, None, None) => {
@@ -106,6 +110,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
                     0,
                     args.job.partitions(),
                     1,
+                    false,
                 )
             }
         };
@@ -118,6 +123,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
         headroom: args.sizing.headroom,
         cpu_cores: args.cores.unwrap_or_else(cpu_cores),
         synthesis_threads,
+        subsystem_synthesis: subsystems,
         gpu_devices: args.gpus,
         gpu_memory_bytes: args.gpu_memory,
         max_parallel_partitions: Some(partitions as usize),

@@ -88,6 +88,10 @@ impl PartitionSource for SlowSource {
     fn synthesis_threads(&self) -> usize {
         self.0.synthesis_threads()
     }
+
+    fn synthesizes_in_subsystems(&self) -> bool {
+        self.0.synthesizes_in_subsystems()
+    }
 }
 
 struct HangingSource;

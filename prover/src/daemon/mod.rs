@@ -64,7 +64,7 @@ use crate::error::ProverError;
 use crate::filecoin::params::DigestCheck;
 use crate::groth16::SynthesisMode;
 use crate::params::ParamsStore;
-use crate::sizing::{Overrides, SizingInput};
+use crate::sizing::{Overrides, SizingInput, SynthesisProfile};
 use config::{ChosenLimit, EnvSettings, Identity};
 use decision::{Attempt, Decision, Decisions, Running, decide};
 use fault::Fault;
@@ -140,7 +140,7 @@ impl Daemon {
         todo: usize,
         shape: CircuitShape,
         (params_bytes, matrices_bytes): (u64, u64),
-        synthesis_threads: usize,
+        synthesis: SynthesisProfile,
     ) -> SizingInput {
         // Each GPU holds the main plan's bases and workspaces already.
         let gpus: Vec<_> = self
@@ -159,7 +159,7 @@ impl Daemon {
             memory_limit,
             (params_bytes, matrices_bytes),
             self.cpu_cores,
-            synthesis_threads,
+            synthesis,
             &gpus,
             self.overrides,
         )

@@ -24,7 +24,7 @@ use crate::error::{FailureClass, ProverError};
 use crate::filecoin::porep;
 use crate::params::{CircuitParams, ProvingKey, estimated_params_bytes};
 use crate::pipeline::{JobEvent, JobHandle, JobOutcome, JobSpec, Pipeline, PipelineConfig};
-use crate::sizing::plan;
+use crate::sizing::{SynthesisProfile, plan};
 
 /// How often unwritten proofs are retried while the job runs.
 const RETRY_INTERVAL: Duration = Duration::from_secs(2);
@@ -248,7 +248,7 @@ async fn start_job(
                     beside: Footprint::default(),
                     work,
                     todo: spec.todo().len(),
-                    synthesis_threads: 1,
+                    synthesis: SynthesisProfile::ONE_CORE,
                 },
                 &params.key,
                 resident,
@@ -267,10 +267,10 @@ async fn start_job(
             let prepared = filecoin::prepare(daemon, job, filecoin_work, lane).await?;
             let skip = proved_partitions(job.status.as_ref(), prepared.partitions);
             let todo = prepared.partitions as usize - skip.len();
-            let threads = prepared.source.synthesis_threads();
+            let synthesis = prepared.source.synthesis_profile();
             let pipeline = match lane {
-                Lane::Main => start_main_filecoin(daemon, &prepared, work, todo, threads)?,
-                Lane::Urgent => start_urgent(daemon, &prepared, work, todo, threads).await?,
+                Lane::Main => start_main_filecoin(daemon, &prepared, work, todo, synthesis)?,
+                Lane::Urgent => start_urgent(daemon, &prepared, work, todo, synthesis).await?,
             };
             let kind = prepared.run.kind();
             let handle = pipeline.get().submit_source(
@@ -291,7 +291,7 @@ fn start_main_filecoin(
     prepared: &filecoin::Prepared,
     work: String,
     todo: usize,
-    synthesis_threads: usize,
+    synthesis: SynthesisProfile,
 ) -> Result<PipelineGuard, ProverError> {
     // Resident beside the job's own parameters and matrices: other parameter sets and other
     // sector sizes' matrices that earlier jobs left.
@@ -303,7 +303,7 @@ fn start_main_filecoin(
         beside: Footprint::default(),
         work,
         todo,
-        synthesis_threads,
+        synthesis,
     };
     match start_pipeline(
         daemon,
@@ -333,7 +333,7 @@ async fn start_urgent(
     prepared: &filecoin::Prepared,
     work: String,
     todo: usize,
-    synthesis_threads: usize,
+    synthesis: SynthesisProfile,
 ) -> Result<PipelineGuard, ProverError> {
     let mut lane = daemon.main_lane.subscribe();
     loop {
@@ -348,7 +348,7 @@ async fn start_urgent(
             beside,
             work: work.clone(),
             todo,
-            synthesis_threads,
+            synthesis,
         };
         match start_pipeline(daemon, sized, &prepared.key, (others, 0)) {
             Err(ProverError::MemoryLimitTooSmall { .. }) if !alone => {
@@ -380,7 +380,7 @@ async fn load_params(
             estimated_params_bytes(shape) + porep::resident_matrices_bytes(),
             0,
         ),
-        1,
+        SynthesisProfile::ONE_CORE,
     ))?;
     let store = daemon.params.clone();
     let (circuit, constraints) = (spec.circuit, spec.constraints);
@@ -400,13 +400,13 @@ async fn load_params(
 }
 
 /// What a pipeline is sized for: its lane, what the main lane takes beside it (urgent lane),
-/// the job, its partitions left, and the threads each partition's synthesis keeps busy.
+/// the job, its partitions left, and how each partition's synthesis uses the machine.
 struct Sized {
     lane: Lane,
     beside: Footprint,
     work: String,
     todo: usize,
-    synthesis_threads: usize,
+    synthesis: SynthesisProfile,
 }
 
 /// Plans and starts a pipeline for `todo` partitions with `key`, counting what the process
@@ -424,7 +424,7 @@ fn start_pipeline(
         beside,
         work,
         todo,
-        synthesis_threads,
+        synthesis,
     } = sized;
     let limit = match lane {
         Lane::Main => daemon.main_limit(),
@@ -438,7 +438,7 @@ fn start_pipeline(
         todo,
         key.shape,
         (params_bytes, matrices_bytes),
-        synthesis_threads,
+        synthesis,
     ))?;
     let sizing = reported_sizing(&plan);
     tracing::info!(

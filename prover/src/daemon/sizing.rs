@@ -5,7 +5,7 @@ use proofpipe_crds::PipelineSizing;
 use proofpipe_kernels::GpuDevice;
 
 use crate::circuits::CircuitShape;
-use crate::sizing::{Overrides, Plan, SizingInput};
+use crate::sizing::{Overrides, Plan, SizingInput, SynthesisProfile};
 
 /// The fraction of the memory limit kept free, as `prove` does by default.
 pub const HEADROOM: f64 = 0.1;
@@ -21,7 +21,7 @@ pub fn sizing_input(
     memory_limit: u64,
     (params_bytes, matrices_bytes): (u64, u64),
     cpu_cores: usize,
-    synthesis_threads: usize,
+    synthesis: SynthesisProfile,
     gpus: &[GpuDevice],
     overrides: Overrides,
 ) -> SizingInput {
@@ -33,7 +33,8 @@ pub fn sizing_input(
         matrices_bytes,
         headroom: HEADROOM,
         cpu_cores,
-        synthesis_threads,
+        synthesis_threads: synthesis.threads,
+        subsystem_synthesis: synthesis.in_subsystems,
         gpu_devices: gpus.len(),
         gpu_memory_bytes: gpus.iter().map(|gpu| gpu.total_bytes).min(),
         max_parallel_partitions: Some(todo),
@@ -94,7 +95,7 @@ mod tests {
             16 << 30,
             (1 << 20, 0),
             16,
-            1,
+            SynthesisProfile::ONE_CORE,
             &[],
             Overrides::default(),
         );

@@ -708,6 +708,11 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for FallbackPartitions<Tre
         self.public_params.sector_count
     }
 
+    /// ... and collects every group's sub-system before extending the partition with them.
+    fn synthesizes_in_subsystems(&self) -> bool {
+        true
+    }
+
     fn synthesize(
         &self,
         partition: u32,

@@ -64,6 +64,23 @@ pub trait PartitionSource: Send + Sync {
     fn synthesis_threads(&self) -> usize {
         1
     }
+
+    /// Whether the partition's parts are synthesized into constraint sub-systems that all
+    /// exist before they are copied into its evaluations (storage-proofs-post's
+    /// `FallbackPoStCircuit::synthesize_extendable` collects every chunk of sectors first).
+    /// Page-locked evaluations are resident from the start, so the planner counts a, b, c
+    /// twice for such a partition on a GPU (docs/benchmarks.md, "PoSt at 32 GiB").
+    fn synthesizes_in_subsystems(&self) -> bool {
+        false
+    }
+
+    /// Both, for the planner.
+    fn synthesis_profile(&self) -> crate::sizing::SynthesisProfile {
+        crate::sizing::SynthesisProfile {
+            threads: self.synthesis_threads(),
+            in_subsystems: self.synthesizes_in_subsystems(),
+        }
+    }
 }
 
 /// The partitions of one of proofpipe's own circuits, witnesses from `(seed, partition)`.
@@ -123,6 +140,10 @@ impl ReplaySource {
 impl PartitionSource for ReplaySource {
     fn synthesis_threads(&self) -> usize {
         self.inner.synthesis_threads()
+    }
+
+    fn synthesizes_in_subsystems(&self) -> bool {
+        self.inner.synthesizes_in_subsystems()
     }
 
     fn synthesize(

@@ -58,6 +58,22 @@ impl PartitionBytes {
     }
 }
 
+/// How one partition's synthesis uses the machine, as its source says
+/// (`PartitionSource::synthesis_threads` and `synthesizes_in_subsystems`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SynthesisProfile {
+    pub threads: usize,
+    pub in_subsystems: bool,
+}
+
+impl SynthesisProfile {
+    /// A partition on one core, synthesized straight into its evaluations.
+    pub const ONE_CORE: Self = Self {
+        threads: 1,
+        in_subsystems: false,
+    };
+}
+
 /// What the planner needs to know about the work and the machine.
 #[derive(Clone, Debug, Serialize)]
 pub struct SizingInput {
@@ -77,6 +93,10 @@ pub struct SizingInput {
     /// Threads one partition's synthesis keeps busy: 1 when each partition runs on a core of
     /// its own, more when its independent parts run on every core (ADR 0023).
     pub synthesis_threads: usize,
+    /// The partition's parts are synthesized into sub-systems collected before they are
+    /// copied into its evaluations (PoSt): on a GPU, whose evaluations are page-locked and so
+    /// resident from the start, a, b, c are held twice during synthesis.
+    pub subsystem_synthesis: bool,
     /// GPU devices in use (0: the GPU stage runs on the CPU backend).
     pub gpu_devices: usize,
     /// Memory of the smallest GPU in use, if known: the proving key's bases stay resident
@@ -297,7 +317,11 @@ fn plan_for(
         });
     }
     let (gw, gpu_plan) = gpu_workers(input, max_gpu_workers_per_device)?;
-    let per = PartitionBytes::for_shape(input.shape);
+    let mut per = PartitionBytes::for_shape(input.shape);
+    if input.subsystem_synthesis && input.gpu_devices > 0 {
+        // The sub-systems' a, b, c (one row per constraint each) beside the page-locked ones.
+        per.synthesized += 3 * SCALAR * input.shape.constraints as u64;
+    }
     let gpu_host = if gpu_plan.is_some() || input.gpu_devices > 0 {
         GpuHost {
             staging_per_worker: staging_bytes(input.shape),

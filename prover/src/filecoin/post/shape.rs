@@ -163,6 +163,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for PlaceholderPartitions<
         self.public_params.sector_count
     }
 
+    fn synthesizes_in_subsystems(&self) -> bool {
+        true
+    }
+
     fn synthesize(
         &self,
         partition: u32,

@@ -107,13 +107,7 @@ async fn unschedulable_provers_are_reported_on_the_pool() {
         .wait_for("the pool reporting an unschedulable prover", || async {
             let pool = pools.get("h200").await.map_err(|e| e.to_string())?;
             let status = pool.status.unwrap_or_default();
-            let condition = status
-                .conditions
-                .iter()
-                .flatten()
-                .find(|c| c.type_ == "ProversSchedulable")
-                .cloned();
-            match (status.unschedulable_replicas, condition) {
+            match (status.unschedulable_replicas, schedulable(&status)) {
                 (Some(1), Some(c)) if c.status == "False" && c.reason == "Unschedulable" => {
                     Ok(c.message)
                 }
@@ -285,6 +279,7 @@ async fn provers_held_by_kueue_wait_for_quota_then_prove() {
     }
 }
 
+/// The pool's `ProversSchedulable` condition, if it has one.
 fn schedulable(status: &proofpipe_crds::ProverPoolStatus) -> Option<Condition> {
     status
         .conditions

@@ -28,7 +28,10 @@ cleanup() {
 }
 trap cleanup EXIT
 if [ -z "${KUBECONFIG:-}" ] && [ -x "$testenv/start.sh" ]; then
-  eval "$("$testenv/start.sh")"
+  # The admission build: it enforces ValidatingAdmissionPolicies and allows impersonation,
+  # so the prover-identity policy is tested on the API server's own CEL
+  # (operator/tests/prover_identity_admission.rs) and chart-check applies it.
+  eval "$(KUBE_TESTENV_ADMISSION=1 "$testenv/start.sh")"
   started_testenv=1
   echo "started kube-testenv: KUBECONFIG=$KUBECONFIG"
 fi

@@ -31,8 +31,8 @@ pub use pod_template::{
 };
 pub use proof_job::{
     AttemptFailure, CIRCUIT_MIN_CONSTRAINTS, CIRCUITS, MAX_CONSTRAINTS, MAX_PARTITIONS,
-    MIN_CONSTRAINTS, PartitionProof, ProofJob, ProofJobPhase, ProofJobSpec, ProofJobStatus,
-    ProverFailure, StageSeconds, circuit_min_constraints,
+    MAX_STATUS_PUBLIC_INPUTS, MIN_CONSTRAINTS, PartitionProof, ProofJob, ProofJobPhase,
+    ProofJobSpec, ProofJobStatus, ProverFailure, StageSeconds, circuit_min_constraints,
 };
 pub use prover_pool::{
     AutoscalingSpec, AutoscalingStatus, GpuDeviceReport, GpuReport, MAX_POOL_NAME,

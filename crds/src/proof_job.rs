@@ -44,6 +44,13 @@ pub const MAX_CONSTRAINTS: i32 = 1 << 27;
 /// The most partitions a ProofJob may be split into.
 pub const MAX_PARTITIONS: i32 = 1024;
 
+/// The most public inputs a `status.proofs` entry carries. A job's status holds one entry
+/// per partition and must fit etcd's request limit (1.5 MiB by default) at
+/// [`MAX_PARTITIONS`]: a partition with more (merkle-sha256 beyond two paths of 16
+/// levels, ~860,000 constraints; Filecoin proofs) lists none, and its verifier derives them from the job
+/// (circuit, constraints, seed, partition).
+pub const MAX_STATUS_PUBLIC_INPUTS: usize = 4;
+
 /// The work a ProofJob asks for.
 // Each printer column repeats `type_`, which clippy mistakes for a duplicated attribute.
 #[allow(clippy::duplicated_attributes)]
@@ -381,6 +388,7 @@ pub struct ProofJobStatus {
     /// Proofs produced so far, one per partition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["partition".into()]))]
+    #[schemars(length(max = MAX_PARTITIONS))]
     pub proofs: Option<Vec<PartitionProof>>,
 
     /// When the first attempt started.
@@ -548,9 +556,12 @@ pub struct PartitionProof {
     pub proof: String,
     /// Whether the proof passed verification against the public inputs.
     pub verified: bool,
-    /// The partition's public inputs, as hex-encoded field elements (empty for Filecoin
-    /// proofs: their verifier derives them, and they would grow the status by kilobytes).
+    /// The partition's public inputs, as hex-encoded field elements, when there are at most
+    /// four of them; otherwise empty (Filecoin proofs; merkle-sha256 beyond ~860,000
+    /// constraints), and a verifier derives them from the job: one entry per partition
+    /// must keep the status within etcd's request limit at 1,024 partitions.
     #[serde(default)]
+    #[schemars(length(max = MAX_STATUS_PUBLIC_INPUTS))]
     pub public_inputs: Vec<String>,
     /// Name of the prover pod that produced the proof.
     pub proved_by: String,

@@ -5,6 +5,11 @@
 //!
 //! The expressions are read from `charts/proofpipe/policies/prover-identity.yaml`, the file
 //! the chart's template includes.
+//!
+//! The two status.proofs rules (and the variables only they read) use CEL's two-variable
+//! comprehensions, which this interpreter lacks: `prover_identity_admission.rs` tests them on
+//! the API server's own CEL, at the largest job too. Here they are left out, and
+//! [`the_interpreter_leaves_out_only_the_proofs_rules`] keeps it to those.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -43,6 +48,13 @@ fn policies() -> Policies {
     serde_yaml_ng::from_str(&text).unwrap()
 }
 
+/// Expressions only the API server's CEL evaluates (see the module's note).
+fn needs_the_api_servers_cel(expression: &str) -> bool {
+    expression.contains("transformMapEntry")
+        || expression.contains("variables.oldProofs")
+        || expression.contains("variables.newProofs")
+}
+
 fn eval(expression: &str, context: &Context) -> Result<Value, String> {
     let program =
         Program::compile(expression).map_err(|err| format!("{expression}: parse: {err}"))?;
@@ -66,12 +78,18 @@ fn admit(validations: &[Validation], request: &Json, old: &Json, new: &Json) -> 
     }
     let mut variables = HashMap::<String, Value>::new();
     for variable in &policies.variables {
+        if needs_the_api_servers_cel(&variable.expression) {
+            continue;
+        }
         let value = eval(&variable.expression, &context)?;
         // Each variable sees the ones before it, as in the API server.
         variables.insert(variable.name.clone(), value);
         context.add_variable_from_value("variables", variables.clone());
     }
     for validation in validations {
+        if needs_the_api_servers_cel(&validation.expression) {
+            continue;
+        }
         match eval(&validation.expression, &context) {
             Ok(Value::Bool(true)) => {}
             Ok(other) => {
@@ -231,38 +249,29 @@ fn a_prover_cannot_write_a_job_assigned_to_another_pod() {
 }
 
 #[test]
-fn a_prover_cannot_forge_change_or_drop_another_pods_proofs() {
-    let old = stored_job("gpu-prover-1");
-    let as_prover = prover("gpu-prover-1", "job-a");
-    let why_own = "only status.proofs entries whose provedBy is its own pod";
-    let why_others = "may not remove or replace another pod's verified status.proofs entries";
-
-    let mut forged = rightful_write(&old);
-    forged["status"]["proofs"][2] = proof(2, "gpu-prover-5", true);
-    refused_because(admit(&job_policy(), &as_prover, &old, &forged), why_own);
-
-    let mut changed = rightful_write(&old);
-    changed["status"]["proofs"][0]["proof"] = json!("BBBB");
-    refused_because(admit(&job_policy(), &as_prover, &old, &changed), why_own);
-
-    // Another pod's entries reordered but unchanged are the same entries.
-    let mut reordered = rightful_write(&old);
-    let mut entries = old["status"]["proofs"].as_array().unwrap().clone();
-    entries.reverse();
-    entries.push(proof(3, "gpu-prover-1", true));
-    reordered["status"]["proofs"] = json!(entries);
-    assert_eq!(admit(&job_policy(), &as_prover, &old, &reordered), Ok(()));
-
-    let mut dropped = rightful_write(&old);
-    dropped["status"]["proofs"]
-        .as_array_mut()
-        .unwrap()
-        .remove(0);
-    refused_because(admit(&job_policy(), &as_prover, &old, &dropped), why_others);
-
-    let mut taken = rightful_write(&old);
-    taken["status"]["proofs"][0] = proof(0, "gpu-prover-1", true);
-    refused_because(admit(&job_policy(), &as_prover, &old, &taken), why_others);
+fn the_interpreter_leaves_out_only_the_proofs_rules() {
+    let policies = policies();
+    let skipped: Vec<&str> = policies
+        .proof_job_status
+        .iter()
+        .chain(&policies.prover_pool_status)
+        .filter(|v| needs_the_api_servers_cel(&v.expression))
+        .map(|v| v.message.as_str())
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            "a prover may add or change only status.proofs entries whose provedBy is its own pod",
+            "a prover may not remove or replace another pod's verified status.proofs entries",
+        ]
+    );
+    let variables: Vec<&str> = policies
+        .variables
+        .iter()
+        .filter(|v| needs_the_api_servers_cel(&v.expression))
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(variables, ["oldProofs", "newProofs"]);
 }
 
 #[test]

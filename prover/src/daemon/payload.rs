@@ -13,8 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use proofpipe_crds::{
-    FilecoinResult, GpuReport, PartitionProof, PipelineSizing, ProofJob, ProverPhase, ProverPool,
-    ProverStatus, StageBuffers, StageSeconds,
+    FilecoinResult, GpuReport, MAX_STATUS_PUBLIC_INPUTS, PartitionProof, PipelineSizing, ProofJob,
+    ProverPhase, ProverPool, ProverStatus, StageBuffers, StageSeconds,
 };
 use serde_json::{Value, json};
 
@@ -79,6 +79,8 @@ pub struct ProofLedger {
     stages: StageMeans,
     /// Whether proofs go into the status with their public inputs (not for Filecoin proofs,
     /// whose verifier derives them and whose inputs would weigh kilobytes per partition).
+    /// A partition with more than `MAX_STATUS_PUBLIC_INPUTS` goes without them in any case:
+    /// the status must fit etcd at the most partitions a job may have.
     public_inputs: bool,
     filecoin: Option<FilecoinResult>,
     /// Bumped on every new proof; the body of a generation is written once `written`
@@ -119,7 +121,7 @@ impl ProofLedger {
     pub fn record(&mut self, proof: &pipeline::PartitionProof) {
         self.stages.add(&proof.timings);
         let mut entry = status_proof(proof, &self.pod);
-        if !self.public_inputs {
+        if !self.public_inputs || entry.public_inputs.len() > MAX_STATUS_PUBLIC_INPUTS {
             entry.public_inputs.clear();
         }
         self.proofs.insert(proof.partition as i32, entry);
@@ -273,6 +275,20 @@ mod tests {
         assert_eq!(proof.public_inputs, [format!("01{}2a", "0".repeat(60))]);
         assert!(proof.verified);
         assert_eq!(proof.proved_by, "gpu-prover-1");
+    }
+
+    #[test]
+    fn a_partition_with_more_public_inputs_than_a_status_entry_holds_lists_none() {
+        let mut ledger = ProofLedger::new("job-a", "p0", vec![]);
+        let mut few = pipeline_proof(0, 1);
+        few.public_inputs = vec![[7u8; 32]; MAX_STATUS_PUBLIC_INPUTS];
+        let mut many = pipeline_proof(1, 1);
+        many.public_inputs = vec![[7u8; 32]; MAX_STATUS_PUBLIC_INPUTS + 1];
+        ledger.record(&few);
+        ledger.record(&many);
+        let counts: Vec<usize> = ledger.proofs().map(|p| p.public_inputs.len()).collect();
+        assert_eq!(counts, [MAX_STATUS_PUBLIC_INPUTS, 0]);
+        assert!(ledger.proofs().all(|p| p.proof.len() == 256));
     }
 
     #[test]

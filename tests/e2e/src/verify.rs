@@ -1,6 +1,8 @@
 //! Checks a finished job's proofs independently of the daemon that reported them verified:
 //! each proof is decoded from the job's status and verified against the parameters of the
-//! job's circuit and size, with the public inputs the status lists.
+//! job's circuit and size, with the public inputs the status lists, or, where it lists none
+//! (a partition with more than a status entry holds), the ones derived from the job:
+//! partition `i`'s witness comes from `(seed, i)`.
 
 use std::path::Path;
 
@@ -27,6 +29,7 @@ pub fn verify_job_proofs(job: &ProofJob, params_dir: &Path) -> Result<(), String
         .constraints
         .and_then(|c| usize::try_from(c).ok())
         .ok_or_else(|| format!("constraints {:?}", job.spec.constraints))?;
+    let seed = u64::try_from(job.spec.seed).map_err(|_| format!("seed {}", job.spec.seed))?;
     let (params, _) = ParamsStore::new(params_dir)
         .get(circuit, constraints)
         .map_err(|err| format!("parameters of {circuit:?} x {constraints}: {err}"))?;
@@ -42,17 +45,38 @@ pub fn verify_job_proofs(job: &ProofJob, params_dir: &Path) -> Result<(), String
             .map_err(|err| format!("partition {partition}: proof is not base64: {err}"))?;
         let proof = Proof::<Bls12>::read(bytes.as_slice())
             .map_err(|err| format!("partition {partition}: not a Groth16 proof: {err}"))?;
-        let inputs = entry
-            .public_inputs
-            .iter()
-            .map(|hex| parse_field_element(hex))
-            .collect::<Result<Vec<Fr>, String>>()
-            .map_err(|err| format!("partition {partition}: {err}"))?;
+        let inputs = if entry.public_inputs.is_empty() {
+            derived_public_inputs(circuit, constraints, seed, partition)?
+        } else {
+            entry
+                .public_inputs
+                .iter()
+                .map(|hex| parse_field_element(hex))
+                .collect::<Result<Vec<Fr>, String>>()
+                .map_err(|err| format!("partition {partition}: {err}"))?
+        };
         if !groth16::verify(&params.pvk, &proof, &inputs) {
             return Err(format!("partition {partition}: the proof does not verify"));
         }
     }
     Ok(())
+}
+
+/// Partition `partition`'s public inputs, from synthesizing its circuit as the prover does.
+pub fn derived_public_inputs(
+    circuit: CircuitKind,
+    constraints: usize,
+    seed: u64,
+    partition: i32,
+) -> Result<Vec<Fr>, String> {
+    let index = u32::try_from(partition).map_err(|_| format!("partition {partition}"))?;
+    let failed = |err: &dyn std::fmt::Display| format!("partition {partition}: {err}");
+    let shape = circuit.shape(constraints).map_err(|e| failed(&e))?;
+    let instance = circuit
+        .partition(constraints, seed, index)
+        .map_err(|e| failed(&e))?;
+    let synthesized = groth16::synthesize(instance, shape).map_err(|e| failed(&e))?;
+    Ok(synthesized.public_inputs().to_vec())
 }
 
 /// A field element from the status's big-endian hex (64 digits).
@@ -71,6 +95,26 @@ fn parse_field_element(hex: &str) -> Result<Fr, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merkle_jobs_beyond_two_paths_have_more_inputs_than_a_status_entry_holds() {
+        use proofpipe_crds::MAX_STATUS_PUBLIC_INPUTS;
+        let merkle = CircuitKind::MerkleSha256;
+        let inputs = |constraints| merkle.shape(constraints).unwrap().inputs - 1;
+        // Two inputs per path of up to 16 levels (one SHA-256 compression each).
+        assert_eq!(inputs(1 << 16), 2);
+        assert_eq!(inputs(850_000), MAX_STATUS_PUBLIC_INPUTS);
+        assert!(inputs(1 << 20) > MAX_STATUS_PUBLIC_INPUTS);
+        let derived = derived_public_inputs(merkle, 1 << 16, 7, 0).unwrap();
+        assert_eq!(derived.len(), inputs(1 << 16));
+        // Each partition's witness is its own: so are its derived inputs.
+        assert_ne!(
+            derived,
+            derived_public_inputs(merkle, 1 << 16, 7, 1).unwrap()
+        );
+        let mul_chain = derived_public_inputs(CircuitKind::MulChain, 1024, 7, 0).unwrap();
+        assert_eq!(mul_chain.len(), 1);
+    }
 
     #[test]
     fn big_endian_hex_is_read_most_significant_byte_first() {

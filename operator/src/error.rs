@@ -25,11 +25,6 @@ pub enum Error {
     #[error("{kind} {name} has no namespace")]
     MissingNamespace { kind: String, name: String },
 
-    /// The ProofJob finalizer helper failed, adding or removing `proofpipe.dev/cleanup` or in
-    /// the reconcile it wraps.
-    #[error("running the ProofJob finalizer")]
-    Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
-
     /// Another replica holds the leader Lease now, or no renewal succeeded within the renew
     /// deadline; this replica must stop reconciling.
     #[error("lost the leader Lease {namespace}/{name}: {reason}")]
@@ -67,29 +62,14 @@ pub enum Error {
 
 impl Error {
     /// Whether this is the API server refusing a write because the object changed since it
-    /// was read: a stale `resourceVersion` (409), or a failed `test` in the finalizer
-    /// helper's JSON patch (422). The watch brings the new version; nothing is wrong.
+    /// was read: a stale `resourceVersion` (409). The watch brings the new version; nothing
+    /// is wrong.
     pub fn is_conflict(&self) -> bool {
-        use kube::runtime::finalizer::Error as Finalizer;
         match self {
             Self::Kube {
                 source: kube::Error::Api(status),
                 ..
             } => status.is_conflict(),
-            Self::Finalizer(error) => match error.as_ref() {
-                Finalizer::ApplyFailed(inner) | Finalizer::CleanupFailed(inner) => {
-                    inner.is_conflict()
-                }
-                Finalizer::AddFinalizer(kube::Error::Api(status)) => {
-                    status.is_conflict() || status.is_invalid()
-                }
-                // Not found: a reconcile from a cached version of a job whose finalizer was
-                // already removed, and which is gone: the race was lost to ourselves.
-                Finalizer::RemoveFinalizer(kube::Error::Api(status)) => {
-                    status.is_conflict() || status.is_invalid() || status.is_not_found()
-                }
-                _ => false,
-            },
             _ => false,
         }
     }
@@ -147,22 +127,14 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_finalizer_patch_test_is_a_conflict() {
-        use kube::runtime::finalizer::Error as Finalizer;
-        let stale = Error::Finalizer(Box::new(Finalizer::AddFinalizer(api_error(422, "Invalid"))));
-        assert!(stale.is_conflict());
-        let invalid: Result<(), _> = Err(api_error(422, "Invalid"));
-        let invalid = invalid.context(String::new).unwrap_err();
-        assert!(
-            !invalid.is_conflict(),
-            "an invalid write of ours is a real error"
-        );
-    }
-
-    #[test]
     fn only_409_is_a_conflict() {
         let conflict: Result<(), _> = Err(api_error(409, "Conflict"));
         assert!(conflict.context(String::new).unwrap_err().is_conflict());
+        let invalid: Result<(), _> = Err(api_error(422, "Invalid"));
+        assert!(
+            !invalid.context(String::new).unwrap_err().is_conflict(),
+            "an invalid write of ours is a real error"
+        );
         let not_found: Result<(), _> = Err(api_error(404, "NotFound"));
         assert!(!not_found.context(String::new).unwrap_err().is_conflict());
     }

@@ -136,6 +136,8 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
     })
     .await;
     assert!(!low.labels().contains_key(ASSIGNED_POD_LABEL));
+    // The finalizer comes with the assignment: a queued job has no daemon to stop.
+    assert!(low.finalizers().is_empty(), "{:?}", low.finalizers());
 
     // The assigned pod goes: the job is requeued and the pod replaced.
     let lost_uid = pods.get("gpu-prover-0").await.unwrap().uid();
@@ -299,8 +301,30 @@ async fn pool_pods_assignment_requeue_and_scale_down() {
         "{readyz}"
     );
 
-    // Deleting the assigned job: the finalizer unassigns it (its daemon cancels), then lets
-    // it go.
+    // A job whose finalizer another field manager added (as operators before ADR 0029 did
+    // through kube-runtime's helper) still goes once deleted. Its pool does not exist, so
+    // the operator never assigns it nor owns its finalizer.
+    apply(
+        &jobs,
+        "legacy",
+        json!({
+            "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProofJob",
+            "metadata": {"name": "legacy", "finalizers": ["proofpipe.dev/cleanup"]},
+            "spec": {"pool": "gone", "circuit": "mul-chain", "constraints": 4096, "partitions": 1},
+        }),
+    )
+    .await;
+    jobs.delete("legacy", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "legacy deleted despite a finalizer of another manager",
+        || async { jobs.get_opt("legacy").await.ok()?.is_none().then_some(()) },
+    )
+    .await;
+
+    // Deleting the assigned job: unassigning it (its daemon cancels) drops its finalizer
+    // in the same write, and it goes.
     jobs.delete("high", &DeleteParams::default()).await.unwrap();
     eventually("high deleted", || async {
         jobs.get_opt("high").await.ok()?.is_none().then_some(())

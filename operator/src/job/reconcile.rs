@@ -1,5 +1,6 @@
 //! The ProofJob reconciler: observe the job's pool and assigned pod, let
-//! [`crate::job::state`] decide, then apply: label, status, deletion, Events.
+//! [`crate::job::state`] decide, then apply: label, status, deletion, Events. A job being
+//! deleted is unassigned, which also drops its finalizer.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,7 +10,6 @@ use futures::StreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::{self, Action};
-use kube::runtime::finalizer::{Event as Finalizing, finalizer};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
@@ -25,7 +25,7 @@ use crate::runtime::controller::{
 use crate::runtime::events;
 use crate::runtime::informers::Caches;
 use crate::runtime::metrics::Outcome;
-use crate::runtime::writes::{delete_job, set_assigned_pod, set_job_status};
+use crate::runtime::writes::{delete_job, remove_finalizer, set_assigned_pod, set_job_status};
 
 pub(crate) async fn run(context: Arc<Context>, triggers: UnboundedReceiver<ObjectRef<ProofJob>>) {
     // Every job change triggers its reconcile (the daemons' proofs arrive as status writes,
@@ -47,18 +47,12 @@ async fn reconcile(job: Arc<ProofJob>, context: Arc<Context>) -> Result<Action, 
     let guard = context.metrics.reconcile("ProofJob");
     let namespace = namespace_of(&*job)?;
     let api: Api<ProofJob> = context.namespaced(&namespace);
-    // Adding the finalizer (the helper's first step for a new job) is a write too.
-    let adding_finalizer =
-        job.meta().deletion_timestamp.is_none() && !job.finalizers().iter().any(|f| f == FINALIZER);
-    let wrote = AtomicBool::new(adding_finalizer);
-    let result = finalizer(&api, FINALIZER, job.clone(), |event| async {
-        match event {
-            Finalizing::Apply(job) => apply(&job, &namespace, &context, &wrote).await,
-            Finalizing::Cleanup(job) => cleanup(&job, &api, &wrote).await,
-        }
-    })
-    .await
-    .map_err(|error| Error::Finalizer(Box::new(error)));
+    let wrote = AtomicBool::new(false);
+    let result = if job.meta().deletion_timestamp.is_some() {
+        cleanup(&job, &api, &wrote).await
+    } else {
+        apply(&job, &namespace, &context, &wrote).await
+    };
     if result.is_ok() && wrote.load(Ordering::Relaxed) {
         // The next reconcile of this job must not decide from the version before the write.
         Caches::settle(&context.caches.jobs, |store| {
@@ -185,14 +179,33 @@ async fn apply(
         .map_or_else(Action::await_change, Action::requeue))
 }
 
-/// The job is being deleted: take it off its pod so that the daemon cancels it. Its proofs go
-/// with it.
+/// The job is being deleted: take it off its pod so that the daemon cancels it, which lets
+/// the finalizer go in the same write (it is set with the assignment: ADR 0029). Its proofs
+/// go with it.
 async fn cleanup(job: &ProofJob, api: &Api<ProofJob>, wrote: &AtomicBool) -> Result<Action, Error> {
-    if job.labels().contains_key(ASSIGNED_POD_LABEL) {
-        set_assigned_pod(api, job, None).await?;
+    let mut latest = job.clone();
+    if job.labels().contains_key(ASSIGNED_POD_LABEL) || has_finalizer(job) {
+        latest = match set_assigned_pod(api, job, None).await {
+            // The finalizer was the last one: the job is gone.
+            Err(Error::Kube {
+                source: kube::Error::Api(status),
+                ..
+            }) if status.is_not_found() => return Ok(Action::await_change()),
+            result => result?,
+        };
+        wrote.store(true, Ordering::Relaxed);
+    }
+    // A finalizer another field manager added (an operator before ADR 0029) stays after
+    // the apply: remove it by name.
+    if has_finalizer(&latest) {
+        remove_finalizer(api, &latest).await?;
         wrote.store(true, Ordering::Relaxed);
     }
     Ok(Action::await_change())
+}
+
+fn has_finalizer(job: &ProofJob) -> bool {
+    job.finalizers().iter().any(|f| f == FINALIZER)
 }
 
 /// The metrics a job's transition feeds.

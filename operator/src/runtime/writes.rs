@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::controller::Context;
 use crate::error::{Error, KubeResultExt};
-use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FIELD_MANAGER};
+use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FIELD_MANAGER, FINALIZER};
 use crate::pool::prover_pods::ProverPod;
 use crate::pool::prover_rbac;
 
@@ -36,28 +36,16 @@ fn apply_body<K: Resource<DynamicType = ()>>(name: &str, resource_version: Optio
     })
 }
 
-/// Sets (`Some(pod)`) or removes (`None`) the assigned-pod label and pod-UID annotation of
-/// `job`, in one write conditional on its `resourceVersion`; returns the job as written.
+/// Sets (`Some(pod)`) or removes (`None`) the assigned-pod label, the pod-UID annotation
+/// and the finalizer of `job`, in one write conditional on its `resourceVersion`; returns
+/// the job as written.
 pub(crate) async fn set_assigned_pod(
     api: &Api<ProofJob>,
     job: &ProofJob,
     pod: Option<&ProverPod>,
 ) -> Result<ProofJob, Error> {
     let name = job.name_any();
-    let mut body = apply_body::<ProofJob>(&name, job.resource_version().as_deref());
-    // Leaving a key out of the applied metadata removes it: this manager is its only owner.
-    let (labels, annotations) = match pod {
-        Some(pod) => (
-            json!({ ASSIGNED_POD_LABEL: pod.name }),
-            pod.uid.as_ref().map_or_else(
-                || json!({}),
-                |uid| json!({ ASSIGNED_POD_UID_ANNOTATION: uid }),
-            ),
-        ),
-        None => (json!({}), json!({})),
-    };
-    body["metadata"]["labels"] = labels;
-    body["metadata"]["annotations"] = annotations;
+    let body = assignment_body(&name, job.resource_version().as_deref(), pod);
     api.patch(&name, &apply(), &Patch::Apply(&body))
         .await
         .context(|| {
@@ -67,6 +55,63 @@ pub(crate) async fn set_assigned_pod(
                 None => format!("unassigning ProofJob {namespace}/{name}"),
             }
         })
+}
+
+/// The apply body of an assignment. The finalizer comes and goes with the label: only an
+/// assigned job has a daemon to stop when it is deleted (ADR 0029), and one write instead
+/// of two per job. Leaving a key out of the applied metadata removes it: this manager is
+/// its only owner (a finalizer added by an operator before this one is removed by
+/// [`remove_finalizer`]).
+fn assignment_body(name: &str, resource_version: Option<&str>, pod: Option<&ProverPod>) -> Value {
+    let mut body = apply_body::<ProofJob>(name, resource_version);
+    if let Some(pod) = pod {
+        body["metadata"]["labels"] = json!({ ASSIGNED_POD_LABEL: pod.name });
+        body["metadata"]["annotations"] = pod.uid.as_ref().map_or_else(
+            || json!({}),
+            |uid| json!({ ASSIGNED_POD_UID_ANNOTATION: uid }),
+        );
+        body["metadata"]["finalizers"] = json!([FINALIZER]);
+    } else {
+        body["metadata"]["labels"] = json!({});
+        body["metadata"]["annotations"] = json!({});
+    }
+    body
+}
+
+/// Removes the finalizer from a job being deleted, where another field manager added it
+/// (the kube-runtime finalizer helper of earlier operators), so that unassigning did not.
+/// A JSON patch that tests the list first: a stale read fails instead of dropping another
+/// controller's finalizer.
+pub(crate) async fn remove_finalizer(api: &Api<ProofJob>, job: &ProofJob) -> Result<(), Error> {
+    let name = job.name_any();
+    let Some(index) = job.finalizers().iter().position(|f| f == FINALIZER) else {
+        return Ok(());
+    };
+    let index = index.to_string();
+    let path = PointerBuf::from_tokens(["metadata", "finalizers", index.as_str()]);
+    let patch = json_patch::Patch(vec![
+        PatchOperation::Test(TestOperation {
+            path: path.clone(),
+            value: json!(FINALIZER),
+        }),
+        PatchOperation::Remove(RemoveOperation { path }),
+    ]);
+    match api
+        .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
+    {
+        // Gone already (the finalizer was the last one, removed by an earlier reconcile), or
+        // a failed test: the list changed since it was read, and the watch brings the
+        // change, whose reconcile tries again.
+        Err(kube::Error::Api(status)) if status.is_not_found() || status.is_invalid() => Ok(()),
+        result => result.map(drop),
+    }
+    .context(|| {
+        format!(
+            "removing the finalizer of ProofJob {}/{name}",
+            job.namespace().unwrap_or_default()
+        )
+    })
 }
 
 /// Applies the operator-owned status fields of `job`, conditional on its `resourceVersion`.
@@ -257,5 +302,35 @@ impl Context {
             .await
             .context(|| format!("applying RoleBinding {namespace}/{name}"))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pool::prover_pods::PodHealth;
+    use crate::pool::prover_pods::tests::prover;
+
+    #[test]
+    fn the_finalizer_comes_and_goes_with_the_assignment() {
+        let mut pod = prover(1, PodHealth::Ready);
+        pod.uid = Some("uid-1".into());
+        let assigned = assignment_body("job-a", Some("41"), Some(&pod));
+        assert_eq!(
+            assigned["metadata"],
+            json!({
+                "name": "job-a", "resourceVersion": "41",
+                "labels": { ASSIGNED_POD_LABEL: "gpu-prover-1" },
+                "annotations": { ASSIGNED_POD_UID_ANNOTATION: "uid-1" },
+                "finalizers": [FINALIZER],
+            })
+        );
+        // Unassigned: every key this manager applied is left out, so the API server drops
+        // the label, the annotation and the finalizer it owned.
+        let unassigned = assignment_body("job-a", Some("42"), None);
+        assert_eq!(
+            unassigned["metadata"],
+            json!({ "name": "job-a", "resourceVersion": "42", "labels": {}, "annotations": {} })
+        );
     }
 }

@@ -37,13 +37,10 @@
 //!   with this backend starts on a machine without a GPU or driver, and [`CudaBackend::new`]
 //!   then reports why it cannot be used.
 
-use std::alloc::Layout;
 use std::any::Any;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::mem::MaybeUninit;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -55,12 +52,15 @@ use group::Group;
 use rayon::prelude::*;
 
 use crate::{
-    Bases, Density, EvalAlloc, Evaluations, GpuDevice, GpuOptions, HostPool, KernelError,
-    KernelStat, ProvingBackend,
+    Bases, Density, EvalAlloc, Evaluations, GpuDevice, GpuOptions, KernelError, KernelStat,
+    ProvingBackend,
     gather::{SparseGather, check_bases, on_host_pool},
 };
 
 mod ffi;
+mod pinned;
+
+use pinned::{EvalPool, Pinned};
 
 fn check(what: &'static str, device: usize, e: sppark::Error) -> Result<(), KernelError> {
     if e.code == 0 {
@@ -232,28 +232,6 @@ struct Device {
     pinned: Mutex<Vec<Pinned>>,
 }
 
-/// Page-locked host memory (`cudaHostAlloc`), for scalars on their way to the device.
-struct Pinned {
-    ptr: *mut c_void,
-    bytes: usize,
-}
-
-// SAFETY: a staging buffer is used by one thread at a time (taken out of the pool).
-unsafe impl Send for Pinned {}
-
-impl Pinned {
-    /// The first `len` elements of the buffer as `T`s yet to be written.
-    ///
-    /// # Safety
-    /// The buffer holds at least `len` `T`s (suitably aligned: page-locked allocations are
-    /// page-aligned), and no other reference to it is alive.
-    unsafe fn uninit<T>(&self, len: usize) -> &mut [MaybeUninit<T>] {
-        debug_assert!(len * size_of::<T>() <= self.bytes);
-        // SAFETY: as the caller promises.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<MaybeUninit<T>>(), len) }
-    }
-}
-
 /// An MSM's scalars on the host: staged in a page-locked buffer (its first `n` elements), or
 /// read where they are.
 enum Scalars<'a> {
@@ -281,75 +259,6 @@ impl Scalars<'_> {
         if let Self::Staged(buf, _) = self {
             backend.return_pinned(dev, buf);
         }
-    }
-}
-
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        // SAFETY: made by pp_pinned_alloc, freed once.
-        unsafe { ffi::pp_pinned_free(self.ptr) }
-    }
-}
-
-/// Page-locked blocks for a/b/c evaluations, handed to synthesis through
-/// [`ProvingBackend::evaluation_alloc`] (see `host_memory`). A block given back is kept for the
-/// next partition of the same size, so the pool holds at most as many as were ever alive at
-/// once (the partition budget bounds that); a request of another size frees the idle ones.
-#[derive(Default)]
-struct EvalPool {
-    live: Mutex<HashMap<usize, Pinned>>,
-    idle: Mutex<Vec<Pinned>>,
-}
-
-/// cudaHostAlloc's blocks are page aligned.
-const PINNED_ALIGN: usize = 4096;
-
-impl HostPool for EvalPool {
-    fn allocate(&self, layout: Layout) -> Option<NonNull<u8>> {
-        if layout.align() > PINNED_ALIGN {
-            return None;
-        }
-        let reused = {
-            let mut idle = unpoisoned(&self.idle);
-            match idle.iter().position(|b| b.bytes == layout.size()) {
-                Some(i) => Some(idle.swap_remove(i)),
-                None => {
-                    idle.clear();
-                    None
-                }
-            }
-        };
-        let block = match reused {
-            Some(b) => b,
-            None => {
-                let mut ptr = std::ptr::null_mut();
-                // SAFETY: `ptr` is an out-pointer.
-                let e = unsafe { ffi::pp_pinned_alloc(layout.size(), &mut ptr) };
-                if e.code != 0 {
-                    tracing::warn!(
-                        bytes = layout.size(),
-                        error = %e,
-                        "no page-locked memory for evaluations: using ordinary memory"
-                    );
-                    return None;
-                }
-                Pinned {
-                    ptr,
-                    bytes: layout.size(),
-                }
-            }
-        };
-        let ptr = NonNull::new(block.ptr.cast::<u8>())?;
-        unpoisoned(&self.live).insert(ptr.as_ptr() as usize, block);
-        Some(ptr)
-    }
-
-    unsafe fn deallocate(&self, ptr: NonNull<u8>) -> bool {
-        let Some(block) = unpoisoned(&self.live).remove(&(ptr.as_ptr() as usize)) else {
-            return false;
-        };
-        unpoisoned(&self.idle).push(block);
-        true
     }
 }
 

@@ -279,7 +279,8 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
     input.params_bytes = key.heap_bytes();
     input.matrices_bytes = job.matrices_bytes();
     input.synthesis_threads = job.source.synthesis_threads();
-    input.subsystem_synthesis = job.source.synthesizes_in_subsystems();
+    input.evaluations_held_twice =
+        job.source.synthesizes_in_subsystems() && backend.evaluation_alloc().is_pooled();
     let extra = json!({
         "params_bytes": key.heap_bytes(),
         "matrices_bytes": input.matrices_bytes,
@@ -340,7 +341,8 @@ fn post_shape(args: &BenchArgs, proof: RegisteredPoStProof) -> Result<ExitCode, 
     )?;
     input.params_bytes = query.params_heap_bytes();
     input.synthesis_threads = source.synthesis_threads();
-    input.subsystem_synthesis = source.synthesizes_in_subsystems();
+    input.evaluations_held_twice =
+        source.synthesizes_in_subsystems() && backend.evaluation_alloc().is_pooled();
     plan(&input)?;
     let started = Instant::now();
     let key = Arc::new(ProvingKey::timing_only(&name, counts.shape(), query));
@@ -397,7 +399,7 @@ fn shape_sizing(
         headroom: args.sizing.headroom,
         cpu_cores: cpu_cores(),
         synthesis_threads: 1,
-        subsystem_synthesis: false,
+        evaluations_held_twice: false,
         gpu_devices: gpus.len(),
         gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
         max_parallel_partitions: Some(partitions as usize),

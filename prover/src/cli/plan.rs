@@ -123,7 +123,10 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
         headroom: args.sizing.headroom,
         cpu_cores: args.cores.unwrap_or_else(cpu_cores),
         synthesis_threads,
-        subsystem_synthesis: subsystems,
+        // On a GPU the CUDA backend's evaluations are page-locked unless switched off.
+        evaluations_held_twice: subsystems
+            && args.gpus > 0
+            && proofpipe_kernels::GpuOptions::from_env().pinned_evaluations,
         gpu_devices: args.gpus,
         gpu_memory_bytes: args.gpu_memory,
         max_parallel_partitions: Some(partitions as usize),

@@ -162,7 +162,8 @@ pub(super) fn prove_partitions(
         headroom: sizing.headroom,
         cpu_cores: cpu_cores(),
         synthesis_threads: source.synthesis_threads(),
-        subsystem_synthesis: source.synthesizes_in_subsystems(),
+        evaluations_held_twice: source.synthesizes_in_subsystems()
+            && backend.evaluation_alloc().is_pooled(),
         gpu_devices: gpus.len(),
         gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
         max_parallel_partitions: Some(partitions as usize),

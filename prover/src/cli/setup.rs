@@ -71,7 +71,7 @@ pub fn prepare(
         headroom: sizing.headroom,
         cpu_cores: cpu_cores(),
         synthesis_threads: 1,
-        subsystem_synthesis: false,
+        evaluations_held_twice: false,
         gpu_devices: gpus.len(),
         gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
         max_parallel_partitions: Some(job.partitions() as usize),

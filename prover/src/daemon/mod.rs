@@ -161,6 +161,7 @@ impl Daemon {
             self.cpu_cores,
             synthesis,
             &gpus,
+            self.backend.evaluation_alloc().is_pooled(),
             self.overrides,
         )
     }

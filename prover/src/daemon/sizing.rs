@@ -23,6 +23,7 @@ pub fn sizing_input(
     cpu_cores: usize,
     synthesis: SynthesisProfile,
     gpus: &[GpuDevice],
+    page_locked_evaluations: bool,
     overrides: Overrides,
 ) -> SizingInput {
     SizingInput {
@@ -34,7 +35,7 @@ pub fn sizing_input(
         headroom: HEADROOM,
         cpu_cores,
         synthesis_threads: synthesis.threads,
-        subsystem_synthesis: synthesis.in_subsystems,
+        evaluations_held_twice: synthesis.in_subsystems && page_locked_evaluations,
         gpu_devices: gpus.len(),
         gpu_memory_bytes: gpus.iter().map(|gpu| gpu.total_bytes).min(),
         max_parallel_partitions: Some(todo),
@@ -97,6 +98,7 @@ mod tests {
             16,
             SynthesisProfile::ONE_CORE,
             &[],
+            false,
             Overrides::default(),
         );
         assert_eq!(input.max_parallel_partitions, Some(2));

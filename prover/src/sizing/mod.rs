@@ -93,10 +93,11 @@ pub struct SizingInput {
     /// Threads one partition's synthesis keeps busy: 1 when each partition runs on a core of
     /// its own, more when its independent parts run on every core (ADR 0023).
     pub synthesis_threads: usize,
-    /// The partition's parts are synthesized into sub-systems collected before they are
-    /// copied into its evaluations (PoSt): on a GPU, whose evaluations are page-locked and so
-    /// resident from the start, a, b, c are held twice during synthesis.
-    pub subsystem_synthesis: bool,
+    /// a, b, c are held twice during synthesis: the partition's parts are synthesized into
+    /// sub-systems collected before they are copied into its evaluations (PoSt), and those
+    /// are resident from the start (page-locked, the CUDA backend's pool). With evaluations
+    /// on the heap they fill only as the sub-systems drain, so they are not held twice.
+    pub evaluations_held_twice: bool,
     /// GPU devices in use (0: the GPU stage runs on the CPU backend).
     pub gpu_devices: usize,
     /// Memory of the smallest GPU in use, if known: the proving key's bases stay resident
@@ -318,7 +319,7 @@ fn plan_for(
     }
     let (gw, gpu_plan) = gpu_workers(input, max_gpu_workers_per_device)?;
     let mut per = PartitionBytes::for_shape(input.shape);
-    if input.subsystem_synthesis && input.gpu_devices > 0 {
+    if input.evaluations_held_twice {
         // The sub-systems' a, b, c (one row per constraint each) beside the page-locked ones.
         per.synthesized += 3 * SCALAR * input.shape.constraints as u64;
     }

@@ -22,6 +22,7 @@
 //!   and trying it out (no machine here can download the real parameters).
 
 pub mod c1;
+pub mod counted;
 pub mod fetch;
 pub mod params;
 pub mod porep;

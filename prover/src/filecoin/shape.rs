@@ -37,6 +37,7 @@ use storage_proofs_porep::stacked::{
 };
 use typenum::{U0, U2, Unsigned};
 
+use super::counted::{Counted, committed};
 use super::porep::{PorepJob, StackedPartitions, TreeDomain, Vanilla};
 use super::{RegisteredSealProof, seal_proof_name};
 use crate::circuits::{R1csCounts, count_r1cs};
@@ -302,13 +303,24 @@ fn count_shape<Tree: 'static + MerkleTreeTrait>(
     count_r1cs(circuit).map_err(|e| fail(e.to_string()))
 }
 
-/// One sector size's counted partition.
+/// What the committed counts of a PoRep partition are keyed by: the parts of its
+/// [`PartitionShape`] that fix the circuit's structure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CountedShape {
+pub struct CountKey {
     pub sector_size: u64,
     pub layers: usize,
     pub challenges_per_partition: usize,
-    pub counts: R1csCounts,
+}
+
+impl PartitionShape {
+    /// The key of this shape's row in [`COUNTED_SHAPES`].
+    pub fn count_key(&self) -> CountKey {
+        CountKey {
+            sector_size: self.sector_size,
+            layers: self.layers,
+            challenges_per_partition: self.challenges_per_partition,
+        }
+    }
 }
 
 /// The PoRep partition of each sector size (V1_1, and its SyntheticPoRep variant: the same
@@ -316,12 +328,14 @@ pub struct CountedShape {
 /// -p proofpipe-prover --lib -- --ignored counted_shape_of` recounts 32 GiB and 64 GiB (~170 s
 /// each on one core here, 43 / 54 MiB peak RSS). 32 GiB: 130,278,869 constraints, a 2^27
 /// domain, 44.1 GiB of parameters (a 47.4 GB proving key), 12.3 GiB of R1CS matrices.
-pub const COUNTED_SHAPES: &[CountedShape] = &[
+pub const COUNTED_SHAPES: &[Counted<CountKey>] = &[
     // 2KiB
-    CountedShape {
-        sector_size: filecoin_proofs::SECTOR_SIZE_2_KIB,
-        layers: 2,
-        challenges_per_partition: 2,
+    Counted {
+        shape: CountKey {
+            sector_size: filecoin_proofs::SECTOR_SIZE_2_KIB,
+            layers: 2,
+            challenges_per_partition: 2,
+        },
         counts: R1csCounts {
             constraints: 2_687_961,
             inputs: 40,
@@ -334,10 +348,12 @@ pub const COUNTED_SHAPES: &[CountedShape] = &[
         },
     },
     // 8MiB
-    CountedShape {
-        sector_size: filecoin_proofs::SECTOR_SIZE_8_MIB,
-        layers: 2,
-        challenges_per_partition: 2,
+    Counted {
+        shape: CountKey {
+            sector_size: filecoin_proofs::SECTOR_SIZE_8_MIB,
+            layers: 2,
+            challenges_per_partition: 2,
+        },
         counts: R1csCounts {
             constraints: 3_844_969,
             inputs: 40,
@@ -350,10 +366,12 @@ pub const COUNTED_SHAPES: &[CountedShape] = &[
         },
     },
     // 512MiB
-    CountedShape {
-        sector_size: filecoin_proofs::SECTOR_SIZE_512_MIB,
-        layers: 2,
-        challenges_per_partition: 2,
+    Counted {
+        shape: CountKey {
+            sector_size: filecoin_proofs::SECTOR_SIZE_512_MIB,
+            layers: 2,
+            challenges_per_partition: 2,
+        },
         counts: R1csCounts {
             constraints: 4_423_473,
             inputs: 40,
@@ -366,10 +384,12 @@ pub const COUNTED_SHAPES: &[CountedShape] = &[
         },
     },
     // 32GiB
-    CountedShape {
-        sector_size: filecoin_proofs::SECTOR_SIZE_32_GIB,
-        layers: 11,
-        challenges_per_partition: 18,
+    Counted {
+        shape: CountKey {
+            sector_size: filecoin_proofs::SECTOR_SIZE_32_GIB,
+            layers: 11,
+            challenges_per_partition: 18,
+        },
         counts: R1csCounts {
             constraints: 130_278_869,
             inputs: 328,
@@ -382,10 +402,12 @@ pub const COUNTED_SHAPES: &[CountedShape] = &[
         },
     },
     // 64GiB
-    CountedShape {
-        sector_size: filecoin_proofs::SECTOR_SIZE_64_GIB,
-        layers: 11,
-        challenges_per_partition: 18,
+    Counted {
+        shape: CountKey {
+            sector_size: filecoin_proofs::SECTOR_SIZE_64_GIB,
+            layers: 11,
+            challenges_per_partition: 18,
+        },
         counts: R1csCounts {
             constraints: 131_186_177,
             inputs: 328,
@@ -402,24 +424,16 @@ pub const COUNTED_SHAPES: &[CountedShape] = &[
 /// The committed counts of `proof`'s partition, refused if the table has none of its shape.
 pub fn counted(proof: RegisteredSealProof) -> Result<R1csCounts, ProverError> {
     let shape = PartitionShape::of(proof)?;
-    COUNTED_SHAPES
-        .iter()
-        .find(|c| {
-            c.sector_size == shape.sector_size
-                && c.layers == shape.layers
-                && c.challenges_per_partition == shape.challenges_per_partition
-        })
-        .map(|c| c.counts)
-        .ok_or_else(|| ProverError::InvalidArgument {
-            what: "PoRep shape",
-            reason: format!(
-                "no committed counts for {} ({} layers, {} challenges per partition): add its row \
+    committed(COUNTED_SHAPES, &shape.count_key()).ok_or_else(|| ProverError::InvalidArgument {
+        what: "PoRep shape",
+        reason: format!(
+            "no committed counts for {} ({} layers, {} challenges per partition): add its row \
                  to COUNTED_SHAPES in prover/src/filecoin/shape.rs from shape::count",
-                seal_proof_name(proof),
-                shape.layers,
-                shape.challenges_per_partition
-            ),
-        })
+            seal_proof_name(proof),
+            shape.layers,
+            shape.challenges_per_partition
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -430,23 +444,20 @@ mod tests {
     use proofpipe_kernels::EvalAlloc;
 
     use super::*;
+    use crate::filecoin::counted::assert_recount;
     use crate::groth16::R1csMatrices;
 
     /// Recounts `proof`'s placeholder partition and holds the table to it.
     fn recount(proof: RegisteredSealProof) {
         let started = Instant::now();
-        let counts = count(Placeholder::of(proof)).unwrap();
-        println!(
-            "{}: recounted in {:.1} s, peak RSS {:?} bytes: {counts:?}",
-            seal_proof_name(proof),
-            started.elapsed().as_secs_f64(),
-            crate::rss::peak_rss_bytes()
-        );
-        assert_eq!(
-            counted(proof).unwrap(),
-            counts,
-            "COUNTED_SHAPES's row for {} is not what the circuit has: replace it with these counts",
-            seal_proof_name(proof)
+        let recounted = count(Placeholder::of(proof)).unwrap();
+        assert_recount(
+            "COUNTED_SHAPES",
+            &seal_proof_name(proof),
+            &PartitionShape::of(proof).unwrap(),
+            counted(proof).ok(),
+            recounted,
+            started,
         );
     }
 

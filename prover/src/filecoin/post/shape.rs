@@ -31,6 +31,7 @@ use storage_proofs_post::fallback::{
 use super::{Domain, PostKind, kind_name, post_proof_name, public_params};
 use crate::circuits::{CircuitShape, R1csCounts, count_r1cs};
 use crate::error::ProverError;
+use crate::filecoin::counted::{Counted, committed};
 use crate::filecoin::shape::{random_domain, tree_proof};
 use crate::groth16::{self, Synthesized};
 use crate::pipeline::PartitionSource;
@@ -202,18 +203,11 @@ fn count_shape<Tree: 'static + MerkleTreeTrait>(
     count_r1cs(circuit).map_err(|e| fail(e.to_string()))
 }
 
-/// One PoSt partition shape, counted.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CountedPostShape {
-    pub shape: PostShape,
-    pub counts: R1csCounts,
-}
-
 /// The PoSt partitions counted by [`count`]. Tests recount 2 KiB; `cargo test -p
 /// proofpipe-prover --lib -- --ignored counted_post_shape_of` recounts 32 GiB and 64 GiB.
-pub const COUNTED_POST_SHAPES: &[CountedPostShape] = &[
+pub const COUNTED_POST_SHAPES: &[Counted<PostShape>] = &[
     // StackedDrgWinning2KiBV1
-    CountedPostShape {
+    Counted {
         shape: PostShape {
             kind: PostKind::Winning,
             sector_size: filecoin_proofs::SECTOR_SIZE_2_KIB,
@@ -232,7 +226,7 @@ pub const COUNTED_POST_SHAPES: &[CountedPostShape] = &[
         },
     },
     // StackedDrgWindow2KiBV1_2
-    CountedPostShape {
+    Counted {
         shape: PostShape {
             kind: PostKind::Window,
             sector_size: filecoin_proofs::SECTOR_SIZE_2_KIB,
@@ -251,7 +245,7 @@ pub const COUNTED_POST_SHAPES: &[CountedPostShape] = &[
         },
     },
     // StackedDrgWinning32GiBV1
-    CountedPostShape {
+    Counted {
         shape: PostShape {
             kind: PostKind::Winning,
             sector_size: filecoin_proofs::SECTOR_SIZE_32_GIB,
@@ -270,7 +264,7 @@ pub const COUNTED_POST_SHAPES: &[CountedPostShape] = &[
         },
     },
     // StackedDrgWindow32GiBV1_2
-    CountedPostShape {
+    Counted {
         shape: PostShape {
             kind: PostKind::Window,
             sector_size: filecoin_proofs::SECTOR_SIZE_32_GIB,
@@ -289,7 +283,7 @@ pub const COUNTED_POST_SHAPES: &[CountedPostShape] = &[
         },
     },
     // StackedDrgWinning64GiBV1
-    CountedPostShape {
+    Counted {
         shape: PostShape {
             kind: PostKind::Winning,
             sector_size: filecoin_proofs::SECTOR_SIZE_64_GIB,
@@ -308,7 +302,7 @@ pub const COUNTED_POST_SHAPES: &[CountedPostShape] = &[
         },
     },
     // StackedDrgWindow64GiBV1_2
-    CountedPostShape {
+    Counted {
         shape: PostShape {
             kind: PostKind::Window,
             sector_size: filecoin_proofs::SECTOR_SIZE_64_GIB,
@@ -331,21 +325,17 @@ pub const COUNTED_POST_SHAPES: &[CountedPostShape] = &[
 /// The committed counts of `proof`'s partition, refused if the table has none of its shape.
 pub fn counted(proof: RegisteredPoStProof) -> Result<R1csCounts, ProverError> {
     let shape = PostShape::of(proof)?;
-    COUNTED_POST_SHAPES
-        .iter()
-        .find(|c| c.shape == shape)
-        .map(|c| c.counts)
-        .ok_or_else(|| ProverError::InvalidArgument {
-            what: "PoSt shape",
-            reason: format!(
-                "no committed counts for {} ({} sectors of {} challenges per partition): add its \
+    committed(COUNTED_POST_SHAPES, &shape).ok_or_else(|| ProverError::InvalidArgument {
+        what: "PoSt shape",
+        reason: format!(
+            "no committed counts for {} ({} sectors of {} challenges per partition): add its \
                  row to COUNTED_POST_SHAPES in prover/src/filecoin/post/shape.rs from \
                  post::shape::count",
-                post_proof_name(proof),
-                shape.sectors_per_partition,
-                shape.challenges_per_sector
-            ),
-        })
+            post_proof_name(proof),
+            shape.sectors_per_partition,
+            shape.challenges_per_sector
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -353,22 +343,18 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
+    use crate::filecoin::counted::assert_recount;
 
     fn recount(proof: RegisteredPoStProof) {
         let started = Instant::now();
-        let counts = count(proof).unwrap();
-        println!(
-            "{}: {:?} recounted in {:.1} s, peak RSS {:?} bytes: {counts:?}",
-            post_proof_name(proof),
-            PostShape::of(proof).unwrap(),
-            started.elapsed().as_secs_f64(),
-            crate::rss::peak_rss_bytes()
-        );
-        assert_eq!(
+        let recounted = count(proof).unwrap();
+        assert_recount(
+            "COUNTED_POST_SHAPES",
+            &post_proof_name(proof),
+            &PostShape::of(proof).unwrap(),
             counted(proof).ok(),
-            Some(counts),
-            "COUNTED_POST_SHAPES's row for {} is not what the circuit has: put these counts in it",
-            post_proof_name(proof)
+            recounted,
+            started,
         );
     }
 

@@ -21,6 +21,7 @@ use storage_proofs_update::{
 use super::update_proof_name;
 use crate::circuits::{R1csCounts, count_r1cs_structure};
 use crate::error::ProverError;
+use crate::filecoin::counted::{Counted, committed};
 
 /// What fixes a SnapDeals partition's circuit structure: the sector size (its trees' shapes)
 /// and the public parameters' counts.
@@ -69,18 +70,11 @@ fn count_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     })
 }
 
-/// One SnapDeals partition shape, counted.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CountedSnapShape {
-    pub shape: SnapShape,
-    pub counts: R1csCounts,
-}
-
 /// The SnapDeals partitions counted by [`count`]. Tests recount 2 KiB; `cargo test -p
 /// proofpipe-prover --lib -- --ignored counted_snap_shape_of` recounts 32 GiB and 64 GiB.
-pub const COUNTED_SNAP_SHAPES: &[CountedSnapShape] = &[
+pub const COUNTED_SNAP_SHAPES: &[Counted<SnapShape>] = &[
     // StackedDrg2KiBV1
-    CountedSnapShape {
+    Counted {
         shape: SnapShape {
             sector_size: filecoin_proofs::SECTOR_SIZE_2_KIB,
             partitions: 1,
@@ -98,7 +92,7 @@ pub const COUNTED_SNAP_SHAPES: &[CountedSnapShape] = &[
         },
     },
     // StackedDrg32GiBV1
-    CountedSnapShape {
+    Counted {
         shape: SnapShape {
             sector_size: filecoin_proofs::SECTOR_SIZE_32_GIB,
             partitions: 16,
@@ -116,7 +110,7 @@ pub const COUNTED_SNAP_SHAPES: &[CountedSnapShape] = &[
         },
     },
     // StackedDrg64GiBV1
-    CountedSnapShape {
+    Counted {
         shape: SnapShape {
             sector_size: filecoin_proofs::SECTOR_SIZE_64_GIB,
             partitions: 16,
@@ -138,21 +132,17 @@ pub const COUNTED_SNAP_SHAPES: &[CountedSnapShape] = &[
 /// The committed counts of `proof`'s partition, refused if the table has none of its shape.
 pub fn counted(proof: RegisteredUpdateProof) -> Result<R1csCounts, ProverError> {
     let shape = SnapShape::of(proof);
-    COUNTED_SNAP_SHAPES
-        .iter()
-        .find(|c| c.shape == shape)
-        .map(|c| c.counts)
-        .ok_or_else(|| ProverError::InvalidArgument {
-            what: "SnapDeals shape",
-            reason: format!(
-                "no committed counts for {} ({} partitions of {} challenges): add its row to \
+    committed(COUNTED_SNAP_SHAPES, &shape).ok_or_else(|| ProverError::InvalidArgument {
+        what: "SnapDeals shape",
+        reason: format!(
+            "no committed counts for {} ({} partitions of {} challenges): add its row to \
                  COUNTED_SNAP_SHAPES in prover/src/filecoin/snap/shape.rs from \
                  snap::shape::count",
-                update_proof_name(proof),
-                shape.partitions,
-                shape.challenges_per_partition
-            ),
-        })
+            update_proof_name(proof),
+            shape.partitions,
+            shape.challenges_per_partition
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -160,22 +150,18 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
+    use crate::filecoin::counted::assert_recount;
 
     fn recount(proof: RegisteredUpdateProof) {
         let started = Instant::now();
-        let counts = count(proof).unwrap();
-        println!(
-            "{}: {:?} recounted in {:.1} s, peak RSS {:?} bytes: {counts:?}",
-            update_proof_name(proof),
-            SnapShape::of(proof),
-            started.elapsed().as_secs_f64(),
-            crate::rss::peak_rss_bytes()
-        );
-        assert_eq!(
+        let recounted = count(proof).unwrap();
+        assert_recount(
+            "COUNTED_SNAP_SHAPES",
+            &update_proof_name(proof),
+            &SnapShape::of(proof),
             counted(proof).ok(),
-            Some(counts),
-            "COUNTED_SNAP_SHAPES's row for {} is not what the circuit has: put these counts in it",
-            update_proof_name(proof)
+            recounted,
+            started,
         );
     }
 

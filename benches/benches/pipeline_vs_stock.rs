@@ -53,7 +53,7 @@ fn main() {
             headroom: 0.1,
             cpu_cores: cores,
             synthesis_threads: 1,
-            subsystem_synthesis: false,
+            evaluations_held_twice: false,
             gpu_devices: 0,
             gpu_memory_bytes: None,
             max_parallel_partitions: Some(partitions as usize),

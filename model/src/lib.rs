@@ -4,8 +4,12 @@
 //! - [`kinds`]: the Filecoin proof kinds a ProofJob may ask for, their registered proofs and
 //!   partition counts, which fields each needs, whose verifier decides;
 //! - [`queue`]: which jobs wait for a pool's provers, in the order they are served;
-//! - [`progress`]: which partitions of a job are proved, by whose proofs count.
+//! - [`progress`]: which partitions of a job are proved, by whose proofs count;
+//! - [`sizing`]: the memory model and the pipeline planner the provers size themselves with,
+//!   and the registered proofs' partition shapes, with which the operator holds a job that
+//!   cannot fit its pool.
 
 pub mod kinds;
 pub mod progress;
 pub mod queue;
+pub mod sizing;

@@ -181,6 +181,30 @@ impl FailureClass {
     }
 }
 
+/// The model's planner fails with the prover's own variants, so that a daemon tells a job
+/// that does not fit from other failures the same way whoever planned it.
+impl From<proofpipe_model::sizing::SizingError> for ProverError {
+    fn from(error: proofpipe_model::sizing::SizingError) -> Self {
+        use proofpipe_model::sizing::SizingError;
+        match error {
+            SizingError::InvalidArgument { what, reason } => Self::InvalidArgument { what, reason },
+            SizingError::MemoryLimitTooSmall {
+                circuit,
+                constraints,
+                limit,
+                minimum,
+                params,
+            } => Self::MemoryLimitTooSmall {
+                circuit,
+                constraints,
+                limit,
+                minimum,
+                params,
+            },
+        }
+    }
+}
+
 impl ProverError {
     /// Adds what was being done, and to which path, to an I/O error.
     pub fn io(

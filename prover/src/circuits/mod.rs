@@ -118,16 +118,8 @@ impl FromStr for CircuitKind {
     }
 }
 
-/// R1CS dimensions of one partition. `constraints` counts every constraint the prover
-/// evaluates, including the one Groth16 adds per public input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CircuitShape {
-    pub constraints: usize,
-    /// Private (auxiliary) variables.
-    pub aux: usize,
-    /// Public inputs, including the constant ONE.
-    pub inputs: usize,
-}
+/// R1CS dimensions of one partition: the model's, which the operator sizes jobs with.
+pub use proofpipe_model::sizing::CircuitShape;
 
 /// One partition's circuit, with its witness.
 pub enum PartitionCircuit {

@@ -5,6 +5,8 @@
 
 use std::fmt::Debug;
 
+#[cfg(test)]
+use crate::circuits::CircuitShape;
 use crate::circuits::R1csCounts;
 
 /// A partition shape of one proof kind, `S`, and the R1CS counts of its circuit.
@@ -45,9 +47,63 @@ pub(crate) fn assert_recount<S: Debug>(
     );
 }
 
+/// The counts of every registered proof a ProofJob may name, by the model's kinds' tables:
+/// `None` for a proof whose shape no table commits.
+#[cfg(test)]
+pub(crate) fn registered_counts() -> Vec<(&'static str, Option<R1csCounts>)> {
+    use proofpipe_model::kinds::{POST_PROOFS, SEAL_PROOFS, UPDATE_PROOFS};
+    let seal = SEAL_PROOFS.iter().map(|&(name, _)| {
+        let proof = super::parse_seal_proof(name).unwrap();
+        (name, super::shape::counted(proof).ok())
+    });
+    let update = UPDATE_PROOFS.iter().map(|&(name, _)| {
+        let proof = super::snap::parse_update_proof(name).unwrap();
+        (name, super::snap::shape::counted(proof).ok())
+    });
+    let post = POST_PROOFS.iter().map(|&(name, _)| {
+        let proof = super::post::parse_post_proof(name).unwrap();
+        (name, super::post::shape::counted(proof).ok())
+    });
+    seal.chain(update).chain(post).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The operator sizes jobs by the model's copy of these tables; this holds it to them and
+    /// prints the rows to commit when they differ.
+    #[test]
+    fn model_partition_shapes_are_the_counted_ones() {
+        use proofpipe_model::sizing::{PARTITION_SHAPES, PartitionShapeRow};
+        let expected: Vec<PartitionShapeRow> = registered_counts()
+            .into_iter()
+            .filter_map(|(proof, counts)| {
+                let counts = counts?;
+                Some(PartitionShapeRow {
+                    proof,
+                    shape: counts.shape(),
+                    params_bytes: counts.query_counts().params_heap_bytes(),
+                })
+            })
+            .collect();
+        for row in &expected {
+            let CircuitShape {
+                constraints,
+                aux,
+                inputs,
+            } = row.shape;
+            println!(
+                "    row({:?}, {constraints}, {aux}, {inputs}, {}),",
+                row.proof, row.params_bytes
+            );
+        }
+        assert_eq!(
+            PARTITION_SHAPES, expected,
+            "model/src/sizing/shapes.rs's PARTITION_SHAPES is not what the prover counts: \
+             put the rows printed above in it"
+        );
+    }
 
     fn counts(constraints: usize) -> R1csCounts {
         R1csCounts {

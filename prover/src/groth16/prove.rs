@@ -8,20 +8,11 @@ use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
 use group::Curve;
 use group::prime::PrimeCurveAffine;
 use proofpipe_kernels::{Bases, Density, DensityTracker, KernelError, ProvingBackend};
-use serde::{Deserialize, Serialize};
 
 use super::Synthesized;
 
-/// Where the G2 MSM (the B query over G2) runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum G2Placement {
-    /// In the GPU stage, with the G1 MSMs.
-    #[default]
-    GpuStage,
-    /// In the CPU finalize stage, overlapping the next partition's GPU work.
-    Finalize,
-}
+/// Where the G2 MSM runs: the model's, since a plan chooses it.
+pub use proofpipe_model::sizing::G2Placement;
 
 /// A partition after the GPU stage: the a/b/c evaluations are gone; what remains is the
 /// assignment (for a G2 MSM still to run) and the G1 results.

@@ -130,10 +130,7 @@ impl CircuitParams {
 
 /// An upper bound on the proving key's heap bytes for a circuit shape, before it is loaded.
 pub fn estimated_params_bytes(shape: CircuitShape) -> u64 {
-    let m = proofpipe_kernels::domain_size(shape.constraints) as u64;
-    let vars = (shape.inputs + shape.aux) as u64;
-    let g1 = (m - 1) + shape.aux as u64 + 2 * vars;
-    g1 * size_of::<G1Affine>() as u64 + vars * size_of::<G2Affine>() as u64
+    proofpipe_model::sizing::estimated_params_bytes(shape)
 }
 
 fn setup_seed(circuit: CircuitKind, constraints: usize) -> [u8; 32] {
@@ -520,6 +517,13 @@ fn read_params(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_model_counts_points_at_their_real_size() {
+        use proofpipe_model::sizing::{G1_AFFINE_BYTES, G2_AFFINE_BYTES};
+        assert_eq!(G1_AFFINE_BYTES, size_of::<G1Affine>() as u64);
+        assert_eq!(G2_AFFINE_BYTES, size_of::<G2Affine>() as u64);
+    }
 
     #[test]
     fn generated_params_round_trip_and_load_once() {

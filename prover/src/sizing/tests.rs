@@ -1,4 +1,5 @@
 use crate::circuits::CircuitKind;
+use bytesize::ByteSize;
 use proptest::prelude::*;
 
 use super::*;

@@ -1,0 +1,542 @@
+//! Sizing the pipeline from a memory limit: a pure function over a memory model of the
+//! real data structures, so the pipeline stays under the limit by construction.
+//!
+//! A partition takes one of `partition_workers` permits before its synthesis starts and gives
+//! it back when it leaves the GPU stage (ADR 0016), so at most `partition_workers` partitions
+//! hold their large buffers at once, wherever they are (synthesizing, queued, in the GPU
+//! stage); the channel (`channel_capacity`) bounds the queue within that. Each GPU-stage
+//! worker keeps a page-locked staging buffer, and the finalize stage holds a few much smaller
+//! partitions. The peak is the sum of those plus the parameters and the process's own base.
+//! The terms are fitted to peaks measured on the H200 (the prover's
+//! `sizing/measurements.rs`, whose test holds the model to them).
+//!
+//! It lives in the model, not the prover, so that the operator can tell, before any prover
+//! tries, whether a job can fit its pool at all (ADR 0030).
+
+mod shapes;
+
+use bytesize::ByteSize;
+use serde::{Deserialize, Serialize};
+
+pub use shapes::{PARTITION_SHAPES, PartitionShapeRow, partition_shape};
+
+const SCALAR: u64 = 32;
+/// Bytes of an affine G1 point (blstrs' `G1Affine`) and G2 point (`G2Affine`); the prover
+/// holds these to the real types in a test.
+pub const G1_AFFINE_BYTES: u64 = 96;
+pub const G2_AFFINE_BYTES: u64 = 192;
+
+/// R1CS dimensions of one partition. `constraints` counts every constraint the prover
+/// evaluates, including the one Groth16 adds per public input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CircuitShape {
+    pub constraints: usize,
+    /// Private (auxiliary) variables.
+    pub aux: usize,
+    /// Public inputs, including the constant ONE.
+    pub inputs: usize,
+}
+
+/// The FFT domain of a circuit of `constraints` constraints: the next power of two.
+pub fn domain_size(constraints: usize) -> usize {
+    constraints.max(1).next_power_of_two()
+}
+
+/// An upper bound on the heap bytes of a proving key for `shape` (every variable dense in A
+/// and B), before it is loaded: what a plan counts when it has neither measured nor counted
+/// one.
+pub fn estimated_params_bytes(shape: CircuitShape) -> u64 {
+    let m = domain_size(shape.constraints) as u64;
+    let vars = (shape.inputs + shape.aux) as u64;
+    let g1 = (m - 1) + shape.aux as u64 + 2 * vars;
+    g1 * G1_AFFINE_BYTES + vars * G2_AFFINE_BYTES
+}
+
+/// Where the G2 MSM (the B query over G2) runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum G2Placement {
+    /// In the GPU stage, with the G1 MSMs.
+    #[default]
+    GpuStage,
+    /// In the CPU finalize stage, overlapping the next partition's GPU work.
+    Finalize,
+}
+
+/// Why no plan fits.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SizingError {
+    #[error("invalid {what}: {reason}")]
+    InvalidArgument { what: &'static str, reason: String },
+    #[error(
+        "memory limit {limit} is too small: {circuit} at {constraints} constraints needs at least \
+         {minimum} (parameters {params}, one partition from synthesis through the GPU stage, the \
+         finalize stage, and headroom); raise the limit or use a smaller circuit"
+    )]
+    MemoryLimitTooSmall {
+        circuit: String,
+        constraints: usize,
+        limit: ByteSize,
+        minimum: ByteSize,
+        params: ByteSize,
+    },
+}
+
+/// Bytes one partition holds in each stage, from the circuit's shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PartitionBytes {
+    /// After synthesis: a, b, c reserved to the FFT domain, the assignment, the densities.
+    pub synthesized: u64,
+    /// Peak inside the GPU stage: a, b, c during the FFTs, or the h exponents plus both forms
+    /// of the assignment while it is converted for the MSMs.
+    pub gpu_stage: u64,
+    /// After the GPU stage: the assignment exponents (kept for the G2 MSM) and densities.
+    pub finalize: u64,
+}
+
+impl PartitionBytes {
+    /// What one permit covers: the partition at its largest, in synthesis, the queue or the
+    /// GPU stage.
+    pub fn held(&self) -> u64 {
+        self.synthesized.max(self.gpu_stage)
+    }
+
+    pub fn for_shape(shape: CircuitShape) -> Self {
+        let m = domain_size(shape.constraints) as u64;
+        let (aux, inputs) = (shape.aux as u64, shape.inputs as u64);
+        let densities = (2 * aux + inputs).div_ceil(8);
+        let assignment = SCALAR * (aux + inputs);
+        let fft_phase = 3 * SCALAR * m + assignment;
+        let msm_phase = SCALAR * m + 2 * assignment;
+        Self {
+            synthesized: 3 * SCALAR * m + assignment + densities,
+            gpu_stage: fft_phase.max(msm_phase) + densities,
+            finalize: assignment + densities,
+        }
+    }
+}
+
+/// How one partition's synthesis uses the machine, as its source says
+/// (`PartitionSource::synthesis_threads` and `synthesizes_in_subsystems`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SynthesisProfile {
+    pub threads: usize,
+    pub in_subsystems: bool,
+}
+
+impl SynthesisProfile {
+    /// A partition on one core, synthesized straight into its evaluations.
+    pub const ONE_CORE: Self = Self {
+        threads: 1,
+        in_subsystems: false,
+    };
+}
+
+/// What the planner needs to know about the work and the machine.
+#[derive(Clone, Debug, Serialize)]
+pub struct SizingInput {
+    /// What is proved, for messages: a circuit name, or a Filecoin proof.
+    pub circuit: String,
+    pub shape: CircuitShape,
+    /// Memory the process may use.
+    pub memory_limit: u64,
+    /// Proving-key bytes held in memory (measured once loaded, else estimated).
+    pub params_bytes: u64,
+    /// R1CS matrices held for two-pass synthesis (0 for one-pass), once per process.
+    pub matrices_bytes: u64,
+    /// Fraction of the limit kept free for allocator slack and the unexpected.
+    pub headroom: f64,
+    /// CPU cores available: more synthesis workers than cores only add memory.
+    pub cpu_cores: usize,
+    /// Threads one partition's synthesis keeps busy: 1 when each partition runs on a core of
+    /// its own, more when its independent parts run on every core (ADR 0023).
+    pub synthesis_threads: usize,
+    /// a, b, c are held twice during synthesis: the partition's parts are synthesized into
+    /// sub-systems collected before they are copied into its evaluations (PoSt), and those
+    /// are resident from the start (page-locked, the CUDA backend's pool). With evaluations
+    /// on the heap they fill only as the sub-systems drain, so they are not held twice.
+    pub evaluations_held_twice: bool,
+    /// GPU devices in use (0: the GPU stage runs on the CPU backend).
+    pub gpu_devices: usize,
+    /// Memory of the smallest GPU in use, if known: the proving key's bases stay resident
+    /// on each device and every GPU-stage worker needs its own buffers there.
+    pub gpu_memory_bytes: Option<u64>,
+    /// The most partitions that can be in flight at once (a single job's size), if known.
+    pub max_parallel_partitions: Option<usize>,
+    pub overrides: Overrides,
+}
+
+/// Fixed values that replace the planner's choice ("auto" when `None`).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Overrides {
+    pub partition_workers: Option<usize>,
+    pub channel_capacity: Option<usize>,
+    pub gpu_workers: Option<usize>,
+}
+
+/// The pipeline's shape and its predicted peak memory.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Plan {
+    pub partition_workers: usize,
+    /// Partitions that may hold their large buffers at once (synthesizing, queued, in the
+    /// GPU stage): the permits, one per synthesis worker.
+    pub partition_budget: usize,
+    pub channel_capacity: usize,
+    pub gpu_workers: usize,
+    pub finalize_workers: usize,
+    /// Partitions waiting between the GPU stage and finalize.
+    pub finalize_queue: usize,
+    pub g2: G2Placement,
+    pub predicted_peak_bytes: u64,
+    pub memory_limit: u64,
+    pub breakdown: Breakdown,
+    /// Device memory per GPU, when the GPU stage runs on GPUs of known size.
+    pub gpu: Option<GpuPlan>,
+}
+
+/// Device memory of one GPU: resident bases, plus each of its workers' buffers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GpuPlan {
+    pub devices: usize,
+    pub workers_per_device: usize,
+    pub device_memory_bytes: u64,
+    /// What a device holds whatever its worker count: the proving key's base points (a
+    /// device copy of the host parameters), the CUDA context and NTT tables, and the
+    /// temporaries of the one MSM that runs at a time.
+    pub resident_bytes: u64,
+    /// One worker's device memory: its quotient workspace (a, b, c buffers, kept across
+    /// partitions).
+    pub per_worker_bytes: u64,
+    pub predicted_device_bytes: u64,
+}
+
+/// The CUDA context and sppark's NTT tables, per device (nvidia-smi showed 0.52 GiB in use
+/// before any base was uploaded, on the H200; the rest of the GiB covers the fitted
+/// intercept of the MSM term, see `measurements.rs`).
+pub const GPU_CONTEXT_BYTES: u64 = 1 << 30;
+
+/// Device memory of the MSM that runs (one at a time per device, under its lock): scalars,
+/// signed digits, sort temporaries and buckets, per point of the largest MSM. Fitted to
+/// nvidia-smi on the H200 at 2^24-2^26 (residuals of 44-70 B per point above the bases, the
+/// workspaces and the context; mul-chain, with dense G2, the highest): 64 B.
+pub const GPU_MSM_BYTES_PER_POINT: u64 = 64;
+
+/// GPU-stage workers per device when not overridden: one's copies overlap another's kernels.
+pub const GPU_WORKERS_PER_DEVICE: usize = 2;
+
+impl GpuPlan {
+    fn for_shape(
+        shape: CircuitShape,
+        params_bytes: u64,
+        devices: usize,
+        memory: u64,
+        per_device: usize,
+    ) -> Self {
+        let m = domain_size(shape.constraints) as u64;
+        // Quotient workspace: a, b, c on the device, kept by the worker.
+        let per_worker = 3 * SCALAR * m;
+        let resident = resident_device_bytes(shape, params_bytes);
+        Self {
+            devices,
+            workers_per_device: per_device,
+            device_memory_bytes: memory,
+            resident_bytes: resident,
+            per_worker_bytes: per_worker,
+            predicted_device_bytes: resident + per_device as u64 * per_worker,
+        }
+    }
+}
+
+/// Device memory a process keeps on each GPU whatever its worker count: the proving key's
+/// bases, the CUDA context, the running MSM's temporaries (see the constants).
+pub fn resident_device_bytes(shape: CircuitShape, params_bytes: u64) -> u64 {
+    let m = domain_size(shape.constraints) as u64;
+    let points = m.max((shape.inputs + shape.aux) as u64);
+    params_bytes + GPU_CONTEXT_BYTES + GPU_MSM_BYTES_PER_POINT * points
+}
+
+/// Where the predicted peak goes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Breakdown {
+    /// The process and its pipeline threads (and the CUDA runtime's host memory).
+    pub base_bytes: u64,
+    pub params_bytes: u64,
+    pub matrices_bytes: u64,
+    pub per_partition: PartitionBytes,
+    /// `partition_budget` partitions at their largest (synthesized, queued or in the GPU
+    /// stage).
+    pub synthesized_bytes: u64,
+    /// The GPU-stage workers' page-locked staging buffers (CUDA only).
+    pub gpu_stage_bytes: u64,
+    pub finalize_bytes: u64,
+    pub headroom_bytes: u64,
+}
+
+/// The process itself: code, runtime, the verifying key.
+pub const BASE_BYTES: u64 = 32 << 20;
+
+/// Per pipeline thread: its stack and the malloc arena it keeps (glibc gives each thread an
+/// arena that holds freed gadget temporaries; measured ~20 MiB per worker for merkle-sha256).
+pub const PER_THREAD_BYTES: u64 = 24 << 20;
+
+/// Host memory of the CUDA runtime and driver once a device is in use (context, module,
+/// driver threads and their buffers), beyond the staging buffers counted per worker. On the
+/// H200 the process held 0.19 GiB besides its parameters once the context existed (base and
+/// context together); the rest covers the kernels' module and streams, not measured apart.
+pub const CUDA_HOST_BYTES: u64 = 512 << 20;
+
+impl Plan {
+    /// The most synthesized partitions that may exist outside the GPU stage.
+    pub fn max_synthesized_in_flight(&self) -> usize {
+        (self.partition_workers + self.channel_capacity).min(self.partition_budget)
+    }
+}
+
+/// Worker counts of one candidate sizing.
+#[derive(Clone, Copy)]
+struct Workers {
+    pw: usize,
+    /// rayon's threads, each with its malloc arena, when a partition's synthesis runs on them.
+    parallel_threads: usize,
+    gw: usize,
+    finalize_workers: usize,
+    finalize_queue: usize,
+}
+
+/// Host bytes that do not depend on the partition count: per GPU-stage worker (its
+/// page-locked staging buffer) and per process (the CUDA runtime), 0 without a GPU plan.
+#[derive(Clone, Copy)]
+struct GpuHost {
+    staging_per_worker: u64,
+    runtime: u64,
+}
+
+/// (peak, base incl. threads, partitions held, GPU staging, finalize) bytes; `resident`: what
+/// the process holds once whatever the workers (parameters, R1CS matrices). At most `pw`
+/// partitions hold their large buffers at once (the permits).
+fn predicted_peak(
+    resident: u64,
+    per: PartitionBytes,
+    gpu_host: GpuHost,
+    w: Workers,
+) -> (u64, u64, u64, u64, u64) {
+    let base = BASE_BYTES
+        + PER_THREAD_BYTES * (w.pw + w.gw + w.finalize_workers + w.parallel_threads) as u64
+        + gpu_host.runtime;
+    let synthesized = w.pw as u64 * per.held();
+    let gpu = w.gw as u64 * gpu_host.staging_per_worker;
+    let fin = (w.finalize_workers + w.finalize_queue) as u64 * per.finalize;
+    (
+        base + resident + synthesized + gpu + fin,
+        base,
+        synthesized,
+        gpu,
+        fin,
+    )
+}
+
+/// A channel long enough to absorb several workers finishing at once, no longer: beyond
+/// that it only adds memory.
+pub fn default_capacity(partition_workers: usize) -> usize {
+    partition_workers.div_ceil(2).max(1)
+}
+
+/// Sizes the pipeline. Picks the most synthesis workers that fit the memory left after the
+/// parameters, the GPU stage and finalize (bounded by cores and by useful parallelism),
+/// with a channel sized from them; fails with the minimum limit if not even one fits.
+pub fn plan(input: &SizingInput) -> Result<Plan, SizingError> {
+    let first = plan_for(input, None)?;
+    // A permit is held through the GPU stage, so when memory bounds the workers to no more
+    // than the GPU workers, every permit can sit in the GPU stage with no partition
+    // synthesizing. Fewer GPU workers then keep one synthesizing: measured on the H200 at
+    // 32 GiB (pw = 2 at 128 GiB), 105 s per proof with one GPU worker, 122 s with two.
+    let free_to_choose =
+        input.overrides.gpu_workers.is_none() && input.overrides.partition_workers.is_none();
+    if free_to_choose && first.gpu_workers > 1 && first.partition_workers <= first.gpu_workers {
+        let devices = input.gpu_devices.max(1);
+        let per_device = (first.partition_workers - 1).div_ceil(devices).max(1);
+        if let Ok(fewer) = plan_for(input, Some(per_device))
+            && fewer.gpu_workers < first.gpu_workers
+        {
+            return Ok(fewer);
+        }
+    }
+    Ok(first)
+}
+
+/// [`plan`] with at most `max_gpu_workers_per_device` GPU workers per device (when set).
+fn plan_for(
+    input: &SizingInput,
+    max_gpu_workers_per_device: Option<usize>,
+) -> Result<Plan, SizingError> {
+    if !(0.0..0.9).contains(&input.headroom) {
+        return Err(SizingError::InvalidArgument {
+            what: "headroom",
+            reason: format!("{} is outside [0, 0.9)", input.headroom),
+        });
+    }
+    let (gw, gpu_plan) = gpu_workers(input, max_gpu_workers_per_device)?;
+    let mut per = PartitionBytes::for_shape(input.shape);
+    if input.evaluations_held_twice {
+        // The sub-systems' a, b, c (one row per constraint each) beside the page-locked ones.
+        per.synthesized += 3 * SCALAR * input.shape.constraints as u64;
+    }
+    let gpu_host = if gpu_plan.is_some() || input.gpu_devices > 0 {
+        GpuHost {
+            staging_per_worker: staging_bytes(input.shape),
+            runtime: CUDA_HOST_BYTES,
+        }
+    } else {
+        GpuHost {
+            staging_per_worker: 0,
+            runtime: 0,
+        }
+    };
+    let (finalize_workers, finalize_queue) = (1, 1);
+    let parallel_threads = if input.synthesis_threads > 1 {
+        input.cpu_cores.max(1)
+    } else {
+        0
+    };
+    let workers = |pw| Workers {
+        pw,
+        parallel_threads,
+        gw,
+        finalize_workers,
+        finalize_queue,
+    };
+    let usable = (input.memory_limit as f64 * (1.0 - input.headroom)) as u64;
+    let resident = input.params_bytes + input.matrices_bytes;
+    let peak = |pw| predicted_peak(resident, per, gpu_host, workers(pw));
+    let fits = |pw: usize, _cap: usize| peak(pw).0 <= usable;
+
+    // Up to `gw` permits sit with partitions in the GPU stage, so that many workers beyond
+    // the cores keep every core synthesizing. A partition synthesized on many threads
+    // fills the cores with fewer workers; one more covers its last parts, which leave
+    // cores idle.
+    let cores = input.cpu_cores.max(1);
+    let threads = input.synthesis_threads.clamp(1, cores);
+    let cpu_bound = cores.div_ceil(threads) + usize::from(threads > 1) + gw;
+    let useful = input.max_parallel_partitions.unwrap_or(usize::MAX).max(1);
+    let (pw, cap) = match (
+        input.overrides.partition_workers,
+        input.overrides.channel_capacity,
+    ) {
+        (Some(pw), Some(cap)) => (pw, cap),
+        (Some(pw), None) => (pw, default_capacity(pw)),
+        (None, fixed_cap) => {
+            let cap_for = |pw| fixed_cap.unwrap_or_else(|| default_capacity(pw));
+            let most = cpu_bound.min(useful);
+            let mut pw = most;
+            while pw > 1 && !fits(pw, cap_for(pw)) {
+                pw -= 1;
+            }
+            (pw, cap_for(pw))
+        }
+    };
+    if pw == 0 || cap == 0 {
+        return Err(SizingError::InvalidArgument {
+            what: "pipeline overrides",
+            reason: "partition workers and channel capacity must be at least 1".into(),
+        });
+    }
+    if !fits(pw, cap) {
+        let (min_peak, ..) = peak(1);
+        let (wanted, ..) = peak(pw);
+        let needed = if input.overrides.partition_workers.is_some() {
+            wanted
+        } else {
+            min_peak
+        };
+        return Err(SizingError::MemoryLimitTooSmall {
+            circuit: input.circuit.clone(),
+            constraints: input.shape.constraints,
+            limit: ByteSize(input.memory_limit),
+            minimum: ByteSize((needed as f64 / (1.0 - input.headroom)).ceil() as u64),
+            params: ByteSize(input.params_bytes),
+        });
+    }
+    let (peak, base, synthesized, gpu, fin) = peak(pw);
+    Ok(Plan {
+        partition_workers: pw,
+        partition_budget: pw,
+        channel_capacity: cap,
+        gpu_workers: gw,
+        finalize_workers,
+        finalize_queue,
+        g2: G2Placement::GpuStage,
+        gpu: gpu_plan,
+        predicted_peak_bytes: peak,
+        memory_limit: input.memory_limit,
+        breakdown: Breakdown {
+            base_bytes: base,
+            params_bytes: input.params_bytes,
+            matrices_bytes: input.matrices_bytes,
+            per_partition: per,
+            synthesized_bytes: synthesized,
+            gpu_stage_bytes: gpu,
+            finalize_bytes: fin,
+            headroom_bytes: input.memory_limit - usable,
+        },
+    })
+}
+
+/// A CUDA GPU-stage worker's page-locked staging buffer for MSM scalars: the largest MSM's
+/// scalars (32 B each: at most max(m, variables)), rounded up to a power of two as the
+/// backend allocates it.
+pub fn staging_bytes(shape: CircuitShape) -> u64 {
+    let m = domain_size(shape.constraints) as u64;
+    let vars = (shape.inputs + shape.aux) as u64;
+    (SCALAR * m.max(vars)).next_power_of_two()
+}
+
+/// GPU-stage workers (all devices together) and, for GPUs of known size, their device
+/// memory plan: as many workers per device as fit (at most [`GPU_WORKERS_PER_DEVICE`]),
+/// refused if not even the resident bases and one worker fit.
+fn gpu_workers(
+    input: &SizingInput,
+    max_per_device: Option<usize>,
+) -> Result<(usize, Option<GpuPlan>), SizingError> {
+    let devices = input.gpu_devices;
+    if devices == 0 {
+        return Ok((input.overrides.gpu_workers.unwrap_or(1), None));
+    }
+    let wanted = input
+        .overrides
+        .gpu_workers
+        .map_or(GPU_WORKERS_PER_DEVICE, |gw| gw.div_ceil(devices).max(1))
+        .min(max_per_device.unwrap_or(usize::MAX));
+    let Some(memory) = input.gpu_memory_bytes else {
+        return Ok((
+            input.overrides.gpu_workers.unwrap_or(wanted * devices),
+            None,
+        ));
+    };
+    let fit = |k| {
+        GpuPlan::for_shape(input.shape, input.params_bytes, devices, memory, k)
+            .predicted_device_bytes
+            <= memory
+    };
+    let mut per_device = wanted;
+    while per_device > 1 && !fit(per_device) {
+        per_device -= 1;
+    }
+    let gpu = GpuPlan::for_shape(input.shape, input.params_bytes, devices, memory, per_device);
+    if !fit(per_device) {
+        return Err(SizingError::InvalidArgument {
+            what: "GPU memory",
+            reason: format!(
+                "{} per GPU cannot hold the resident parameters ({}) and one GPU-stage worker ({}) for {} constraints",
+                ByteSize(memory),
+                ByteSize(gpu.resident_bytes),
+                ByteSize(gpu.per_worker_bytes),
+                input.shape.constraints
+            ),
+        });
+    }
+    let gw = match input.overrides.gpu_workers {
+        Some(gw) if per_device == wanted => gw,
+        _ => per_device * devices,
+    };
+    Ok((gw, Some(gpu)))
+}

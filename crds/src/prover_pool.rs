@@ -108,8 +108,10 @@ pub struct ProverPoolSpec {
     /// named `prover` runs the prover daemon.
     pub template: ProverPodTemplate,
 
-    /// Overrides for the proving pipeline's sizing; `auto` lets the operator derive each
-    /// value from the memory limit and the circuit sizes.
+    /// Overrides for the proving pipeline's sizing; `auto` lets each prover derive the value
+    /// from its memory limit and the job's circuit. The operator holds a job that not even
+    /// one partition of fits the prover container's memory limit (condition `Assigned`,
+    /// reason `DoesNotFit`).
     #[serde(default)]
     pub pipeline: PipelineSpec,
 

@@ -13,11 +13,13 @@
 //! It lives in the model, not the prover, so that the operator can tell, before any prover
 //! tries, whether a job can fit its pool at all (ADR 0030).
 
+mod fit;
 mod shapes;
 
 use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
+pub use fit::{Fit, PROVER_HEADROOM, TooLarge, fit};
 pub use shapes::{PARTITION_SHAPES, PartitionShapeRow, partition_shape};
 
 const SCALAR: u64 = 32;

@@ -14,8 +14,10 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
 use proofpipe_crds::ProofJob;
+use proofpipe_model::sizing::Fit;
 
 use crate::error::Error;
+use crate::job::fit::job_fit;
 use crate::job::state::{JobEvent, JobObservation, ProverProgress, decide, operator_fields};
 use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FINALIZER};
 use crate::pool::prover_pods::{assigned_pod_health, termination as termination_of};
@@ -87,6 +89,12 @@ async fn apply(
         .pools
         .get(&ObjectRef::new(&job.spec.pool).within(namespace));
     let pool_exists = pool.is_some();
+    let does_not_fit = pool
+        .as_deref()
+        .and_then(|pool| match job_fit(&job.spec, pool) {
+            Fit::TooLarge(too_large) => Some(too_large.to_string()),
+            Fit::Fits | Fit::Unknown => None,
+        });
     let assigned_pod = job.labels().get(ASSIGNED_POD_LABEL).cloned();
     let mut termination = None;
     let pod_health = match &assigned_pod {
@@ -133,6 +141,7 @@ async fn apply(
         generation: job.meta().generation,
         status: &current,
         pool_exists,
+        does_not_fit,
         assignment: assigned_pod.as_deref().map(|pod| (pod, pod_health)),
         termination: termination.as_deref(),
         progress,
@@ -246,6 +255,6 @@ fn observe(context: &Context, job: &ProofJob, event: &JobEvent, latest: &ProofJo
                     .observe(took);
             }
         }
-        JobEvent::Suspended { .. } | JobEvent::Stalled { .. } => {}
+        JobEvent::Suspended { .. } | JobEvent::Stalled { .. } | JobEvent::Held { .. } => {}
     }
 }

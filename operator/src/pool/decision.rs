@@ -11,11 +11,13 @@ use kube::ResourceExt;
 use proofpipe_crds::{AutoscalingSpec, AutoscalingStatus, ProofJob, ProverPool};
 
 use crate::job::assignment::{Assignment, assign, busy_pods, idle_ready_pods, urgent_hosts};
+use crate::job::fit::job_fit;
 use crate::job::queue::{queue, remaining_partitions};
 use crate::pool::autoscale::{self, AutoscaleDecision, AutoscaleObservation, Demand, Policy};
 use crate::pool::prover_pods::ProverPod;
 use crate::pool::scaling::{PodPlan, plan};
 use crate::pool::status::{self as pool_status, PoolObservation, PoolStatusPlan};
+use proofpipe_model::sizing::Fit;
 
 /// How often a pool is reconciled with nothing changing, to pick up its provers' reports
 /// (status writes, which do not trigger a reconcile) into `status.sizing`.
@@ -61,7 +63,12 @@ pub fn decide<'a>(input: &PoolInput<'a>) -> PoolDecision<'a> {
     } = *input;
     let name = pool.name_any();
     let busy = busy_pods(jobs);
-    let queue = queue(&name, jobs);
+    // A job no prover of the pool can fit is held, not queued: no prover is offered it and
+    // the autoscaler does not add provers for it (its own status says why).
+    let queue: Vec<&ProofJob> = queue(&name, jobs)
+        .into_iter()
+        .filter(|job| !matches!(job_fit(&job.spec, pool), Fit::TooLarge(_)))
+        .collect();
 
     let (replicas, autoscale, autoscaling_status) = match &pool.spec.autoscaling {
         None => (pool.spec.replicas, None, None),
@@ -287,6 +294,34 @@ mod tests {
         assert_eq!(decision.still_queued.len(), 1);
         assert_eq!(decision.status.status.queued_jobs, Some(1));
         assert!(decision.pod_plan.is_empty());
+    }
+
+    #[test]
+    fn a_job_no_prover_can_fit_is_neither_assigned_nor_queued() {
+        let mut pool = pool(1);
+        pool.spec.template.spec.containers[0].resources = Some(
+            serde_json::from_value(serde_json::json!({"limits": {"memory": "16Gi"}})).unwrap(),
+        );
+        let hash = template_hash(&pool);
+        let provers = provers(&hash, vec![pod("gpu-prover-0", "Running", true)]);
+        // First in line, but a 32 GiB PoRep's proving key alone is 44 GiB.
+        let mut too_large = job("porep-32gib", 10, 0);
+        too_large.spec = serde_json::from_value(serde_json::json!({
+            "pool": "gpu", "priority": 10,
+            "filecoin": {"kind": "PoRepC2", "input": {"url": "s3://b/c1", "sha256": "00"},
+                         "sealProof": "StackedDrg32GiBV1_1"},
+        }))
+        .unwrap();
+        let jobs = [too_large, job("small", 0, 1)];
+        let decision = decide_at(&pool, &hash, &provers, &jobs, now());
+        let assigned: Vec<String> = decision
+            .assignments
+            .iter()
+            .map(|a| a.job.name_any())
+            .collect();
+        assert_eq!(assigned, ["small"]);
+        assert!(decision.still_queued.is_empty());
+        assert_eq!(decision.status.status.queued_jobs, Some(0));
     }
 
     #[test]

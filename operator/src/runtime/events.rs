@@ -97,6 +97,13 @@ pub(crate) fn job_event(decided: &JobEvent, namespace: &str) -> Event {
             note.clone(),
             Some(pod_reference(Some(namespace), pod)),
         ),
+        JobEvent::Held { note } => event(
+            EventType::Warning,
+            crate::job::state::DOES_NOT_FIT,
+            "Hold",
+            note.clone(),
+            None,
+        ),
         JobEvent::Failed { reason, note } => event(
             EventType::Warning,
             "Failed",

@@ -66,9 +66,16 @@ pub fn pool_needs_reconcile(old: Option<&ProverPool>, new: Option<&ProverPool>) 
     old.map(key) != new.map(key)
 }
 
-/// Whether a pool change concerns its jobs: it appeared or went (Pending vs Queued).
+/// Whether a pool change concerns its jobs: it appeared or went (Pending vs Queued), or
+/// what its provers can fit changed (their memory limit, the fixed pipeline counts).
 pub fn pool_concerns_jobs(old: Option<&ProverPool>, new: Option<&ProverPool>) -> bool {
-    old.is_some() != new.is_some()
+    let fit_inputs = |pool: &ProverPool| {
+        (
+            crate::job::fit::prover_memory_limit(pool),
+            pool.spec.pipeline.clone(),
+        )
+    };
+    old.map(fit_inputs) != new.map(fit_inputs)
 }
 
 /// The unfinished jobs of pool `pool` in `namespace`.
@@ -202,6 +209,13 @@ mod tests {
         assert!(pool_concerns_jobs(None, Some(&pool)));
         assert!(pool_concerns_jobs(Some(&pool), None));
         assert!(!pool_concerns_jobs(Some(&pool), Some(&edited)));
+        let mut smaller = pool.clone();
+        smaller.spec.template.spec.containers[0].resources =
+            Some(serde_json::from_value(serde_json::json!({"limits": {"memory": "8Gi"}})).unwrap());
+        assert!(
+            pool_concerns_jobs(Some(&pool), Some(&smaller)),
+            "what its provers fit"
+        );
     }
 
     #[test]

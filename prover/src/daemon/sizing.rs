@@ -8,7 +8,7 @@ use crate::circuits::CircuitShape;
 use crate::sizing::{Overrides, Plan, SizingInput, SynthesisProfile};
 
 /// The fraction of the memory limit kept free, as `prove` does by default.
-pub const HEADROOM: f64 = 0.1;
+pub const HEADROOM: f64 = proofpipe_model::sizing::PROVER_HEADROOM;
 
 /// The planner's input for a job proving `work` with `todo` partitions left (only those can
 /// be in flight at once), beside parameters and R1CS matrices of the given bytes. `gpus` are the devices of the process's backend (none when the GPU

@@ -25,6 +25,9 @@ pub struct JobObservation<'a> {
     pub status: &'a ProofJobStatus,
     /// Whether the ProverPool named by `spec.pool` exists.
     pub pool_exists: bool,
+    /// Why the job cannot fit that pool's provers (the model's message, with what would
+    /// fit), when it cannot ([`crate::job::fit`]): it is held, not queued.
+    pub does_not_fit: Option<String>,
     /// The pod named by the assigned-pod label, with its health; `None` health when that
     /// pod does not exist.
     pub assignment: Option<(&'a str, Option<PodHealth>)>,
@@ -98,6 +101,10 @@ pub enum JobEvent {
     /// Its prover has made no progress past the pool's deadline.
     Stalled {
         pod: String,
+        note: String,
+    },
+    /// Held out of its pool's queue: no prover of the pool can fit it.
+    Held {
         note: String,
     },
     Failed {
@@ -397,7 +404,8 @@ fn legacy_provers(status: &ProofJobStatus) -> Vec<String> {
     pods
 }
 
-/// Not on a pod: Pending while the pool is missing, else Queued (suspended or not).
+/// Not on a pod: Pending while the pool is missing or cannot fit the job, else Queued
+/// (suspended or not).
 fn waiting(observation: &JobObservation, mut next: ProofJobStatus) -> JobDecision {
     next.pod = None;
     next.assigned_at = None;
@@ -412,6 +420,8 @@ fn waiting(observation: &JobObservation, mut next: ProofJobStatus) -> JobDecisio
             ProofJobPhase::Queued,
             "suspended: kept out of the queue".to_owned(),
         )
+    } else if let Some(why) = &observation.does_not_fit {
+        (ProofJobPhase::Pending, format!("held: {why}"))
     } else if let Some(after) = next
         .next_attempt_after
         .as_ref()
@@ -432,8 +442,27 @@ fn waiting(observation: &JobObservation, mut next: ProofJobStatus) -> JobDecisio
             format!("waiting for a prover of pool {pool}"),
         )
     };
-    set_phase(observation, &mut next, phase, None, message);
-    unchanged(next)
+    let held = phase == ProofJobPhase::Pending && observation.pool_exists;
+    let was_held = assigned_reason(observation.status) == Some(DOES_NOT_FIT);
+    set_phase(observation, &mut next, phase, None, message.clone());
+    let mut decision = unchanged(next);
+    // Once when the job is held, not on every reconcile while it stays so.
+    if held && !was_held {
+        decision.event = Some(JobEvent::Held { note: message });
+    }
+    decision
+}
+
+/// The `Assigned` condition's reason of a job held because no prover of its pool can fit it.
+pub const DOES_NOT_FIT: &str = "DoesNotFit";
+
+fn assigned_reason(status: &ProofJobStatus) -> Option<&str> {
+    status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|condition| condition.type_ == "Assigned")
+        .map(|condition| condition.reason.as_str())
 }
 
 fn fail(
@@ -506,6 +535,10 @@ fn set_phase(
         match phase {
             ProofJobPhase::Running => {
                 DesiredCondition::new("Assigned", true, "Assigned", message.clone())
+            }
+            // Pending: the pool is missing, or it exists and cannot fit the job.
+            ProofJobPhase::Pending if observation.pool_exists => {
+                DesiredCondition::new("Assigned", false, DOES_NOT_FIT, message.clone())
             }
             ProofJobPhase::Pending => {
                 DesiredCondition::new("Assigned", false, "PoolNotFound", message.clone())

@@ -36,6 +36,7 @@ fn decide_at(
         generation: Some(1),
         status,
         pool_exists: true,
+        does_not_fit: None,
         assignment,
         termination: None,
         progress: None,
@@ -249,6 +250,7 @@ fn a_transient_failure_the_prover_reports_is_a_failed_attempt_retried_later() {
         generation: Some(1),
         status: &stalled,
         pool_exists: true,
+        does_not_fit: None,
         assignment: Some(("gpu-prover-0", Some(PodHealth::Terminated))),
         termination: Some("Error (exit 3)"),
         progress: None,
@@ -292,6 +294,7 @@ fn a_prover_without_progress_past_its_deadline_marks_the_job_once() {
             generation: Some(1),
             status,
             pool_exists: true,
+            does_not_fit: None,
             assignment: ready,
             termination: None,
             progress: Some(ProverProgress {
@@ -351,6 +354,7 @@ fn a_new_job_is_queued_or_pending_without_its_pool() {
         generation: Some(1),
         status: &ProofJobStatus::default(),
         pool_exists: false,
+        does_not_fit: None,
         assignment: None,
         termination: None,
         progress: None,
@@ -362,6 +366,57 @@ fn a_new_job_is_queued_or_pending_without_its_pool() {
         pending.status.message.as_deref(),
         Some("ProverPool gpu not found")
     );
+}
+
+#[test]
+fn a_job_that_cannot_fit_is_held_with_one_event_and_released_when_it_can() {
+    let spec = spec();
+    let held_at = |status: &ProofJobStatus, why: Option<&str>, now| {
+        decide(&JobObservation {
+            spec: &spec,
+            generation: Some(1),
+            status,
+            pool_exists: true,
+            does_not_fit: why.map(str::to_owned),
+            assignment: None,
+            termination: None,
+            progress: None,
+            retry_delay: RETRY_DELAY,
+            now,
+        })
+    };
+    let why = "a StackedDrg32GiBV1_1 prover needs a memory limit of at least 64.6 GiB";
+    let held = held_at(&ProofJobStatus::default(), Some(why), at(0));
+    assert_eq!(held.status.phase, Some(ProofJobPhase::Pending));
+    assert_eq!(
+        condition(&held.status, "Assigned"),
+        Some(("False", "DoesNotFit"))
+    );
+    assert_eq!(
+        held.status.message.as_deref(),
+        Some(format!("held: {why}").as_str())
+    );
+    assert_eq!(
+        held.event,
+        Some(JobEvent::Held {
+            note: format!("held: {why}")
+        })
+    );
+    assert!(!held.unassign);
+
+    // Still held later: nothing to write, no second Event.
+    let again = held_at(&held.status, Some(why), at(60));
+    assert_eq!(again.status, held.status);
+    assert_eq!(again.event, None);
+
+    // The pool's provers grew: the job joins the queue.
+    let released = held_at(&held.status, None, at(120));
+    assert_eq!(released.status.phase, Some(ProofJobPhase::Queued));
+    assert_eq!(
+        condition(&released.status, "Assigned"),
+        Some(("False", "Queued"))
+    );
+    assert_eq!(released.event, None);
 }
 
 #[test]
@@ -408,6 +463,7 @@ fn a_lost_pod_requeues_and_the_next_assignment_counts_an_attempt() {
         generation: Some(1),
         status: &running,
         pool_exists: true,
+        does_not_fit: None,
         assignment: Some(("gpu-prover-0", Some(PodHealth::Terminated))),
         termination: Some("OOMKilled (exit 137)"),
         progress: None,
@@ -634,6 +690,7 @@ fn a_failed_attempt_is_retried_after_a_growing_delay_and_its_reason_is_kept() {
         generation: Some(1),
         status: &running,
         pool_exists: true,
+        does_not_fit: None,
         assignment: Some(("gpu-prover-0", Some(PodHealth::Terminated))),
         termination: Some("Error (exit 1): memory limit 64 MiB is too small"),
         progress: None,

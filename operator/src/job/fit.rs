@@ -1,0 +1,162 @@
+//! Whether a job can fit its pool's provers: the model's rule
+//! ([`proofpipe_model::sizing::fit`]) fed from the objects, the job's registered proof and
+//! the memory limit and fixed pipeline counts of the pool's template. A job that cannot fit
+//! is held out of the queue (no prover takes it, the autoscaler does not count it) with a
+//! condition and an Event that say what would fit (ADR 0030).
+
+use kube_quantity::ParsedQuantity;
+use proofpipe_crds::{PROVER_CONTAINER, PipelineOverride, ProofJobSpec, ProverPool};
+use proofpipe_model::sizing::{Fit, Overrides, fit};
+
+/// The job against the pool it names.
+pub fn job_fit(spec: &ProofJobSpec, pool: &ProverPool) -> Fit {
+    let Some(proof) = registered_proof(spec) else {
+        // proofpipe's own circuits have no counted shapes; their provers size them.
+        return Fit::Unknown;
+    };
+    fit(proof, prover_memory_limit(pool), pipeline_overrides(pool))
+}
+
+/// The registered proof a Filecoin job names, whichever its kind.
+fn registered_proof(spec: &ProofJobSpec) -> Option<&str> {
+    let work = spec.filecoin.as_ref()?;
+    [&work.seal_proof, &work.update_proof, &work.post_proof]
+        .into_iter()
+        .find_map(|proof| proof.as_deref())
+}
+
+/// The memory limit of the pool's prover container, in bytes, if its template sets one.
+pub fn prover_memory_limit(pool: &ProverPool) -> Option<u64> {
+    let container = pool
+        .spec
+        .template
+        .spec
+        .containers
+        .iter()
+        .find(|c| c.name == PROVER_CONTAINER)?;
+    let limit = container
+        .resources
+        .as_ref()?
+        .limits
+        .as_ref()?
+        .get("memory")?;
+    ParsedQuantity::try_from(limit).ok()?.to_bytes_u64()
+}
+
+/// The counts the pool fixes; `auto` (or a value the schema would refuse) leaves the choice
+/// to the prover.
+fn pipeline_overrides(pool: &ProverPool) -> Overrides {
+    let fixed = |value: &PipelineOverride| {
+        value
+            .count()
+            .ok()
+            .flatten()
+            .and_then(|n| usize::try_from(n).ok())
+    };
+    let pipeline = &pool.spec.pipeline;
+    Overrides {
+        partition_workers: fixed(&pipeline.partition_workers),
+        channel_capacity: fixed(&pipeline.channel_capacity),
+        gpu_workers: fixed(&pipeline.gpu_workers),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(memory: Option<&str>, partition_workers: &str) -> ProverPool {
+        let resources = memory.map_or(
+            serde_json::json!({}),
+            |memory| serde_json::json!({"limits": {"memory": memory}}),
+        );
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProverPool",
+            "metadata": {"name": "gpu", "namespace": "ns"},
+            "spec": {
+                "replicas": 1,
+                "pipeline": {"partitionWorkers": partition_workers},
+                "template": {"spec": {"containers": [
+                    {"name": "sidecar", "image": "s", "resources": {"limits": {"memory": "1Ti"}}},
+                    {"name": "prover", "image": "p", "resources": resources},
+                ]}},
+            },
+        }))
+        .unwrap()
+    }
+
+    fn job(filecoin: serde_json::Value) -> ProofJobSpec {
+        serde_json::from_value(serde_json::json!({"pool": "gpu", "filecoin": filecoin})).unwrap()
+    }
+
+    fn porep_32gib() -> ProofJobSpec {
+        job(serde_json::json!({
+            "kind": "PoRepC2", "input": {"url": "s3://b/c1.json", "sha256": "00"}, "sealProof": "StackedDrg32GiBV1_1",
+        }))
+    }
+
+    #[test]
+    fn the_prover_containers_limit_counts_in_any_spelling() {
+        assert_eq!(
+            prover_memory_limit(&pool(Some("64Gi"), "auto")),
+            Some(64 << 30)
+        );
+        assert_eq!(
+            prover_memory_limit(&pool(Some("68719476736"), "auto")),
+            Some(64 << 30)
+        );
+        assert_eq!(
+            prover_memory_limit(&pool(Some("64G"), "auto")),
+            Some(64_000_000_000)
+        );
+        assert_eq!(prover_memory_limit(&pool(None, "auto")), None);
+    }
+
+    #[test]
+    fn a_32gib_porep_is_too_large_for_32gib_provers_and_fits_256gib_ones() {
+        let Fit::TooLarge(too_large) = job_fit(&porep_32gib(), &pool(Some("32Gi"), "auto")) else {
+            panic!("a 44 GiB proving key fits 32 GiB");
+        };
+        assert_eq!(too_large.limit_bytes, 32 << 30);
+        assert_eq!(
+            job_fit(&porep_32gib(), &pool(Some("256Gi"), "auto")),
+            Fit::Fits
+        );
+        // Without a limit there is nothing to judge by.
+        assert_eq!(job_fit(&porep_32gib(), &pool(None, "auto")), Fit::Unknown);
+    }
+
+    #[test]
+    fn the_pools_fixed_workers_count() {
+        let Fit::TooLarge(fixed) = job_fit(&porep_32gib(), &pool(Some("64Gi"), "4")) else {
+            panic!("four 32 GiB partitions fit 64 GiB");
+        };
+        assert_eq!(fixed.fixed_partition_workers, Some(4));
+    }
+
+    #[test]
+    fn every_kind_names_its_proof_and_own_circuits_are_not_judged() {
+        let small = pool(Some("1Gi"), "auto");
+        for (kind, field, proof) in [
+            ("SnapDealsUpdate", "updateProof", "StackedDrg32GiBV1"),
+            (
+                "WindowPoStPartition",
+                "postProof",
+                "StackedDrgWindow32GiBV1_2",
+            ),
+        ] {
+            let spec = job(
+                serde_json::json!({"kind": kind, "input": {"url": "s3://b/i", "sha256": "00"}, field: proof}),
+            );
+            assert!(
+                matches!(job_fit(&spec, &small), Fit::TooLarge(_)),
+                "{proof}"
+            );
+        }
+        let own: ProofJobSpec = serde_json::from_value(serde_json::json!({
+            "pool": "gpu", "circuit": "mul-chain", "constraints": 4096, "partitions": 4,
+        }))
+        .unwrap();
+        assert_eq!(job_fit(&own, &small), Fit::Unknown);
+    }
+}

@@ -13,6 +13,7 @@ mod pipeline;
 mod pod_template;
 mod proof_job;
 mod prover_pool;
+mod quantity;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -39,6 +40,7 @@ pub use prover_pool::{
     POOL_NAME_PATTERN, PipelineSizing, PipelineSpec, ProverPhase, ProverPool, ProverPoolSpec,
     ProverPoolStatus, ProverStatus, StageBuffers, default_progress_deadline_seconds,
 };
+pub use quantity::quantity_bytes;
 
 /// Label on prover pods naming the ProverPool they belong to; the pool's scale selector
 /// matches on it.

@@ -4,8 +4,9 @@
 //! is held out of the queue (no prover takes it, the autoscaler does not count it) with a
 //! condition and an Event that say what would fit (ADR 0030).
 
-use kube_quantity::ParsedQuantity;
-use proofpipe_crds::{PROVER_CONTAINER, PipelineOverride, ProofJobSpec, ProverPool};
+use proofpipe_crds::{
+    PROVER_CONTAINER, PipelineOverride, ProofJobSpec, ProverPool, quantity_bytes,
+};
 use proofpipe_model::sizing::{Fit, Overrides, fit};
 
 /// The job against the pool it names.
@@ -40,7 +41,7 @@ pub fn prover_memory_limit(pool: &ProverPool) -> Option<u64> {
         .limits
         .as_ref()?
         .get("memory")?;
-    ParsedQuantity::try_from(limit).ok()?.to_bytes_u64()
+    quantity_bytes(&limit.0)
 }
 
 /// The counts the pool fixes; `auto` (or a value the schema would refuse) leaves the choice
@@ -108,6 +109,10 @@ mod tests {
         assert_eq!(
             prover_memory_limit(&pool(Some("64G"), "auto")),
             Some(64_000_000_000)
+        );
+        assert_eq!(
+            prover_memory_limit(&pool(Some("1.5Gi"), "auto")),
+            Some(3 << 29)
         );
         assert_eq!(prover_memory_limit(&pool(None, "auto")), None);
     }

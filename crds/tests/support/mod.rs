@@ -1,12 +1,10 @@
-//! What the API-server tests share: a cluster connection in a namespace of its own, the CRDs
-//! installed, and valid objects to vary.
+//! What the API-server tests share beyond the testkit's namespace (with the CRDs installed):
+//! raw-JSON creation and rejection checks, and valid objects to vary.
 // Each test file uses some of these.
 #![allow(dead_code, unused_imports)]
 
-pub use std::time::{Duration, SystemTime, UNIX_EPOCH};
+pub use std::time::Duration;
 
-pub use k8s_openapi::api::core::v1::Namespace;
-pub use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 pub use k8s_openapi::jiff::Timestamp;
 pub use kube::api::{
@@ -18,9 +16,8 @@ pub use proofpipe_crds::{
     ProverFailure, ProverPhase, ProverPool, ProverPoolStatus, ProverStatus, StageBuffers,
     StageSeconds,
 };
+pub use proofpipe_testkit::cluster::TestNamespace;
 pub use serde_json::{Value, json};
-
-pub const FIELD_MANAGER: &str = "proofpipe-crds-tests";
 
 /// A client and a fresh namespace, with both CRDs installed and established.
 pub struct Cluster {
@@ -29,37 +26,14 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Connects through `KUBECONFIG`, or returns `None` (after saying so) when it is unset.
+    /// A namespace of its own on the API server of `KUBECONFIG`, with the CRDs installed
+    /// (the testkit's: `None` without a cluster, a failure under CI).
     pub async fn connect(test: &str) -> Option<Self> {
-        if std::env::var_os("KUBECONFIG").is_none() {
-            eprintln!(
-                "SKIPPED {test}: KUBECONFIG is not set. Start an API server with \
-                 `eval \"$(../shared/kube-testenv/start.sh)\"` to run it."
-            );
-            return None;
-        }
-        let client = Client::try_default()
-            .await
-            .expect("build a client from KUBECONFIG");
-        install_crds(&client).await;
-
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .expect("clock after 1970")
-            .as_nanos();
-        let namespace = format!("{test}-{}-{nanos}", std::process::id());
-        let object = Namespace {
-            metadata: ObjectMeta {
-                name: Some(namespace.clone()),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        };
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &object)
-            .await
-            .expect("create the test namespace");
-        Some(Self { client, namespace })
+        let namespace = TestNamespace::create(test).await?;
+        Some(Self {
+            client: namespace.client,
+            namespace: namespace.name,
+        })
     }
 
     pub fn api<K>(&self) -> Api<K>
@@ -138,10 +112,12 @@ impl Cluster {
     }
 
     pub async fn delete_namespace(self) {
-        Api::<Namespace>::all(self.client)
-            .delete(&self.namespace, &DeleteParams::default())
-            .await
-            .expect("delete the test namespace");
+        TestNamespace {
+            client: self.client,
+            name: self.namespace,
+        }
+        .delete()
+        .await;
     }
 }
 
@@ -164,36 +140,6 @@ pub fn assert_api_error<T: std::fmt::Debug>(result: kube::Result<T>, expected: &
         ),
         other => panic!("{what}: expected rejection containing {expected:?}, got {other:?}"),
     }
-}
-
-/// Server-side applies both CRDs and waits until the API server serves them.
-pub async fn install_crds(client: &Client) {
-    let api = Api::<CustomResourceDefinition>::all(client.clone());
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    for crd in proofpipe_crds::crds() {
-        let name = crd.metadata.name.clone().expect("CRDs are named");
-        api.patch(&name, &params, &Patch::Apply(&crd))
-            .await
-            .unwrap_or_else(|err| panic!("apply CRD {name}: {err}"));
-        wait_established(&api, &name).await;
-    }
-}
-
-pub async fn wait_established(api: &Api<CustomResourceDefinition>, name: &str) {
-    for _ in 0..300 {
-        let crd = api.get(name).await.expect("read back the CRD");
-        let established = crd
-            .status
-            .and_then(|status| status.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|condition| condition.type_ == "Established" && condition.status == "True");
-        if established {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("CRD {name} was not Established within 30s");
 }
 
 pub fn valid_job() -> Value {

@@ -14,12 +14,10 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{Client, Resource};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::Resource;
 use proofpipe_crds::{
     ASSIGNED_POD_LABEL, PartitionProof, ProofJob, ProofJobPhase, ProverPhase, ProverPool,
 };
@@ -28,6 +26,7 @@ use proofpipe_prover::daemon::payload::status_proof;
 use proofpipe_prover::groth16::G2Placement;
 use proofpipe_prover::params::ParamsStore;
 use proofpipe_prover::pipeline::{JobSpec, Pipeline, PipelineConfig};
+use proofpipe_testkit::cluster::TestNamespace;
 use serde_json::{Value, json};
 
 mod support;
@@ -39,7 +38,7 @@ const SEED: i64 = 11;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemon_proves_resumes_reports_cancels_and_stops() {
-    let Some(cluster) = Cluster::connect("daemon-api").await else {
+    let Some(cluster) = TestNamespace::create("daemon-api").await else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
@@ -67,7 +66,7 @@ async fn daemon_proves_resumes_reports_cancels_and_stops() {
 
     let listen = free_local_address();
     let mut daemon = Daemon::start(
-        &cluster.namespace,
+        &cluster.name,
         &params_dir,
         &listen,
         &work.path().join("daemon.log"),
@@ -221,12 +220,12 @@ async fn daemon_proves_resumes_reports_cancels_and_stops() {
     // Shown with --nocapture, or when the assertion fails.
     eprintln!("--- daemon log ---\n{}", daemon.log_text());
     assert!(exited_cleanly, "the daemon did not exit 0 on SIGTERM");
-    cluster.delete_namespace().await;
+    cluster.delete().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_that_can_never_fit_is_reported_permanent_and_the_daemon_stays_up() {
-    let Some(cluster) = Cluster::connect("daemon-fail").await else {
+    let Some(cluster) = TestNamespace::create("daemon-fail").await else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
@@ -237,7 +236,7 @@ async fn a_job_that_can_never_fit_is_reported_permanent_and_the_daemon_stays_up(
     assign(&jobs, "huge", 1 << 27, 1).await;
     let listen = free_local_address();
     let mut daemon = Daemon::start(
-        &cluster.namespace,
+        &cluster.name,
         &work.path().join("params"),
         &listen,
         &work.path().join("daemon.log"),
@@ -313,7 +312,7 @@ async fn a_job_that_can_never_fit_is_reported_permanent_and_the_daemon_stays_up(
         status.proofs, None,
         "the daemon wrote a proof to a job it could not prove"
     );
-    cluster.delete_namespace().await;
+    cluster.delete().await;
 }
 
 /// `PROOFPIPE_PRELOAD_PARAMS` loads a PoSt parameter set before the prover is ready (its pool
@@ -324,7 +323,7 @@ async fn preloaded_parameters_are_resident_before_the_first_job() {
     let Some(testdata) = support::filecoin_testdata("PoSt") else {
         return;
     };
-    let Some(cluster) = Cluster::connect("daemon-preload").await else {
+    let Some(cluster) = TestNamespace::create("daemon-preload").await else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
@@ -332,7 +331,7 @@ async fn preloaded_parameters_are_resident_before_the_first_job() {
     let params = testdata.join("params");
     let listen = free_local_address();
     let mut daemon = Daemon::start_with(
-        &cluster.namespace,
+        &cluster.name,
         &work.path().join("params"),
         &listen,
         &work.path().join("daemon.log"),
@@ -376,7 +375,7 @@ async fn preloaded_parameters_are_resident_before_the_first_job() {
     // The 32 GiB WindowPoSt set is not in the test data: the daemon refuses to start.
     let listen = free_local_address();
     let mut missing = Daemon::start_with(
-        &cluster.namespace,
+        &cluster.name,
         &work.path().join("params"),
         &listen,
         &work.path().join("missing.log"),
@@ -397,10 +396,10 @@ async fn preloaded_parameters_are_resident_before_the_first_job() {
         log.contains("is missing") && log.contains("params fetch"),
         "{log}"
     );
-    cluster.delete_namespace().await;
+    cluster.delete().await;
 }
 
-async fn create_pool(cluster: &Cluster) -> Api<ProverPool> {
+async fn create_pool(cluster: &TestNamespace) -> Api<ProverPool> {
     let pools: Api<ProverPool> = cluster.api();
     let spec = json!({ "template": { "spec": { "containers": [
         { "name": "prover", "image": "proofpipe-prover:test" },
@@ -612,80 +611,5 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// A client and a fresh namespace, with both CRDs installed and established.
-struct Cluster {
-    client: Client,
-    namespace: String,
-}
-
-impl Cluster {
-    async fn connect(test: &str) -> Option<Self> {
-        if std::env::var_os("KUBECONFIG").is_none() {
-            eprintln!(
-                "SKIPPED {test}: KUBECONFIG is not set. Start an API server with \
-                 `eval \"$(../shared/kube-testenv/start.sh)\"` to run it."
-            );
-            return None;
-        }
-        let client = Client::try_default()
-            .await
-            .expect("build a client from KUBECONFIG");
-        install_crds(&client).await;
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let namespace = format!("{test}-{}-{nanos}", std::process::id());
-        let object = Namespace {
-            metadata: ObjectMeta {
-                name: Some(namespace.clone()),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        };
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &object)
-            .await
-            .expect("create the test namespace");
-        Some(Self { client, namespace })
-    }
-
-    fn api<K>(&self) -> Api<K>
-    where
-        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-    {
-        Api::namespaced(self.client.clone(), &self.namespace)
-    }
-
-    async fn delete_namespace(self) {
-        Api::<Namespace>::all(self.client)
-            .delete(&self.namespace, &DeleteParams::default())
-            .await
-            .expect("delete the test namespace");
-    }
-}
-
-async fn install_crds(client: &Client) {
-    let api = Api::<CustomResourceDefinition>::all(client.clone());
-    let params = PatchParams::apply("proofpipe-prover-tests").force();
-    for crd in proofpipe_crds::crds() {
-        let name = crd.metadata.name.clone().expect("CRDs are named");
-        api.patch(&name, &params, &Patch::Apply(&crd))
-            .await
-            .unwrap_or_else(|err| panic!("apply CRD {name}: {err}"));
-        for _ in 0..300 {
-            let crd = api.get(&name).await.expect("read back the CRD");
-            let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
-            if conditions
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True")
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
     }
 }

@@ -116,6 +116,9 @@ enum Error {
     Operator(#[from] proofpipe_operator::Error),
 }
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli.command) {

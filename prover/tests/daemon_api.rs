@@ -16,8 +16,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Resource;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use proofpipe_crds::{
     ASSIGNED_POD_LABEL, PartitionProof, ProofJob, ProofJobPhase, ProverPhase, ProverPool,
 };

@@ -2,6 +2,8 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
+use proofpipe_model::sizing::SizingError;
+
 use crate::circuits::CircuitKind;
 
 /// Every way the prover can fail, each with what to do about it.
@@ -28,18 +30,9 @@ pub enum ProverError {
     #[error("invalid {what}: {reason}")]
     InvalidArgument { what: &'static str, reason: String },
 
-    #[error(
-        "memory limit {limit} is too small: {circuit} at {constraints} constraints needs at least \
-         {minimum} (parameters {params}, one partition from synthesis through the GPU stage, the \
-         finalize stage, and headroom); raise the limit or use a smaller circuit"
-    )]
-    MemoryLimitTooSmall {
-        circuit: String,
-        constraints: usize,
-        limit: bytesize::ByteSize,
-        minimum: bytesize::ByteSize,
-        params: bytesize::ByteSize,
-    },
+    /// The planner found no pipeline that fits (the model's error, as it says it).
+    #[error(transparent)]
+    Sizing(#[from] SizingError),
 
     #[error("{action} {path}: {source}")]
     Io {
@@ -181,30 +174,6 @@ impl FailureClass {
     }
 }
 
-/// The model's planner fails with the prover's own variants, so that a daemon tells a job
-/// that does not fit from other failures the same way whoever planned it.
-impl From<proofpipe_model::sizing::SizingError> for ProverError {
-    fn from(error: proofpipe_model::sizing::SizingError) -> Self {
-        use proofpipe_model::sizing::SizingError;
-        match error {
-            SizingError::InvalidArgument { what, reason } => Self::InvalidArgument { what, reason },
-            SizingError::MemoryLimitTooSmall {
-                circuit,
-                constraints,
-                limit,
-                minimum,
-                params,
-            } => Self::MemoryLimitTooSmall {
-                circuit,
-                constraints,
-                limit,
-                minimum,
-                params,
-            },
-        }
-    }
-}
-
 impl ProverError {
     /// Adds what was being done, and to which path, to an I/O error.
     pub fn io(
@@ -255,7 +224,10 @@ impl ProverError {
                 retryable: false, ..
             } => FailureClass::InvalidInput,
             ProverError::Artifact { .. } => FailureClass::StorageUnavailable,
-            ProverError::MemoryLimitTooSmall { .. } => FailureClass::DoesNotFit,
+            ProverError::Sizing(SizingError::InvalidArgument { .. }) => FailureClass::InvalidInput,
+            ProverError::Sizing(SizingError::MemoryLimitTooSmall { .. }) => {
+                FailureClass::DoesNotFit
+            }
             ProverError::MissingFilecoinParams { .. }
             | ProverError::FilecoinParamsMismatch { .. }
             | ProverError::CorruptParams { .. }
@@ -277,7 +249,7 @@ impl ProverError {
             | ProverError::Artifact { .. }
             | ProverError::MissingFilecoinParams { .. }
             | ProverError::FilecoinParamsMismatch { .. }
-            | ProverError::MemoryLimitTooSmall { .. } => 2,
+            | ProverError::Sizing(_) => 2,
             _ => 1,
         }
     }

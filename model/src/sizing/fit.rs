@@ -11,8 +11,6 @@
 
 use std::fmt;
 
-use bytesize::ByteSize;
-
 use super::{Overrides, SizingError, SizingInput, partition_shape, plan};
 
 /// The share of the memory limit a prover keeps free (its daemon's headroom).
@@ -93,7 +91,7 @@ pub fn fit(proof: &str, memory_limit: Option<u64>, overrides: Overrides) -> Fit 
         Ok(_) => Fit::Fits,
         Err(SizingError::MemoryLimitTooSmall { minimum, .. }) => Fit::TooLarge(TooLarge {
             proof: proof.to_owned(),
-            needed_bytes: ByteSize::as_u64(&minimum),
+            needed_bytes: minimum.as_u64(),
             limit_bytes: limit,
             params_bytes: row.params_bytes,
             fixed_partition_workers: overrides.partition_workers,

@@ -169,7 +169,7 @@ pub struct SizingInput {
 }
 
 /// Fixed values that replace the planner's choice ("auto" when `None`).
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Overrides {
     pub partition_workers: Option<usize>,
     pub channel_capacity: Option<usize>,

@@ -9,25 +9,53 @@ use proofpipe_crds::{
 };
 use proofpipe_model::sizing::{Fit, Overrides, fit};
 
-/// The job against the pool it names.
-pub fn job_fit(spec: &ProofJobSpec, pool: &ProverPool) -> Fit {
-    let Some(proof) = registered_proof(spec) else {
-        // proofpipe's own circuits have no counted shapes; their provers size them.
-        return Fit::Unknown;
-    };
-    fit(proof, prover_memory_limit(pool), pipeline_overrides(pool))
+/// What a pool's template gives each of its provers, as far as fitting a job goes: read once
+/// per pool, then held against each of its jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProverLimits {
+    /// The prover container's memory limit in bytes, if the template sets one.
+    pub memory_limit: Option<u64>,
+    /// The counts the pool fixes; `auto` (or a value the schema would refuse) leaves the
+    /// choice to the prover.
+    pub overrides: Overrides,
 }
 
-/// The registered proof a Filecoin job names, whichever its kind.
-fn registered_proof(spec: &ProofJobSpec) -> Option<&str> {
-    let work = spec.filecoin.as_ref()?;
-    [&work.seal_proof, &work.update_proof, &work.post_proof]
-        .into_iter()
-        .find_map(|proof| proof.as_deref())
+impl ProverLimits {
+    pub fn of(pool: &ProverPool) -> Self {
+        let fixed = |value: &PipelineOverride| {
+            value
+                .count()
+                .ok()
+                .flatten()
+                .and_then(|n| usize::try_from(n).ok())
+        };
+        let pipeline = &pool.spec.pipeline;
+        Self {
+            memory_limit: prover_memory_limit(pool),
+            overrides: Overrides {
+                partition_workers: fixed(&pipeline.partition_workers),
+                channel_capacity: fixed(&pipeline.channel_capacity),
+                gpu_workers: fixed(&pipeline.gpu_workers),
+            },
+        }
+    }
+
+    /// The job against provers with these limits.
+    pub fn fit(&self, spec: &ProofJobSpec) -> Fit {
+        // proofpipe's own circuits have no counted shapes; their provers size them.
+        let Some(proof) = spec
+            .filecoin
+            .as_ref()
+            .and_then(|work| work.registered_proof())
+        else {
+            return Fit::Unknown;
+        };
+        fit(proof, self.memory_limit, self.overrides)
+    }
 }
 
 /// The memory limit of the pool's prover container, in bytes, if its template sets one.
-pub fn prover_memory_limit(pool: &ProverPool) -> Option<u64> {
+fn prover_memory_limit(pool: &ProverPool) -> Option<u64> {
     let container = pool
         .spec
         .template
@@ -42,24 +70,6 @@ pub fn prover_memory_limit(pool: &ProverPool) -> Option<u64> {
         .as_ref()?
         .get("memory")?;
     quantity_bytes(&limit.0)
-}
-
-/// The counts the pool fixes; `auto` (or a value the schema would refuse) leaves the choice
-/// to the prover.
-fn pipeline_overrides(pool: &ProverPool) -> Overrides {
-    let fixed = |value: &PipelineOverride| {
-        value
-            .count()
-            .ok()
-            .flatten()
-            .and_then(|n| usize::try_from(n).ok())
-    };
-    let pipeline = &pool.spec.pipeline;
-    Overrides {
-        partition_workers: fixed(&pipeline.partition_workers),
-        channel_capacity: fixed(&pipeline.channel_capacity),
-        gpu_workers: fixed(&pipeline.gpu_workers),
-    }
 }
 
 #[cfg(test)]
@@ -90,50 +100,46 @@ mod tests {
         serde_json::from_value(serde_json::json!({"pool": "gpu", "filecoin": filecoin})).unwrap()
     }
 
+    fn fit_of(spec: &ProofJobSpec, pool: &ProverPool) -> Fit {
+        ProverLimits::of(pool).fit(spec)
+    }
+
     fn porep_32gib() -> ProofJobSpec {
         job(serde_json::json!({
             "kind": "PoRepC2", "input": {"url": "s3://b/c1.json", "sha256": "00"}, "sealProof": "StackedDrg32GiBV1_1",
         }))
     }
 
+    fn limit_of(pool: &ProverPool) -> Option<u64> {
+        ProverLimits::of(pool).memory_limit
+    }
+
     #[test]
     fn the_prover_containers_limit_counts_in_any_spelling() {
-        assert_eq!(
-            prover_memory_limit(&pool(Some("64Gi"), "auto")),
-            Some(64 << 30)
-        );
-        assert_eq!(
-            prover_memory_limit(&pool(Some("68719476736"), "auto")),
-            Some(64 << 30)
-        );
-        assert_eq!(
-            prover_memory_limit(&pool(Some("64G"), "auto")),
-            Some(64_000_000_000)
-        );
-        assert_eq!(
-            prover_memory_limit(&pool(Some("1.5Gi"), "auto")),
-            Some(3 << 29)
-        );
-        assert_eq!(prover_memory_limit(&pool(None, "auto")), None);
+        assert_eq!(limit_of(&pool(Some("64Gi"), "auto")), Some(64 << 30));
+        assert_eq!(limit_of(&pool(Some("68719476736"), "auto")), Some(64 << 30));
+        assert_eq!(limit_of(&pool(Some("64G"), "auto")), Some(64_000_000_000));
+        assert_eq!(limit_of(&pool(Some("1.5Gi"), "auto")), Some(3 << 29));
+        assert_eq!(limit_of(&pool(None, "auto")), None);
     }
 
     #[test]
     fn a_32gib_porep_is_too_large_for_32gib_provers_and_fits_256gib_ones() {
-        let Fit::TooLarge(too_large) = job_fit(&porep_32gib(), &pool(Some("32Gi"), "auto")) else {
+        let Fit::TooLarge(too_large) = fit_of(&porep_32gib(), &pool(Some("32Gi"), "auto")) else {
             panic!("a 44 GiB proving key fits 32 GiB");
         };
         assert_eq!(too_large.limit_bytes, 32 << 30);
         assert_eq!(
-            job_fit(&porep_32gib(), &pool(Some("256Gi"), "auto")),
+            fit_of(&porep_32gib(), &pool(Some("256Gi"), "auto")),
             Fit::Fits
         );
         // Without a limit there is nothing to judge by.
-        assert_eq!(job_fit(&porep_32gib(), &pool(None, "auto")), Fit::Unknown);
+        assert_eq!(fit_of(&porep_32gib(), &pool(None, "auto")), Fit::Unknown);
     }
 
     #[test]
     fn the_pools_fixed_workers_count() {
-        let Fit::TooLarge(fixed) = job_fit(&porep_32gib(), &pool(Some("64Gi"), "4")) else {
+        let Fit::TooLarge(fixed) = fit_of(&porep_32gib(), &pool(Some("64Gi"), "4")) else {
             panic!("four 32 GiB partitions fit 64 GiB");
         };
         assert_eq!(fixed.fixed_partition_workers, Some(4));
@@ -153,15 +159,12 @@ mod tests {
             let spec = job(
                 serde_json::json!({"kind": kind, "input": {"url": "s3://b/i", "sha256": "00"}, field: proof}),
             );
-            assert!(
-                matches!(job_fit(&spec, &small), Fit::TooLarge(_)),
-                "{proof}"
-            );
+            assert!(matches!(fit_of(&spec, &small), Fit::TooLarge(_)), "{proof}");
         }
         let own: ProofJobSpec = serde_json::from_value(serde_json::json!({
             "pool": "gpu", "circuit": "mul-chain", "constraints": 4096, "partitions": 4,
         }))
         .unwrap();
-        assert_eq!(job_fit(&own, &small), Fit::Unknown);
+        assert_eq!(fit_of(&own, &small), Fit::Unknown);
     }
 }

@@ -17,7 +17,7 @@ use proofpipe_crds::ProofJob;
 use proofpipe_model::sizing::Fit;
 
 use crate::error::Error;
-use crate::job::fit::job_fit;
+use crate::job::fit::ProverLimits;
 use crate::job::state::{JobEvent, JobObservation, ProverProgress, decide, operator_fields};
 use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FINALIZER};
 use crate::pool::prover_pods::{assigned_pod_health, termination as termination_of};
@@ -89,12 +89,12 @@ async fn apply(
         .pools
         .get(&ObjectRef::new(&job.spec.pool).within(namespace));
     let pool_exists = pool.is_some();
-    let does_not_fit = pool
-        .as_deref()
-        .and_then(|pool| match job_fit(&job.spec, pool) {
-            Fit::TooLarge(too_large) => Some(too_large.to_string()),
-            Fit::Fits | Fit::Unknown => None,
-        });
+    let does_not_fit =
+        pool.as_deref()
+            .and_then(|pool| match ProverLimits::of(pool).fit(&job.spec) {
+                Fit::TooLarge(too_large) => Some(too_large.to_string()),
+                Fit::Fits | Fit::Unknown => None,
+            });
     let assigned_pod = job.labels().get(ASSIGNED_POD_LABEL).cloned();
     let mut termination = None;
     let pod_health = match &assigned_pod {

@@ -11,7 +11,7 @@ use kube::ResourceExt;
 use proofpipe_crds::{AutoscalingSpec, AutoscalingStatus, ProofJob, ProverPool};
 
 use crate::job::assignment::{Assignment, assign, busy_pods, idle_ready_pods, urgent_hosts};
-use crate::job::fit::job_fit;
+use crate::job::fit::ProverLimits;
 use crate::job::queue::{queue, remaining_partitions};
 use crate::pool::autoscale::{self, AutoscaleDecision, AutoscaleObservation, Demand, Policy};
 use crate::pool::prover_pods::ProverPod;
@@ -65,9 +65,10 @@ pub fn decide<'a>(input: &PoolInput<'a>) -> PoolDecision<'a> {
     let busy = busy_pods(jobs);
     // A job no prover of the pool can fit is held, not queued: no prover is offered it and
     // the autoscaler does not add provers for it (its own status says why).
+    let limits = ProverLimits::of(pool);
     let queue: Vec<&ProofJob> = queue(&name, jobs)
         .into_iter()
-        .filter(|job| !matches!(job_fit(&job.spec, pool), Fit::TooLarge(_)))
+        .filter(|job| !matches!(limits.fit(&job.spec), Fit::TooLarge(_)))
         .collect();
 
     let (replicas, autoscale, autoscaling_status) = match &pool.spec.autoscaling {

@@ -9,6 +9,7 @@
 use kube::ResourceExt;
 use proofpipe_crds::{ProofJob, ProverPool};
 
+use crate::job::fit::ProverLimits;
 use crate::names::ASSIGNED_POD_LABEL;
 
 /// What a pool's decisions read from one of its jobs: whether and where it waits or runs,
@@ -69,13 +70,7 @@ pub fn pool_needs_reconcile(old: Option<&ProverPool>, new: Option<&ProverPool>) 
 /// Whether a pool change concerns its jobs: it appeared or went (Pending vs Queued), or
 /// what its provers can fit changed (their memory limit, the fixed pipeline counts).
 pub fn pool_concerns_jobs(old: Option<&ProverPool>, new: Option<&ProverPool>) -> bool {
-    let fit_inputs = |pool: &ProverPool| {
-        (
-            crate::job::fit::prover_memory_limit(pool),
-            pool.spec.pipeline.clone(),
-        )
-    };
-    old.map(fit_inputs) != new.map(fit_inputs)
+    old.map(ProverLimits::of) != new.map(ProverLimits::of)
 }
 
 /// The unfinished jobs of pool `pool` in `namespace`.

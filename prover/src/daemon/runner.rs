@@ -24,7 +24,7 @@ use crate::error::{FailureClass, ProverError};
 use crate::filecoin::porep;
 use crate::params::{CircuitParams, ProvingKey, estimated_params_bytes};
 use crate::pipeline::{JobEvent, JobHandle, JobOutcome, JobSpec, Pipeline, PipelineConfig};
-use crate::sizing::{SynthesisProfile, plan};
+use crate::sizing::{SizingError, SynthesisProfile, plan};
 
 /// How often unwritten proofs are retried while the job runs.
 const RETRY_INTERVAL: Duration = Duration::from_secs(2);
@@ -313,7 +313,7 @@ fn start_main_filecoin(
     ) {
         // What this prover keeps from other jobs leaves this one no room: drop it (freed
         // now: the previous job's pipeline has stopped) and plan without.
-        Err(ProverError::MemoryLimitTooSmall { .. }) if others > 0 => {
+        Err(ProverError::Sizing(SizingError::MemoryLimitTooSmall { .. })) if others > 0 => {
             tracing::info!(
                 others,
                 "dropping the other resident Filecoin parameter sets and R1CS matrices: the job's pipeline does not fit beside them"
@@ -351,7 +351,7 @@ async fn start_urgent(
             synthesis,
         };
         match start_pipeline(daemon, sized, &prepared.key, (others, 0)) {
-            Err(ProverError::MemoryLimitTooSmall { .. }) if !alone => {
+            Err(ProverError::Sizing(SizingError::MemoryLimitTooSmall { .. })) if !alone => {
                 tracing::info!(
                     job = %work,
                     main_peak = beside.memory_bytes,

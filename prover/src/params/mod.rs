@@ -128,10 +128,9 @@ impl CircuitParams {
     }
 }
 
-/// An upper bound on the proving key's heap bytes for a circuit shape, before it is loaded.
-pub fn estimated_params_bytes(shape: CircuitShape) -> u64 {
-    proofpipe_model::sizing::estimated_params_bytes(shape)
-}
+/// An upper bound on the proving key's heap bytes for a circuit shape, before it is loaded
+/// (the model's, which plans count with).
+pub use proofpipe_model::sizing::estimated_params_bytes;
 
 fn setup_seed(circuit: CircuitKind, constraints: usize) -> [u8; 32] {
     let mut h = blake3::Hasher::new();

@@ -68,7 +68,7 @@ fn r1cs_matrices_are_counted_once_and_can_cost_a_worker() {
 #[test]
 fn too_small_a_limit_names_the_minimum() {
     let err = plan(&input(64 << 20, 1 << 16, 2)).unwrap_err();
-    let ProverError::MemoryLimitTooSmall { minimum, .. } = &err else {
+    let SizingError::MemoryLimitTooSmall { minimum, .. } = &err else {
         panic!("{err}")
     };
     assert!(err.to_string().contains("at least"), "{err}");
@@ -92,7 +92,7 @@ fn overrides_are_respected_or_refused() {
     i.memory_limit = 200 << 20;
     assert!(matches!(
         plan(&i),
-        Err(ProverError::MemoryLimitTooSmall { .. })
+        Err(SizingError::MemoryLimitTooSmall { .. })
     ));
     i.overrides.partition_workers = Some(0);
     assert!(plan(&i).is_err());
@@ -117,7 +117,7 @@ proptest! {
                 prop_assert_eq!(p.partition_budget, p.partition_workers);
                 prop_assert_eq!(p.breakdown.synthesized_bytes, p.partition_budget as u64 * p.breakdown.per_partition.held());
             }
-            Err(ProverError::MemoryLimitTooSmall { minimum, .. }) => {
+            Err(SizingError::MemoryLimitTooSmall { minimum, .. }) => {
                 prop_assert!(minimum.0 > i.memory_limit);
                 let mut at_min = i.clone();
                 at_min.memory_limit = minimum.0;

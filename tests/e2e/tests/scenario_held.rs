@@ -9,7 +9,7 @@
 use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
-use proofpipe_crds::{ProofJob, ProofJobPhase, ProverPool};
+use proofpipe_crds::{ASSIGNED_POD_LABEL, ProofJob, ProofJobPhase, ProverPool};
 use proofpipe_e2e::stack::{Stack, check_succeeded, phase};
 
 fn object(value: serde_json::Value) -> DynamicObject {
@@ -103,7 +103,7 @@ async fn a_job_that_cannot_fit_its_pool_is_held_and_says_what_would_fit() {
         (None, None),
         "never tried"
     );
-    assert!(held.labels().get("proofpipe.dev/assigned-pod").is_none());
+    assert!(held.labels().get(ASSIGNED_POD_LABEL).is_none());
 
     let events = stack.namespace.api::<Event>();
     let list = events.list(&Default::default()).await.unwrap();

@@ -46,6 +46,12 @@ pub enum ProverError {
          delete it or run `proofpipe-prover params --regenerate` to make a new one"
     )]
     CorruptParams { path: PathBuf, reason: String },
+    #[error(
+        "R1CS matrices file {path} is corrupt or was recorded for another circuit or build \
+         ({reason}); it is recorded anew, or delete it and run `proofpipe-prover params \
+         matrices` to write a new one"
+    )]
+    CorruptMatrices { path: PathBuf, reason: String },
     #[error("generating parameters for {circuit} at {constraints} constraints failed: {message}")]
     ParamsGeneration {
         circuit: CircuitKind,
@@ -231,6 +237,7 @@ impl ProverError {
             ProverError::MissingFilecoinParams { .. }
             | ProverError::FilecoinParamsMismatch { .. }
             | ProverError::CorruptParams { .. }
+            | ProverError::CorruptMatrices { .. }
             | ProverError::ParamsGeneration { .. } => FailureClass::ParametersUnavailable,
             _ => FailureClass::ProvingError,
         }

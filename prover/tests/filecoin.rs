@@ -157,6 +157,63 @@ fn two_pass_synthesis_proves_a_sealed_sector_that_verify_seal_accepts() {
     assert!(bytes > 200 << 20, "2 KiB matrices are 262 MiB: {v}");
 }
 
+/// The matrices written once by `params matrices` (from a placeholder partition) are read
+/// back, checked, by the next command and by a proving run, whose proof verify_seal accepts.
+#[test]
+fn matrices_written_by_params_matrices_prove_a_sealed_sector() {
+    let Some(data) = testdata() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let write = || {
+        let out = prover()
+            .args([
+                "params",
+                "matrices",
+                "--seal-proof",
+                "2KiB",
+                "--json",
+                "--dir",
+            ])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        last_json(&stdout)
+    };
+    let first = write();
+    assert_eq!(first["origin"], "recorded_and_written", "{first}");
+    let second = write();
+    assert_eq!(second["origin"], "read", "{second}");
+    assert_eq!(second["heap_bytes"], first["heap_bytes"], "{second}");
+    assert_eq!(second["nonzeros"], first["nonzeros"], "{second}");
+    let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(files.len(), 1, "one file, no temporary left: {files:?}");
+
+    let out = prover()
+        .env("PROOFPIPE_MATRICES_DIR", dir.path())
+        .arg("prove")
+        .arg("--porep-c1")
+        .arg(&data.c1)
+        .arg("--params-dir")
+        .arg(&data.params)
+        .args(["--synthesis", "matrices", "--verify", "--json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = last_json(&stdout);
+    assert_eq!(v["verify_seal"], true, "{v}");
+    assert_eq!(v["matrices_bytes"], first["heap_bytes"], "{v}");
+}
+
 #[test]
 fn a_proof_checked_for_another_prover_or_sector_is_rejected() {
     let Some(data) = testdata() else { return };

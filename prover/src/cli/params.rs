@@ -2,12 +2,16 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use bytesize::ByteSize;
 use clap::Args;
 use proofpipe_prover::ProverError;
 use proofpipe_prover::filecoin::fetch::{self, Fetched, ParamKind};
-use proofpipe_prover::filecoin::{DEFAULT_PARAMETER_CACHE, PARAMETER_CACHE_ENV};
+use proofpipe_prover::filecoin::{
+    self as filecoin, DEFAULT_PARAMETER_CACHE, MATRICES_DIR_ENV, PARAMETER_CACHE_ENV, shape,
+};
+use proofpipe_prover::groth16::matrices_file::MatricesOrigin;
 use proofpipe_prover::params::ParamsStore;
 use proofpipe_prover::sizing::parse_memory_size;
 use serde_json::json;
@@ -89,9 +93,67 @@ fn fetch(args: FetchArgs) -> Result<ExitCode, ProverError> {
     Ok(ExitCode::SUCCESS)
 }
 
+#[derive(Args, Debug)]
+pub struct MatricesArgs {
+    /// The seal proof whose partition circuit to record (a registered proof's name, or a
+    /// sector size such as 32GiB).
+    #[arg(long, value_parser = super::porep::parse_seal_proof)]
+    seal_proof: filecoin_proofs_api::RegisteredSealProof,
+    /// The directory of the matrices files. Default: PROOFPIPE_MATRICES_DIR, else
+    /// FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+fn matrices(args: MatricesArgs) -> Result<ExitCode, ProverError> {
+    let Some(dir) = args.dir.or_else(filecoin::matrices_dir) else {
+        return Err(ProverError::InvalidArgument {
+            what: "matrices directory",
+            reason: format!(
+                "{MATRICES_DIR_ENV}=off keeps no matrices files; pass --dir or unset it"
+            ),
+        });
+    };
+    let started = Instant::now();
+    let (matrices, origin) = shape::matrices_in(args.seal_proof, &dir)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let name = filecoin::seal_proof_name(args.seal_proof);
+    if origin == MatricesOrigin::Recorded {
+        // Recorded but not written: the warning above says why; the command did not do its job.
+        return Err(ProverError::InvalidArgument {
+            what: "matrices directory",
+            reason: format!("{}: the matrices could not be written there", dir.display()),
+        });
+    }
+    if args.json {
+        println!(
+            "{}",
+            json!({"seal_proof": name, "dir": dir, "origin": origin, "seconds": seconds,
+                   "heap_bytes": matrices.heap_bytes(), "nonzeros": matrices.nonzeros(),
+                   "shape": matrices.shape()})
+        );
+    } else {
+        let what = match origin {
+            MatricesOrigin::Read => "read and checked",
+            _ => "recorded and written",
+        };
+        println!(
+            "{name}: R1CS matrices {what} in {seconds:.1} s ({}, {} nonzeros) in {}",
+            ByteSize(matrices.heap_bytes()),
+            matrices.nonzeros(),
+            dir.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(args: ParamsArgs) -> Result<ExitCode, ProverError> {
-    if let Some(ParamsAction::Fetch(fetch_args)) = args.action {
-        return fetch(fetch_args);
+    match args.action {
+        Some(ParamsAction::Fetch(fetch_args)) => return fetch(fetch_args),
+        Some(ParamsAction::Matrices(matrices_args)) => return matrices(matrices_args),
+        None => {}
     }
     let store = store(args.params_dir.clone());
     if let Some(circuit) = args.circuit {

@@ -77,6 +77,22 @@ pub const DEFAULT_PARAMETER_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
 /// The environment variable filecoin-proofs reads its parameter directory from.
 pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
 
+/// Where recorded R1CS matrices are kept, when not beside the parameters; `off` keeps none.
+pub const MATRICES_DIR_ENV: &str = "PROOFPIPE_MATRICES_DIR";
+
+/// The directory of the R1CS matrices files (ADR 0031): `PROOFPIPE_MATRICES_DIR`, else
+/// Filecoin's parameter directory; `None` when `PROOFPIPE_MATRICES_DIR=off`.
+pub fn matrices_dir() -> Option<std::path::PathBuf> {
+    match std::env::var_os(MATRICES_DIR_ENV) {
+        Some(dir) if dir == "off" => None,
+        Some(dir) if !dir.is_empty() => Some(dir.into()),
+        _ => Some(
+            std::env::var_os(PARAMETER_CACHE_ENV)
+                .map_or_else(|| DEFAULT_PARAMETER_CACHE.into(), Into::into),
+        ),
+    }
+}
+
 /// Points filecoin-proofs at `dir` for the verifying keys `verify_seal` reads.
 ///
 /// filecoin-proofs reads its settings from the environment once, on first use, so this must run

@@ -7,6 +7,7 @@
 //! `verify_seal` (and the chain) accepts them.
 
 use std::borrow::Cow;
+use std::path::Path;
 use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
@@ -26,6 +27,7 @@ use super::c1::C1Input;
 use super::{RegisteredSealProof, seal_proof_name, shape};
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
+use crate::groth16::matrices_file::{self, MatricesId, MatricesOrigin};
 use crate::groth16::{self, R1csMatrices, SynthesisMode, Synthesized};
 use crate::params::LoadOnce;
 use crate::pipeline::{PartitionProof, PartitionSource};
@@ -223,6 +225,57 @@ impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
         .map_err(|e| format!("building the StackedCircuit: {e:#}"))
     }
 
+    /// The R1CS matrices of this circuit structure: read from their file in `dir` when it
+    /// holds them, else recorded on every core and written there (ADR 0031).
+    pub(super) fn read_or_record_matrices(
+        &self,
+        seal_proof: RegisteredSealProof,
+        dir: Option<&Path>,
+    ) -> Result<(R1csMatrices, MatricesOrigin), ProverError> {
+        let started = Instant::now();
+        let fail = |message: String| ProverError::Synthesis {
+            partition: 0,
+            message: format!("recording the R1CS matrices: {message}"),
+        };
+        let (nodes, layers, challenges) = self.structure();
+        let id = MatricesId::new(format!(
+            "StackedDrg PoRep partition: {nodes} nodes, {layers} layers, {challenges} challenges"
+        ));
+        let path = dir.map(|dir| {
+            matrices_file::path_in(
+                dir,
+                &format!("porep-{nodes}-nodes-{layers}-layers-{challenges}-challenges"),
+            )
+        });
+        let (matrices, origin) = matrices_file::load_or_record(path.as_deref(), &id, || {
+            // On every core: partition 0's challenges recorded as parts (ADR 0023).
+            let vanilla = self.vanilla(0).map_err(fail)?;
+            R1csMatrices::record_split(vanilla.len(), |challenges| {
+                self.circuit_of(&vanilla[challenges], 0)
+                    .map_err(|e| SynthesisError::IoError(std::io::Error::other(e)))
+            })
+            .map_err(|e| fail(e.to_string()))
+        })?;
+        tracing::info!(
+            proof = %seal_proof_name(seal_proof),
+            nonzeros = matrices.nonzeros(),
+            bytes = %bytesize::ByteSize(matrices.heap_bytes()),
+            seconds = started.elapsed().as_secs_f64(),
+            ?origin,
+            "PoRep R1CS matrices ready for two-pass synthesis"
+        );
+        Ok((matrices, origin))
+    }
+
+    /// What fixes the circuit's structure: nodes, layers, challenges per partition.
+    fn structure(&self) -> (u64, usize, usize) {
+        (
+            self.public_params.graph.size() as u64,
+            self.public_params.num_layers,
+            self.public_params.challenges.num_challenges_per_partition(),
+        )
+    }
+
     /// The job, its matrices recorded (or found) first for two-pass synthesis.
     pub(super) fn into_job(
         mut self,
@@ -231,31 +284,10 @@ impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
         synthesis: SynthesisMode,
     ) -> Result<PorepJob, ProverError> {
         if synthesis == SynthesisMode::Matrices {
-            let key = (
-                self.public_params.graph.size() as u64,
-                self.public_params.num_layers,
-                self.public_params.challenges.num_challenges_per_partition(),
-            );
+            let key = self.structure();
             let (matrices, recorded) = MATRICES.get_or_load(key, || {
-                let started = Instant::now();
-                let fail = |message: String| ProverError::Synthesis {
-                    partition: 0,
-                    message: format!("recording the R1CS matrices: {message}"),
-                };
-                // On every core: partition 0's challenges recorded as parts (ADR 0023).
-                let vanilla = self.vanilla(0).map_err(fail)?;
-                let matrices = R1csMatrices::record_split(vanilla.len(), |challenges| {
-                    self.circuit_of(&vanilla[challenges], 0)
-                        .map_err(|e| SynthesisError::IoError(std::io::Error::other(e)))
-                })
-                .map_err(|e| fail(e.to_string()))?;
-                tracing::info!(
-                    proof = %seal_proof_name(seal_proof),
-                    nonzeros = matrices.nonzeros(),
-                    bytes = %bytesize::ByteSize(matrices.heap_bytes()),
-                    seconds = started.elapsed().as_secs_f64(),
-                    "PoRep R1CS matrices recorded for two-pass synthesis"
-                );
+                let dir = super::matrices_dir();
+                let (matrices, _) = self.read_or_record_matrices(seal_proof, dir.as_deref())?;
                 Ok::<_, ProverError>(Arc::new(matrices))
             })?;
             if !recorded {

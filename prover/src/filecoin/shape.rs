@@ -42,7 +42,8 @@ use super::porep::{PorepJob, StackedPartitions, TreeDomain, Vanilla};
 use super::{RegisteredSealProof, seal_proof_name};
 use crate::circuits::{R1csCounts, count_r1cs};
 use crate::error::ProverError;
-use crate::groth16::SynthesisMode;
+use crate::groth16::matrices_file::MatricesOrigin;
+use crate::groth16::{R1csMatrices, SynthesisMode};
 
 /// What fixes a PoRep partition's circuit structure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -118,6 +119,26 @@ pub fn placeholder_job(
     refuse_non_interactive(placeholder.seal_proof)?;
     let size = u64::from(placeholder.seal_proof.sector_size());
     with_shape!(size, placeholder_shape, placeholder, synthesis)
+}
+
+/// `seal_proof`'s partition matrices in their file in `dir` (ADR 0031): read and checked when
+/// it holds them, else recorded from a placeholder partition (the structure does not depend on
+/// the witness) and written, so that provers sharing `dir` never record them.
+pub fn matrices_in(
+    seal_proof: RegisteredSealProof,
+    dir: &std::path::Path,
+) -> Result<(R1csMatrices, MatricesOrigin), ProverError> {
+    refuse_non_interactive(seal_proof)?;
+    let size = u64::from(seal_proof.sector_size());
+    with_shape!(size, placeholder_matrices, seal_proof, dir)
+}
+
+fn placeholder_matrices<Tree: 'static + MerkleTreeTrait>(
+    seal_proof: RegisteredSealProof,
+    dir: &std::path::Path,
+) -> Result<(R1csMatrices, MatricesOrigin), ProverError> {
+    placeholder_partitions::<Tree>(Placeholder::of(seal_proof))?
+        .read_or_record_matrices(seal_proof, Some(dir))
 }
 
 fn placeholder_shape<Tree: 'static + MerkleTreeTrait>(

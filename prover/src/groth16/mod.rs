@@ -12,7 +12,9 @@ mod split;
 
 pub(crate) use assignment::enforce_input_independence;
 pub use assignment::{Synthesized, synthesize, synthesize_into};
-pub use matrices::{R1csMatrices, synthesize_from_matrices, synthesize_from_matrices_into};
+pub use matrices::{
+    R1csMatrices, file as matrices_file, synthesize_from_matrices, synthesize_from_matrices_into,
+};
 pub use prove::{G2Placement, Started, finalize, prove_start};
 pub use split::synthesize_split_from_matrices_into;
 

@@ -15,6 +15,8 @@ use rayon::prelude::*;
 use super::assignment::{Synthesized, enforce_input_independence};
 use crate::circuits::{CircuitShape, R1csCounts};
 
+pub mod file;
+
 /// Column word: bit 31 marks an input, bits 29-30 the coefficient (+1, -1, or the next stored
 /// one), the low 29 bits the variable's index.
 const INPUT: u32 = 1 << 31;
@@ -29,7 +31,7 @@ const INDEX_MASK: u32 = (1 << KIND_SHIFT) - 1;
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Csr {
     /// Per row: where its columns and its stored coefficients end.
-    row_ends: Vec<(u32, u32)>,
+    row_ends: Vec<[u32; 2]>,
     columns: Vec<u32>,
     coefficients: Vec<Fr>,
 }
@@ -66,7 +68,7 @@ impl Csr {
         );
         match ends {
             (Ok(columns), Ok(coefficients)) => {
-                self.row_ends.push((columns, coefficients));
+                self.row_ends.push([columns, coefficients]);
                 true
             }
             _ => false,
@@ -88,12 +90,12 @@ impl Csr {
                 let first = task * ROWS_PER_TASK;
                 let (mut column, mut stored) = match first.checked_sub(1) {
                     Some(before) => {
-                        let (c, s) = self.row_ends[before];
+                        let [c, s] = self.row_ends[before];
                         (c as usize, s as usize)
                     }
                     None => (0, 0),
                 };
-                for (slot, &(columns_end, coefficients_end)) in slots.iter_mut().zip(row_ends) {
+                for (slot, &[columns_end, coefficients_end]) in slots.iter_mut().zip(row_ends) {
                     let mut acc = Fr::ZERO;
                     for &word in &self.columns[column..columns_end as usize] {
                         let index = (word & INDEX_MASK) as usize;
@@ -132,8 +134,8 @@ impl Csr {
     ) -> bool {
         let (columns_from, stored_from) = match prefix_rows.checked_sub(1) {
             Some(last) => (
-                other.row_ends[last].0 as usize,
-                other.row_ends[last].1 as usize,
+                other.row_ends[last][0] as usize,
+                other.row_ends[last][1] as usize,
             ),
             None => (0, 0),
         };
@@ -159,15 +161,68 @@ impl Csr {
         }
         self.coefficients
             .extend_from_slice(&other.coefficients[stored_from..]);
-        for &(columns_end, stored_end) in &other.row_ends[prefix_rows..] {
+        for &[columns_end, stored_end] in &other.row_ends[prefix_rows..] {
             let ends = (
                 u32::try_from(columns_end as usize - columns_from + base_columns),
                 u32::try_from(stored_end as usize - stored_from + base_stored),
             );
             let (Ok(c), Ok(s)) = ends else { return false };
-            self.row_ends.push((c, s));
+            self.row_ends.push([c, s]);
         }
         true
+    }
+
+    /// Whether this matrix is well formed for `shape` (see [`R1csMatrices::from_parts`]).
+    fn check(&self, shape: CircuitShape) -> Result<(), String> {
+        if self.row_ends.len() != shape.constraints {
+            return Err(format!(
+                "{} rows for {} constraints",
+                self.row_ends.len(),
+                shape.constraints
+            ));
+        }
+        let mut previous = [0u32; 2];
+        for (row, &end) in self.row_ends.iter().enumerate() {
+            if end[0] < previous[0] || end[1] < previous[1] {
+                return Err(format!("row {row} ends before the row above it"));
+            }
+            previous = end;
+        }
+        if previous != [self.columns.len() as u32, self.coefficients.len() as u32] {
+            return Err(format!(
+                "its rows end at {previous:?}, its arrays hold {} columns and {} coefficients",
+                self.columns.len(),
+                self.coefficients.len()
+            ));
+        }
+        let (stored, out_of_range) = self
+            .columns
+            .par_iter()
+            .map(|&word| {
+                let index = (word & INDEX_MASK) as usize;
+                let limit = if word & INPUT == 0 {
+                    shape.aux
+                } else {
+                    shape.inputs
+                };
+                (
+                    usize::from((word >> KIND_SHIFT) & 0b11 == KIND_STORED),
+                    usize::from(index >= limit),
+                )
+            })
+            .reduce(|| (0, 0), |x, y| (x.0 + y.0, x.1 + y.1));
+        if stored != self.coefficients.len() {
+            return Err(format!(
+                "{stored} columns take a stored coefficient, {} are stored",
+                self.coefficients.len()
+            ));
+        }
+        if out_of_range > 0 {
+            return Err(format!(
+                "{out_of_range} columns name a variable past the shape"
+            ));
+        }
+        Ok(())
     }
 
     /// The aux variables this matrix uses, with repeats.
@@ -187,7 +242,7 @@ impl Csr {
     }
 
     fn heap_bytes(&self) -> u64 {
-        (self.row_ends.capacity() * size_of::<(u32, u32)>()
+        (self.row_ends.capacity() * size_of::<[u32; 2]>()
             + self.columns.capacity() * size_of::<u32>()
             + self.coefficients.capacity() * size_of::<Fr>()) as u64
     }
@@ -258,21 +313,34 @@ impl R1csMatrices {
         // The densities follow from the matrices (zero terms are not in them), as the direct
         // synthesis tracks them: A over aux only (inputs are dense in A by construction), B
         // over both.
-        let aux = recorder.aux;
         let shape = CircuitShape {
             constraints: a.row_ends.len(),
-            aux,
+            aux: recorder.aux,
             inputs,
         };
-        Ok(Self {
-            a_aux_density: density(aux, a.aux_columns()),
-            b_input_density: density(inputs, b.input_columns()),
-            b_aux_density: density(aux, b.aux_columns()),
+        Ok(Self::with_densities(a, b, c, shape))
+    }
+
+    fn with_densities(a: Csr, b: Csr, c: Csr, shape: CircuitShape) -> Self {
+        Self {
+            a_aux_density: density(shape.aux, a.aux_columns()),
+            b_input_density: density(shape.inputs, b.input_columns()),
+            b_aux_density: density(shape.aux, b.aux_columns()),
             a,
             b,
             c,
             shape,
-        })
+        }
+    }
+
+    /// Matrices read back from a file: each must have one row per constraint, rows that end
+    /// within its arrays in order, stored coefficients as its columns say, and variables within
+    /// the shape; what is wrong otherwise.
+    fn from_parts(a: Csr, b: Csr, c: Csr, shape: CircuitShape) -> Result<Self, String> {
+        for (name, m) in [("A", &a), ("B", &b), ("C", &c)] {
+            m.check(shape).map_err(|e| format!("matrix {name}: {e}"))?;
+        }
+        Ok(Self::with_densities(a, b, c, shape))
     }
 
     /// Whether two recordings are of the same circuit (tests compare split and whole).
@@ -296,7 +364,7 @@ impl R1csMatrices {
     /// is recorded: what the sizing counts before recording (a 2^27 partition's matrices take
     /// a synthesis to record).
     pub fn predicted_heap_bytes(counts: &R1csCounts) -> u64 {
-        let rows = 3 * counts.constraints as u64 * size_of::<(u32, u32)>() as u64;
+        let rows = 3 * counts.constraints as u64 * size_of::<[u32; 2]>() as u64;
         let columns = counts.nonzeros.iter().sum::<u64>() * size_of::<u32>() as u64;
         let coefficients = counts.stored_coefficients.iter().sum::<u64>() * size_of::<Fr>() as u64;
         let densities = ((2 * counts.aux + counts.inputs) / 8) as u64;

@@ -290,11 +290,12 @@ scenarios = {
                       "pullPolicy": "Always"},
         },
         # The parameter Job in the pool's namespace, filling an existing claim, from a mirror
-        # (a trailing slash), two sizes and two kinds, removed a day after it finishes.
+        # (a trailing slash), two sizes and two kinds, the PoRep matrices recorded too, removed a
+        # day after it finishes.
         "paramsFetch": {
             "enabled": True, "namespace": "proving", "persistentVolumeClaim": "filecoin-proof-parameters",
             "baseUrl": "https://params.example/filecoin/", "sectorSizes": ["2KiB", "32GiB"],
-            "kinds": ["porep", "snap"], "backoffLimit": 10, "ttlSecondsAfterFinished": 86400,
+            "kinds": ["porep", "snap"], "porepMatrices": True, "backoffLimit": 10, "ttlSecondsAfterFinished": 86400,
             "image": {"repository": "registry.example/proofpipe-prover", "tag": "0.1.0-cuda13.0",
                       "pullPolicy": "Always"},
         },
@@ -699,9 +700,11 @@ for scenario, (objects, _) in rendered.items():
         expected_args += ["--sector-size", size]
     for kind in p["kinds"]:
         expected_args += ["--kind", kind]
+    if p.get("porepMatrices"):
+        expected_args += ["--porep-matrices"]
     wanted = hardened(pod, container) | {
         "in paramsFetch.namespace": job["metadata"]["namespace"] == (p["namespace"] or NAMESPACE),
-        "args: params fetch with --base-url, --dir, --sector-size and --kind as configured":
+        "args: params fetch with --base-url, --dir, --sector-size, --kind and --porep-matrices as configured":
             container["args"] == expected_args and "command" not in container,
         "the prover image as configured": container["image"] == f"{image['repository']}:{image.get('tag') or app_version + '-cpu'}"
             and container["imagePullPolicy"] == image["pullPolicy"],

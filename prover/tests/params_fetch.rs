@@ -158,3 +158,71 @@ async fn an_interrupted_download_resumes_and_a_file_with_another_digest_is_refus
     assert!(!fresh.path().join(format!("{first}.partial")).exists());
     assert!(!fresh.path().join(READY_FILE).exists(), "not ready");
 }
+
+/// `params fetch --porep-matrices`: the parameters fetched (here from a file:// mirror), then
+/// each PoRep size's R1CS matrices written beside them; a second run finds both and checks them.
+#[test]
+fn fetch_with_porep_matrices_writes_the_matrices_beside_the_parameters() {
+    let served = tempfile::tempdir().unwrap();
+    let names = required_names(&[ParamKind::Porep], &[2 << 10]).unwrap();
+    let mut manifest = serde_json::Map::new();
+    for (i, name) in names.iter().enumerate() {
+        let path = served.path().join(name);
+        std::fs::write(&path, content(i as u64 + 1, 1 << 16)).unwrap();
+        manifest.insert(
+            name.clone(),
+            serde_json::json!({"cid": "Qm-test", "digest": file_digest(&path).unwrap(), "sector_size": 2048}),
+        );
+    }
+    let manifest_path = served.path().join("parameters.json");
+    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let fetch = || {
+        let out = assert_cmd::Command::cargo_bin("proofpipe-prover")
+            .unwrap()
+            .args([
+                "--log=warn",
+                "params",
+                "fetch",
+                "--sector-size",
+                "2KiB",
+                "--kind",
+                "porep",
+            ])
+            .arg("--base-url")
+            .arg(format!("file://{}", served.path().display()))
+            .arg("--manifest")
+            .arg(&manifest_path)
+            .arg("--dir")
+            .arg(dir.path())
+            .args(["--porep-matrices", "--json"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str::<serde_json::Value>(stdout.lines().last().unwrap()).unwrap()
+    };
+    let first = fetch();
+    assert_eq!(
+        first["matrices"][0]["seal_proof"], "StackedDrg2KiBV1_1",
+        "{first}"
+    );
+    assert_eq!(
+        first["matrices"][0]["origin"], "recorded_and_written",
+        "{first}"
+    );
+    let second = fetch();
+    assert_eq!(second["matrices"][0]["origin"], "read", "{second}");
+    let matrices_files = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy().ends_with(".matrices")
+        })
+        .count();
+    assert_eq!(matrices_files, 1);
+}

@@ -38,6 +38,11 @@ pub struct FetchArgs {
     /// (a mirror of parameters of your own, or the tests' random setups).
     #[arg(long, env = "PROOFPIPE_PARAMS_MANIFEST")]
     manifest: Option<PathBuf>,
+    /// Then record each PoRep sector size's R1CS matrices into the directory too (`params
+    /// matrices`), so that provers mounting it read-only never record them. Needs the memory
+    /// and cores of a recording (32 GiB: ~29 s on 16 cores, 12.3 GiB kept; docs/filecoin.md).
+    #[arg(long)]
+    porep_matrices: bool,
     #[arg(long)]
     json: bool,
 }
@@ -62,12 +67,38 @@ fn fetch(args: FetchArgs) -> Result<ExitCode, ProverError> {
         .build()
         .map_err(ProverError::io("starting the async runtime", &dir))?;
     let done = runtime.block_on(fetch::fetch_all(&args.base_url, &dir, &files))?;
+    let mut matrices_rows = Vec::new();
+    if args.porep_matrices && kinds.contains(&ParamKind::Porep) {
+        for &size in &args.sector_sizes {
+            let proof = fetch::seal_proof_of_size(size)?;
+            let started = Instant::now();
+            let (matrices, origin) = shape::matrices_in(proof, &dir)?;
+            if origin == MatricesOrigin::Recorded {
+                return Err(unwritable(&dir));
+            }
+            matrices_rows.push((
+                filecoin::seal_proof_name(proof),
+                origin,
+                matrices.heap_bytes(),
+                started.elapsed().as_secs_f64(),
+            ));
+        }
+    }
     if args.json {
         let rows: Vec<_> = done
             .iter()
             .map(|(name, outcome)| json!({"file": name, "result": outcome}))
             .collect();
-        println!("{}", json!({"dir": dir, "files": rows}));
+        let matrices: Vec<_> = matrices_rows
+            .iter()
+            .map(|(proof, origin, bytes, seconds)| {
+                json!({"seal_proof": proof, "origin": origin, "heap_bytes": bytes, "seconds": seconds})
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({"dir": dir, "files": rows, "matrices": matrices})
+        );
     } else {
         for (name, outcome) in &done {
             let what = match outcome {
@@ -82,6 +113,13 @@ fn fetch(args: FetchArgs) -> Result<ExitCode, ProverError> {
                 ),
             };
             println!("{name}: {what}");
+        }
+        for (proof, origin, bytes, seconds) in &matrices_rows {
+            println!(
+                "{proof} R1CS matrices: {}, {} in {seconds:.1} s",
+                origin_words(*origin),
+                ByteSize(*bytes)
+            );
         }
         println!(
             "{} files ready in {} ({})",
@@ -121,11 +159,7 @@ fn matrices(args: MatricesArgs) -> Result<ExitCode, ProverError> {
     let seconds = started.elapsed().as_secs_f64();
     let name = filecoin::seal_proof_name(args.seal_proof);
     if origin == MatricesOrigin::Recorded {
-        // Recorded but not written: the warning above says why; the command did not do its job.
-        return Err(ProverError::InvalidArgument {
-            what: "matrices directory",
-            reason: format!("{}: the matrices could not be written there", dir.display()),
-        });
+        return Err(unwritable(&dir));
     }
     if args.json {
         println!(
@@ -135,18 +169,34 @@ fn matrices(args: MatricesArgs) -> Result<ExitCode, ProverError> {
                    "shape": matrices.shape()})
         );
     } else {
-        let what = match origin {
-            MatricesOrigin::Read => "read and checked",
-            _ => "recorded and written",
-        };
         println!(
-            "{name}: R1CS matrices {what} in {seconds:.1} s ({}, {} nonzeros) in {}",
+            "{name}: R1CS matrices {} in {seconds:.1} s ({}, {} nonzeros) in {}",
+            origin_words(origin),
             ByteSize(matrices.heap_bytes()),
             matrices.nonzeros(),
             dir.display()
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn origin_words(origin: MatricesOrigin) -> &'static str {
+    match origin {
+        MatricesOrigin::Read => "read and checked",
+        MatricesOrigin::RecordedAndWritten => "recorded and written",
+        MatricesOrigin::Recorded => "recorded, not written",
+    }
+}
+
+/// Recorded but not written: the warning logged says why; the command did not do its job.
+fn unwritable(dir: &std::path::Path) -> ProverError {
+    ProverError::InvalidArgument {
+        what: "matrices directory",
+        reason: format!(
+            "{}: the R1CS matrices could not be written there (see the warning above)",
+            dir.display()
+        ),
+    }
 }
 
 pub fn run(args: ParamsArgs) -> Result<ExitCode, ProverError> {

@@ -89,32 +89,39 @@ pub struct WantedFile {
     pub digest: String,
 }
 
-/// filecoin-proofs' circuit identifier of `kind` at `sector_size` bytes.
-fn circuit_identifier(kind: ParamKind, sector_size: u64) -> Result<String, ProverError> {
-    let unknown = || ProverError::InvalidArgument {
-        what: "sector size",
-        reason: format!(
-            "{sector_size} bytes is not a Filecoin sector size: use 2KiB, 8MiB, 512MiB, 32GiB or 64GiB"
-        ),
-    };
-    let index = [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30]
+/// Which of Filecoin's sector sizes `sector_size` bytes is (0: 2 KiB ... 4: 64 GiB).
+fn size_index(sector_size: u64) -> Result<usize, ProverError> {
+    [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30]
         .iter()
         .position(|&size| size == sector_size)
-        .ok_or_else(unknown)?;
+        .ok_or_else(|| ProverError::InvalidArgument {
+            what: "sector size",
+            reason: format!(
+                "{sector_size} bytes is not a Filecoin sector size: use 2KiB, 8MiB, 512MiB, 32GiB or 64GiB"
+            ),
+        })
+}
+
+/// The PoRep (v1.1, interactive) of sectors of `sector_size` bytes.
+pub fn seal_proof_of_size(sector_size: u64) -> Result<RegisteredSealProof, ProverError> {
+    use RegisteredSealProof::*;
+    Ok([
+        StackedDrg2KiBV1_1,
+        StackedDrg8MiBV1_1,
+        StackedDrg512MiBV1_1,
+        StackedDrg32GiBV1_1,
+        StackedDrg64GiBV1_1,
+    ][size_index(sector_size)?])
+}
+
+/// filecoin-proofs' circuit identifier of `kind` at `sector_size` bytes.
+fn circuit_identifier(kind: ParamKind, sector_size: u64) -> Result<String, ProverError> {
+    let index = size_index(sector_size)?;
     let named = |action: &'static str| ProverError::filecoin(action);
     match kind {
-        ParamKind::Porep => {
-            use RegisteredSealProof::*;
-            [
-                StackedDrg2KiBV1_1,
-                StackedDrg8MiBV1_1,
-                StackedDrg512MiBV1_1,
-                StackedDrg32GiBV1_1,
-                StackedDrg64GiBV1_1,
-            ][index]
-                .circuit_identifier()
-                .map_err(named("naming the PoRep parameters"))
-        }
+        ParamKind::Porep => seal_proof_of_size(sector_size)?
+            .circuit_identifier()
+            .map_err(named("naming the PoRep parameters")),
         ParamKind::Snap => {
             use RegisteredUpdateProof::*;
             Ok(update_identifier(

@@ -9,6 +9,7 @@
 
 mod conditions;
 mod filecoin;
+pub mod fit;
 mod pipeline;
 mod pod_template;
 mod proof_job;

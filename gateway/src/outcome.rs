@@ -7,8 +7,10 @@ use std::sync::Arc;
 use base64::Engine;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
+use proofpipe_crds::fit::ProverLimits;
 use proofpipe_crds::{ASSIGNED_POD_LABEL, FilecoinProofKind, ProofJob, ProofJobPhase, ProverPool};
 use proofpipe_model::queue::{self, QueueEntry};
+use proofpipe_model::sizing::Fit;
 
 use crate::error::GatewayError;
 use crate::proto::await_proof_response::Status as AwaitStatus;
@@ -147,26 +149,36 @@ fn with_timings(mut response: AwaitProofResponse, job: &ProofJob) -> AwaitProofR
 }
 
 /// Jobs ahead of `job` in its pool's queue (0: next, or already on a prover). `job` need not
-/// be among `jobs` yet (just created, not yet in the cache).
-pub fn queue_position(job: &ProofJob, jobs: &[Arc<ProofJob>]) -> u32 {
+/// be among `jobs` yet (just created, not yet in the cache). Jobs the operator holds because
+/// they cannot fit `pool`'s provers (ADR 0030) are not ahead of anyone.
+pub fn queue_position(job: &ProofJob, pool: Option<&ProverPool>, jobs: &[Arc<ProofJob>]) -> u32 {
     if !job.is_waiting() {
         return 0;
     }
+    let limits = pool.map(ProverLimits::of);
     let name = job.name_any();
     let others = jobs
         .iter()
         .map(Arc::as_ref)
-        .filter(|j| j.name_any() != name);
+        .filter(|j| j.name_any() != name && !is_held(j, limits.as_ref()));
     let order = queue::queue(&job.spec.pool, others.chain([job]));
     let ahead = order.iter().position(|j| j.name_any() == name).unwrap_or(0);
     u32::try_from(ahead).unwrap_or(u32::MAX)
 }
 
-/// How many of `pool_name`'s jobs wait for a prover (`--max-queued` counts these).
-pub fn waiting(pool_name: &str, jobs: &[Arc<ProofJob>]) -> usize {
+/// How many of `pool_name`'s jobs wait for a prover (`--max-queued` counts these), held jobs
+/// not counted: no prover of `pool` will take them, so they hold no prover's place.
+pub fn waiting(pool_name: &str, pool: Option<&ProverPool>, jobs: &[Arc<ProofJob>]) -> usize {
+    let limits = pool.map(ProverLimits::of);
     jobs.iter()
-        .filter(|j| j.spec.pool == pool_name && j.is_waiting())
+        .filter(|j| j.spec.pool == pool_name && j.is_waiting() && !is_held(j, limits.as_ref()))
         .count()
+}
+
+/// Whether the operator holds `job` out of its pool's queue: it cannot fit the pool's provers,
+/// by the same rule the operator applies ([`ProverLimits::fit`]).
+fn is_held(job: &ProofJob, limits: Option<&ProverLimits>) -> bool {
+    limits.is_some_and(|limits| matches!(limits.fit(&job.spec), Fit::TooLarge(_)))
 }
 
 /// The seed engine's name for the kind of work a job does.
@@ -210,6 +222,7 @@ pub fn fleet(pool_name: &str, pool: Option<&ProverPool>, jobs: &[Arc<ProofJob>])
         .map(|&kind| (kind_name(kind), (0, 0)))
         .collect();
     let mut kinds: BTreeMap<String, &'static str> = BTreeMap::new();
+    let limits = pool.map(ProverLimits::of);
     for job in jobs.iter().filter(|j| j.spec.pool == pool_name) {
         let kind = kind_of(job);
         kinds.insert(job.name_any(), kind);
@@ -218,7 +231,7 @@ pub fn fleet(pool_name: &str, pool: Option<&ProverPool>, jobs: &[Arc<ProofJob>])
         match phase {
             Some(ProofJobPhase::Succeeded) => fleet.succeeded += 1,
             Some(ProofJobPhase::Failed) => fleet.failed += 1,
-            _ if job.is_waiting() => counts.0 += 1,
+            _ if job.is_waiting() && !is_held(job, limits.as_ref()) => counts.0 += 1,
             _ if job.labels().contains_key(ASSIGNED_POD_LABEL) => counts.1 += 1,
             _ => {}
         }
@@ -377,7 +390,7 @@ mod tests {
             Arc::new(with_phase(job("done", 0, 0), ProofJobPhase::Succeeded)),
             Arc::new(elsewhere),
         ];
-        assert_eq!(waiting("gpu", &jobs), 2);
+        assert_eq!(waiting("gpu", None, &jobs), 2);
     }
 
     #[test]
@@ -446,15 +459,55 @@ mod tests {
             Arc::new(with_phase(job("done", 100, 1), ProofJobPhase::Succeeded)),
         ];
         // A new NORMAL job waits behind both queued jobs; a CRITICAL one behind none.
-        assert_eq!(queue_position(&job("new", 0, 10), &jobs), 2);
-        assert_eq!(queue_position(&job("critical", 1000, 10), &jobs), 0);
+        assert_eq!(queue_position(&job("new", 0, 10), None, &jobs), 2);
+        assert_eq!(queue_position(&job("critical", 1000, 10), None, &jobs), 0);
         // A job already in the cache is not counted twice.
-        assert_eq!(queue_position(&jobs[0], &jobs), 1);
+        assert_eq!(queue_position(&jobs[0], None, &jobs), 1);
         let mut assigned = job("assigned", 0, 10);
         assigned
             .labels_mut()
             .insert(ASSIGNED_POD_LABEL.into(), "gpu-prover-0".into());
-        assert_eq!(queue_position(&assigned, &jobs), 0);
+        assert_eq!(queue_position(&assigned, None, &jobs), 0);
+    }
+
+    /// 32 GiB PoRep needs ~75.5 GiB of a prover, 32 GiB SnapDeals ~57.2 GiB: with 64 GiB
+    /// provers the operator holds the PoReps (ADR 0030), and the gateway leaves them out.
+    #[test]
+    fn jobs_held_for_not_fitting_the_pool_are_not_in_its_queue() {
+        let pool: ProverPool = serde_json::from_value(serde_json::json!({
+            "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProverPool",
+            "metadata": {"name": "gpu"},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": [
+                {"name": "prover", "resources": {"limits": {"memory": "64Gi"}}}]}}},
+        }))
+        .unwrap();
+        let jobs: Vec<Arc<ProofJob>> = [
+            job("porep-old", 0, 0),
+            job("porep-high", 100, 1),
+            snap_job("snap", 2),
+        ]
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+        assert_eq!(
+            waiting("gpu", None, &jobs),
+            3,
+            "no pool: nothing to judge by"
+        );
+        assert_eq!(waiting("gpu", Some(&pool), &jobs), 1);
+        let new_snap = snap_job("snap-new", 3);
+        assert_eq!(queue_position(&new_snap, None, &jobs), 3);
+        assert_eq!(queue_position(&new_snap, Some(&pool), &jobs), 1);
+        let pending: Vec<u32> = fleet("gpu", Some(&pool), &jobs)
+            .queues
+            .iter()
+            .map(|q| q.pending)
+            .collect();
+        assert_eq!(
+            pending,
+            vec![0, 1, 0, 0],
+            "porep-c2, snap-update, window-post, winning-post"
+        );
     }
 
     #[test]

@@ -258,7 +258,8 @@ impl Gateway {
         let Some(limit) = inner.limits.max_queued else {
             return Ok(());
         };
-        let queued = outcome::waiting(&inner.defaults.pool, &inner.caches.jobs());
+        let pool = inner.caches.pool(&inner.defaults.pool);
+        let queued = outcome::waiting(&inner.defaults.pool, pool.as_deref(), &inner.caches.jobs());
         if queued >= limit {
             inner.metrics.refused_queue_full.inc();
             return Err(GatewayError::QueueFull {
@@ -304,7 +305,11 @@ impl Gateway {
     fn accepted(&self, job: &ProofJob) -> SubmitProofResponse {
         SubmitProofResponse {
             job_id: job.name_any(),
-            queue_position: outcome::queue_position(job, &self.inner.caches.jobs()),
+            queue_position: outcome::queue_position(
+                job,
+                self.inner.caches.pool(&job.spec.pool).as_deref(),
+                &self.inner.caches.jobs(),
+            ),
             assigned_gpu: job
                 .labels()
                 .get(ASSIGNED_POD_LABEL)

@@ -17,7 +17,6 @@ use proofpipe_crds::ProofJob;
 use proofpipe_model::sizing::Fit;
 
 use crate::error::Error;
-use crate::job::fit::ProverLimits;
 use crate::job::state::{JobEvent, JobObservation, ProverProgress, decide, operator_fields};
 use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FINALIZER};
 use crate::pool::prover_pods::{assigned_pod_health, termination as termination_of};
@@ -28,6 +27,7 @@ use crate::runtime::events;
 use crate::runtime::informers::Caches;
 use crate::runtime::metrics::Outcome;
 use crate::runtime::writes::{delete_job, remove_finalizer, set_assigned_pod, set_job_status};
+use proofpipe_crds::fit::ProverLimits;
 
 pub(crate) async fn run(context: Arc<Context>, triggers: UnboundedReceiver<ObjectRef<ProofJob>>) {
     // Every job change triggers its reconcile (the daemons' proofs arrive as status writes,

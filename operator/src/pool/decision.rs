@@ -11,12 +11,12 @@ use kube::ResourceExt;
 use proofpipe_crds::{AutoscalingSpec, AutoscalingStatus, ProofJob, ProverPool};
 
 use crate::job::assignment::{Assignment, assign, busy_pods, idle_ready_pods, urgent_hosts};
-use crate::job::fit::ProverLimits;
 use crate::job::queue::{queue, remaining_partitions};
 use crate::pool::autoscale::{self, AutoscaleDecision, AutoscaleObservation, Demand, Policy};
 use crate::pool::prover_pods::ProverPod;
 use crate::pool::scaling::{PodPlan, plan};
 use crate::pool::status::{self as pool_status, PoolObservation, PoolStatusPlan};
+use proofpipe_crds::fit::ProverLimits;
 use proofpipe_model::sizing::Fit;
 
 /// How often a pool is reconciled with nothing changing, to pick up its provers' reports

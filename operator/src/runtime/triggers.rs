@@ -9,8 +9,8 @@
 use kube::ResourceExt;
 use proofpipe_crds::{ProofJob, ProverPool};
 
-use crate::job::fit::ProverLimits;
 use crate::names::ASSIGNED_POD_LABEL;
+use proofpipe_crds::fit::ProverLimits;
 
 /// What a pool's decisions read from one of its jobs: whether and where it waits or runs,
 /// and in which order it is served.

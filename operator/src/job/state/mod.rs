@@ -26,7 +26,7 @@ pub struct JobObservation<'a> {
     /// Whether the ProverPool named by `spec.pool` exists.
     pub pool_exists: bool,
     /// Why the job cannot fit that pool's provers (the model's message, with what would
-    /// fit), when it cannot ([`crate::job::fit`]): it is held, not queued.
+    /// fit), when it cannot ([`proofpipe_crds::fit`]): it is held, not queued.
     pub does_not_fit: Option<String>,
     /// The pod named by the assigned-pod label, with its health; `None` health when that
     /// pod does not exist.

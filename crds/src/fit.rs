@@ -2,11 +2,10 @@
 //! ([`proofpipe_model::sizing::fit`]) fed from the objects, the job's registered proof and
 //! the memory limit and fixed pipeline counts of the pool's template. A job that cannot fit
 //! is held out of the queue (no prover takes it, the autoscaler does not count it) with a
-//! condition and an Event that say what would fit (ADR 0030).
+//! condition and an Event that say what would fit (ADR 0030). Here, beside the objects, so
+//! that the operator and the gateway (whose queue positions leave held jobs out) decide alike.
 
-use proofpipe_crds::{
-    PROVER_CONTAINER, PipelineOverride, ProofJobSpec, ProverPool, quantity_bytes,
-};
+use crate::{PROVER_CONTAINER, PipelineOverride, ProofJobSpec, ProverPool, quantity_bytes};
 use proofpipe_model::sizing::{Fit, Overrides, fit};
 
 /// What a pool's template gives each of its provers, as far as fitting a job goes: read once

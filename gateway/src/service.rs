@@ -249,17 +249,16 @@ impl Gateway {
     /// Refuses a new job when `--max-queued` jobs of the pool already wait for a prover.
     fn check_room(&self) -> Result<(), GatewayError> {
         let inner = &self.inner;
-        if inner.caches.pool(&inner.defaults.pool).is_none() {
+        let Some(pool) = inner.caches.pool(&inner.defaults.pool) else {
             return Err(GatewayError::PoolMissing {
                 pool: inner.defaults.pool.clone(),
                 namespace: inner.caches.namespace().to_owned(),
             });
-        }
+        };
         let Some(limit) = inner.limits.max_queued else {
             return Ok(());
         };
-        let pool = inner.caches.pool(&inner.defaults.pool);
-        let queued = outcome::waiting(&inner.defaults.pool, pool.as_deref(), &inner.caches.jobs());
+        let queued = outcome::waiting(&inner.defaults.pool, Some(&pool), &inner.caches.jobs());
         if queued >= limit {
             inner.metrics.refused_queue_full.inc();
             return Err(GatewayError::QueueFull {

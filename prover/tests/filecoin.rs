@@ -164,25 +164,18 @@ fn matrices_written_by_params_matrices_prove_a_sealed_sector() {
     let Some(data) = testdata() else { return };
     let dir = tempfile::tempdir().unwrap();
     let write = || {
-        let out = prover()
-            .args([
-                "params",
-                "matrices",
-                "--seal-proof",
-                "2KiB",
-                "--json",
-                "--dir",
-            ])
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        last_json(&stdout)
+        support::json_report(
+            prover()
+                .args([
+                    "params",
+                    "matrices",
+                    "--seal-proof",
+                    "2KiB",
+                    "--json",
+                    "--dir",
+                ])
+                .arg(dir.path()),
+        )
     };
     let first = write();
     assert_eq!(first["origin"], "recorded_and_written", "{first}");
@@ -193,23 +186,16 @@ fn matrices_written_by_params_matrices_prove_a_sealed_sector() {
     let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(files.len(), 1, "one file, no temporary left: {files:?}");
 
-    let out = prover()
-        .env("PROOFPIPE_MATRICES_DIR", dir.path())
-        .arg("prove")
-        .arg("--porep-c1")
-        .arg(&data.c1)
-        .arg("--params-dir")
-        .arg(&data.params)
-        .args(["--synthesis", "matrices", "--verify", "--json"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = support::json_report(
+        prover()
+            .env("PROOFPIPE_MATRICES_DIR", dir.path())
+            .arg("prove")
+            .arg("--porep-c1")
+            .arg(&data.c1)
+            .arg("--params-dir")
+            .arg(&data.params)
+            .args(["--synthesis", "matrices", "--verify", "--json"]),
     );
-    let v = last_json(&stdout);
     assert_eq!(v["verify_seal"], true, "{v}");
     assert_eq!(v["matrices_bytes"], first["heap_bytes"], "{v}");
 }

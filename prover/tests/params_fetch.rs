@@ -19,6 +19,8 @@ use proofpipe_prover::filecoin::fetch::{
 };
 use tower_http::services::ServeDir;
 
+mod support;
+
 /// The `Range` header of every request the server got, by path.
 type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
 
@@ -178,33 +180,26 @@ fn fetch_with_porep_matrices_writes_the_matrices_beside_the_parameters() {
     std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let fetch = || {
-        let out = assert_cmd::Command::cargo_bin("proofpipe-prover")
-            .unwrap()
-            .args([
-                "--log=warn",
-                "params",
-                "fetch",
-                "--sector-size",
-                "2KiB",
-                "--kind",
-                "porep",
-            ])
-            .arg("--base-url")
-            .arg(format!("file://{}", served.path().display()))
-            .arg("--manifest")
-            .arg(&manifest_path)
-            .arg("--dir")
-            .arg(dir.path())
-            .args(["--porep-matrices", "--json"])
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_str::<serde_json::Value>(stdout.lines().last().unwrap()).unwrap()
+        support::json_report(
+            assert_cmd::Command::cargo_bin("proofpipe-prover")
+                .unwrap()
+                .args([
+                    "--log=warn",
+                    "params",
+                    "fetch",
+                    "--sector-size",
+                    "2KiB",
+                    "--kind",
+                    "porep",
+                ])
+                .arg("--base-url")
+                .arg(format!("file://{}", served.path().display()))
+                .arg("--manifest")
+                .arg(&manifest_path)
+                .arg("--dir")
+                .arg(dir.path())
+                .args(["--porep-matrices", "--json"]),
+        )
     };
     let first = fetch();
     assert_eq!(

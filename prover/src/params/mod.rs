@@ -377,20 +377,6 @@ fn write_params(
     header: &ParamsHeader,
     params: &Parameters<Bls12>,
 ) -> Result<(), ProverError> {
-    let dir = path.parent().expect("params paths have a directory");
-    std::fs::create_dir_all(dir).map_err(ProverError::io("creating params directory", dir))?;
-    // A name of its own per writer: provers sharing a params volume may generate the same
-    // file at once, and each must rename only what it wrote itself.
-    let file_name = path.file_name().expect("params paths name a file");
-    let tmp = tempfile::Builder::new()
-        .prefix(file_name)
-        .suffix(".partial")
-        .tempfile_in(dir)
-        .map_err(ProverError::io(
-            "creating a temporary parameters file in",
-            dir,
-        ))?;
-    let tmp_path = tmp.path().to_path_buf();
     let write = |file: &File| -> io::Result<()> {
         let mut w = HashingWriter {
             inner: BufWriter::new(file),
@@ -406,11 +392,30 @@ fn write_params(
         inner.write_all(digest.as_bytes())?;
         inner.into_inner().map_err(|e| e.into_error())?.sync_all()
     };
-    write(tmp.as_file()).map_err(ProverError::io("writing parameters to", &tmp_path))?;
     // Identical contents whoever wins: setup is deterministic per (circuit, size).
+    write_then_rename(path, write)
+}
+
+/// Writes `path` through `write` under a temporary name in its directory (created if need
+/// be), then renames it into place: a crash never leaves a partial file under the real name.
+/// Each writer has a name of its own: provers sharing a volume may write the same file at
+/// once, and each must rename only what it wrote itself.
+pub(crate) fn write_then_rename(
+    path: &Path,
+    write: impl FnOnce(&File) -> io::Result<()>,
+) -> Result<(), ProverError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(ProverError::io("creating the directory", dir))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(path.file_name().unwrap_or_default())
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .map_err(ProverError::io("creating a temporary file in", dir))?;
+    let tmp_path = tmp.path().to_path_buf();
+    write(tmp.as_file()).map_err(ProverError::io("writing", &tmp_path))?;
     tmp.persist(path)
         .map_err(|err| err.error)
-        .map_err(ProverError::io("renaming parameters into place at", path))?;
+        .map_err(ProverError::io("renaming into place at", path))?;
     Ok(())
 }
 

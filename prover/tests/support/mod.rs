@@ -1,5 +1,5 @@
-//! What the prover's Filecoin test files share: finding the test data and comparing two
-//! partitions' R1CS structure. Each test file is its own crate and uses part of this.
+//! What the prover's Filecoin test files share: finding the test data, comparing two
+//! partitions' R1CS structure, running the CLI for its JSON report. Each test file is its own crate and uses part of this.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
@@ -36,4 +36,17 @@ pub fn same_structure(a: &Synthesized, b: &Synthesized) -> bool {
         && a.a_aux_density.bv == b.a_aux_density.bv
         && a.b_input_density.bv == b.b_input_density.bv
         && a.b_aux_density.bv == b.b_aux_density.bv
+}
+
+/// Runs `command`, which must succeed (else its stdout and stderr are shown), and returns the
+/// JSON report on the last line of its stdout.
+pub fn json_report(command: &mut assert_cmd::Command) -> serde_json::Value {
+    let out = command.output().expect("the command runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().expect("a report line")).expect("a JSON report")
 }

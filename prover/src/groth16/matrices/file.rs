@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::{Csr, R1csMatrices};
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
+use crate::params::write_then_rename;
 
 const MAGIC: &[u8; 8] = b"PPR1CS01";
 /// Bumped whenever the encoding of [`Csr`] or of this file changes.
@@ -123,20 +124,6 @@ pub fn load_or_record<E>(
 /// Writes `matrices` to `path` (a temporary name, then renamed) under `id`.
 pub fn write(path: &Path, id: &MatricesId, matrices: &R1csMatrices) -> Result<(), ProverError> {
     let started = Instant::now();
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)
-        .map_err(ProverError::io("creating the R1CS matrices directory", dir))?;
-    let name = path.file_name().unwrap_or_default();
-    // A name of its own per writer: provers sharing a volume may write the same file at once.
-    let tmp = tempfile::Builder::new()
-        .prefix(name)
-        .suffix(".partial")
-        .tempfile_in(dir)
-        .map_err(ProverError::io(
-            "creating a temporary matrices file in",
-            dir,
-        ))?;
-    let tmp_path = tmp.path().to_path_buf();
     let header = header_of(id, matrices);
     let write_all = |file: &File| -> io::Result<()> {
         let mut out = BufWriter::with_capacity(8 << 20, file);
@@ -162,13 +149,7 @@ pub fn write(path: &Path, id: &MatricesId, matrices: &R1csMatrices) -> Result<()
         out.write_all(digest.as_bytes())?;
         out.into_inner().map_err(|e| e.into_error())?.sync_all()
     };
-    write_all(tmp.as_file()).map_err(ProverError::io("writing R1CS matrices to", &tmp_path))?;
-    tmp.persist(path)
-        .map_err(|err| err.error)
-        .map_err(ProverError::io(
-            "renaming R1CS matrices into place at",
-            path,
-        ))?;
+    write_then_rename(path, write_all)?;
     tracing::info!(
         path = %path.display(),
         bytes = %bytesize::ByteSize(matrices.heap_bytes()),
@@ -312,6 +293,13 @@ mod tests {
     use super::*;
     use crate::circuits::CircuitKind;
 
+    /// A scratch directory, the file's path in it, and the id the tests record under.
+    fn scratch() -> (tempfile::TempDir, PathBuf, MatricesId) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_in(dir.path(), "test");
+        (dir, path, MatricesId::new("merkle-sha256 2^10"))
+    }
+
     /// A circuit with stored coefficients (SHA-256's packing) and inputs.
     fn recorded() -> R1csMatrices {
         R1csMatrices::record_circuit(CircuitKind::MerkleSha256.partition(1 << 15, 0, 0).unwrap())
@@ -320,9 +308,7 @@ mod tests {
 
     #[test]
     fn written_matrices_read_back_the_same() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = path_in(dir.path(), "test");
-        let id = MatricesId::new("merkle-sha256 2^10");
+        let (_dir, path, id) = scratch();
         let matrices = recorded();
         let stored = |m: &R1csMatrices| {
             [&m.a, &m.b, &m.c]
@@ -340,9 +326,7 @@ mod tests {
 
     #[test]
     fn load_or_record_records_once_then_reads() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = path_in(dir.path(), "test");
-        let id = MatricesId::new("merkle-sha256 2^10");
+        let (_dir, path, id) = scratch();
         let (first, origin) =
             load_or_record::<ProverError>(Some(&path), &id, || Ok(recorded())).unwrap();
         assert_eq!(origin, MatricesOrigin::RecordedAndWritten);
@@ -359,9 +343,7 @@ mod tests {
 
     #[test]
     fn corrupt_truncated_and_foreign_files_are_refused_and_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = path_in(dir.path(), "test");
-        let id = MatricesId::new("merkle-sha256 2^10");
+        let (_dir, path, id) = scratch();
         let matrices = recorded();
         write(&path, &id, &matrices).unwrap();
         let good = std::fs::read(&path).unwrap();

@@ -11,6 +11,13 @@
 //!   unfinished, is cancelled (its proof is wanted no more); a finished one is kept, with its
 //!   outcome, until its `ttlSecondsAfterFinished`.
 //!
+//! That is the rule for PoRep and SnapDeals ([`AttemptRule::OtherWorkReplaces`]). PoSt ids
+//! are not per sector: curio sends every on-chain partition of a WindowPoSt deadline under one
+//! id (`wdpost-<miner>-<partition_index>-<randomness>`, partition index 0 in each), each with
+//! its own sectors. There the id and the input's digest name the work
+//! ([`AttemptRule::OnePerInput`]): other inputs under the id are other series that run side by
+//! side and never cancel each other; within one input's series the rule above holds.
+//!
 //! Attempt 1 is named as before attempts existed (`submission::job_name`), so the jobs of
 //! earlier gateways are found and a resubmission of the same id after its jobs are gone reuses
 //! the name. ADR 0025.
@@ -95,6 +102,18 @@ impl Replaced {
     }
 }
 
+/// How a request id's submissions of other work relate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptRule {
+    /// Other work under the id replaces the latest attempt (a sector's new C1 output): PoRep
+    /// and SnapDeals, whose ids name a sector.
+    OtherWorkReplaces,
+    /// The id and the input together name the work: other work under the id is a series of
+    /// its own, beside this one. WindowPoSt and WinningPoSt, whose ids name a deadline or an
+    /// epoch, not one partition's sectors.
+    OnePerInput,
+}
+
 /// What to do with a submission.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -109,9 +128,14 @@ pub enum Decision {
 }
 
 /// The decision for a submission whose first attempt is named `first_name`, given the
-/// request id's earlier attempts (any order, any subset: the latest decides).
-pub fn decide(first_name: &str, prior: &[PriorAttempt]) -> Decision {
-    let Some(latest) = prior.iter().max_by_key(|p| p.attempt) else {
+/// request id's earlier attempts (any order, any subset: the latest of the series decides).
+/// Under [`AttemptRule::OnePerInput`] the series is the attempts that prove the same work;
+/// the id's other jobs are left alone.
+pub fn decide(first_name: &str, rule: AttemptRule, prior: &[PriorAttempt]) -> Decision {
+    let series = prior
+        .iter()
+        .filter(|p| rule == AttemptRule::OtherWorkReplaces || p.same_work);
+    let Some(latest) = series.max_by_key(|p| p.attempt) else {
         return Decision::Create {
             attempt: 1,
             job_name: first_name.to_owned(),
@@ -230,6 +254,8 @@ pub fn has_request_key(job: &ProofJob, key: &str) -> bool {
 mod tests {
     use super::*;
 
+    const REPLACES: AttemptRule = AttemptRule::OtherWorkReplaces;
+
     fn prior(attempt: u32, state: AttemptState, same_work: bool) -> PriorAttempt {
         PriorAttempt {
             job_name: attempt_name("porep-1000-1-abc", attempt),
@@ -253,7 +279,7 @@ mod tests {
     #[test]
     fn a_new_request_id_is_attempt_one_under_the_first_name() {
         assert_eq!(
-            decide("porep-1000-1-abc", &[]),
+            decide("porep-1000-1-abc", REPLACES, &[]),
             Decision::Create {
                 attempt: 1,
                 job_name: "porep-1000-1-abc".into(),
@@ -266,7 +292,7 @@ mod tests {
     fn the_same_work_reattaches_while_unfinished_or_succeeded() {
         for state in [AttemptState::Unfinished, AttemptState::Succeeded] {
             assert_eq!(
-                decide("porep-1000-1-abc", &[prior(1, state, true)]),
+                decide("porep-1000-1-abc", REPLACES, &[prior(1, state, true)]),
                 Decision::Reattach {
                     job_name: "porep-1000-1-abc".into()
                 }
@@ -276,7 +302,11 @@ mod tests {
 
     #[test]
     fn the_same_work_after_a_failure_or_a_cancel_is_a_new_attempt() {
-        let decision = decide("porep-1000-1-abc", &[prior(1, AttemptState::Failed, true)]);
+        let decision = decide(
+            "porep-1000-1-abc",
+            REPLACES,
+            &[prior(1, AttemptState::Failed, true)],
+        );
         let (attempt, name, replaces) = created(&decision);
         assert_eq!((attempt, name), (2, "porep-1000-1-abc-a2"));
         let replaces = replaces.unwrap();
@@ -285,6 +315,7 @@ mod tests {
 
         let decision = decide(
             "porep-1000-1-abc",
+            REPLACES,
             &[prior(1, AttemptState::Deleting, true)],
         );
         let (attempt, _, replaces) = created(&decision);
@@ -300,7 +331,7 @@ mod tests {
             (AttemptState::Succeeded, false),
             (AttemptState::Failed, false),
         ] {
-            let decision = decide("porep-1000-1-abc", &[prior(1, state, false)]);
+            let decision = decide("porep-1000-1-abc", REPLACES, &[prior(1, state, false)]);
             let (attempt, _, replaces) = created(&decision);
             assert_eq!(attempt, 2);
             let replaces = replaces.unwrap();
@@ -321,7 +352,7 @@ mod tests {
             prior(2, AttemptState::Failed, true),
         ];
         assert_eq!(
-            decide("porep-1000-1-abc", &history),
+            decide("porep-1000-1-abc", REPLACES, &history),
             Decision::Reattach {
                 job_name: "porep-1000-1-abc-a3".into()
             }
@@ -330,8 +361,68 @@ mod tests {
             prior(2, AttemptState::Failed, true),
             prior(1, AttemptState::Succeeded, true),
         ];
-        let decision = decide("porep-1000-1-abc", &history);
+        let decision = decide("porep-1000-1-abc", REPLACES, &history);
         assert_eq!(created(&decision).0, 3);
+    }
+
+    /// A WindowPoSt deadline's partitions under one id: each input its own series.
+    fn window_prior(
+        name: &str,
+        attempt: u32,
+        state: AttemptState,
+        same_work: bool,
+    ) -> PriorAttempt {
+        PriorAttempt {
+            job_name: attempt_name(name, attempt),
+            attempt,
+            state,
+            same_work,
+        }
+    }
+
+    #[test]
+    fn post_inputs_under_one_id_are_separate_series_that_never_cancel_each_other() {
+        let rule = AttemptRule::OnePerInput;
+        // Partition 1's input, while partition 0's job (same id, other input) is unfinished:
+        // its own first attempt, nothing replaced or cancelled.
+        let others = [
+            window_prior("wdpost-p0-aaa", 1, AttemptState::Unfinished, false),
+            window_prior("wdpost-p2-ccc", 3, AttemptState::Failed, false),
+        ];
+        assert_eq!(
+            decide("wdpost-p1-bbb", rule, &others),
+            Decision::Create {
+                attempt: 1,
+                job_name: "wdpost-p1-bbb".into(),
+                replaces: None
+            }
+        );
+        // The same input again reattaches while unfinished or succeeded, whatever the others.
+        for state in [AttemptState::Unfinished, AttemptState::Succeeded] {
+            let mut history = others.to_vec();
+            history.push(window_prior("wdpost-p1-bbb", 1, state, true));
+            assert_eq!(
+                decide("wdpost-p1-bbb", rule, &history),
+                Decision::Reattach {
+                    job_name: "wdpost-p1-bbb".into()
+                }
+            );
+        }
+        // Its failed attempt's retry proves again, as its own series' next attempt, even
+        // though another input's series is at a higher attempt number.
+        let mut history = others.to_vec();
+        history.push(window_prior("wdpost-p1-bbb", 1, AttemptState::Failed, true));
+        let decision = decide("wdpost-p1-bbb", rule, &history);
+        let (attempt, name, replaces) = created(&decision);
+        assert_eq!((attempt, name), (2, "wdpost-p1-bbb-a2"));
+        let replaces = replaces.unwrap();
+        assert_eq!(replaces.job_name, "wdpost-p1-bbb");
+        assert_eq!(replaces.reason, Reason::PreviousFailed);
+        assert!(!replaces.cancel);
+        // The same history under PoRep's rule would cancel partition 0's job: the bug this
+        // rule exists for.
+        let decision = decide("wdpost-p1-bbb", REPLACES, &others[..1]);
+        assert!(created(&decision).2.unwrap().cancel);
     }
 
     #[test]
@@ -364,7 +455,11 @@ mod tests {
 
     #[test]
     fn replaced_notes_say_what_and_why() {
-        let decision = decide("porep-1000-1-abc", &[prior(1, AttemptState::Failed, false)]);
+        let decision = decide(
+            "porep-1000-1-abc",
+            REPLACES,
+            &[prior(1, AttemptState::Failed, false)],
+        );
         let (_, _, replaces) = created(&decision);
         assert_eq!(
             replaces.unwrap().note(),

@@ -6,6 +6,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use sha2::{Digest, Sha256};
 
+use crate::attempts::AttemptRule;
 use crate::error::GatewayError;
 use crate::proto::{Priority, ProofKind, SubmitProofRequest};
 
@@ -170,6 +171,17 @@ impl Work {
         }
     }
 
+    /// How the request id's submissions of other work relate (ADR 0025): a PoRep's or a
+    /// SnapDeals' id names a sector, so new work under it replaces the old; a PoSt id names a
+    /// deadline or an epoch, under which curio sends each partition's sectors, so each input
+    /// is its own work.
+    pub fn attempt_rule(&self) -> AttemptRule {
+        match self {
+            Self::PoRep { .. } | Self::SnapDeals { .. } => AttemptRule::OtherWorkReplaces,
+            Self::WindowPost { .. } | Self::WinningPost { .. } => AttemptRule::OnePerInput,
+        }
+    }
+
     /// The seed engine's name of the kind (its queue names), also the jobs' kind label.
     pub fn kind_name(&self) -> &'static str {
         match self {
@@ -243,7 +255,7 @@ pub fn plan(
     let input_sha256 = hex(&Sha256::digest(&input));
     Ok(Planned {
         submission: Submission {
-            job_name: job_name(&request_id),
+            job_name: first_job_name(&request_id, work.attempt_rule(), &input_sha256),
             request_id,
             work,
             priority,
@@ -530,6 +542,11 @@ fn priority(value: i32, kind: ProofKind) -> Result<(i32, &'static str), GatewayE
 /// id always names the same job and two ids never share one in practice. At most 53
 /// characters: a DNS label, usable as a label value and in object keys.
 pub fn job_name(request_id: &str) -> String {
+    job_name_with_digest(request_id, &request_key(request_id))
+}
+
+/// `request_id`'s readable part and the first 12 hex digits of `digest`.
+fn job_name_with_digest(request_id: &str, digest: &str) -> String {
     let mut readable = String::with_capacity(NAME_PREFIX_CHARS);
     for c in request_id.chars().flat_map(char::to_lowercase) {
         if readable.len() == NAME_PREFIX_CHARS {
@@ -542,11 +559,24 @@ pub fn job_name(request_id: &str) -> String {
         }
     }
     let readable = readable.trim_end_matches('-');
-    let digest = request_key(request_id);
+    let digest = &digest[..NAME_DIGEST_CHARS.min(digest.len())];
     if readable.is_empty() {
         format!("proof-{digest}")
     } else {
         format!("{readable}-{digest}")
+    }
+}
+
+/// The first attempt's job name of a submission: the request id's [`job_name`] where the id
+/// names the work; where the id and the input do ([`AttemptRule::OnePerInput`]), the same
+/// readable part with a digest of both, so each input under the id has a name of its own.
+pub fn first_job_name(request_id: &str, rule: AttemptRule, input_sha256: &str) -> String {
+    match rule {
+        AttemptRule::OtherWorkReplaces => job_name(request_id),
+        AttemptRule::OnePerInput => job_name_with_digest(
+            request_id,
+            &hex(&Sha256::digest(format!("{request_id}\n{input_sha256}"))),
+        ),
     }
 }
 

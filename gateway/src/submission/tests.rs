@@ -319,6 +319,47 @@ fn the_same_request_id_names_the_same_job_and_different_ids_different_jobs() {
 }
 
 #[test]
+fn a_deadline_s_partitions_under_one_id_get_one_name_per_input() {
+    // curio's WindowPoSt: every partition of a deadline under one id, partition index 0,
+    // each with its own sectors.
+    let id = "wdpost-1000-0-0909090909";
+    let partition = |sector: u8| {
+        let mut request = window(id);
+        request.partition_index = 0;
+        request.vanilla_proofs = vec![vec![sector; 80]];
+        submission(&request)
+    };
+    let (a, b) = (partition(1), partition(2));
+    assert_eq!(a.work.attempt_rule(), AttemptRule::OnePerInput);
+    assert_ne!(a.job_name, b.job_name, "each input its own job");
+    assert_eq!(
+        a.job_name,
+        partition(1).job_name,
+        "the same input, the same job"
+    );
+    assert!(
+        a.job_name.starts_with("wdpost-1000-0-0909090909-"),
+        "{}",
+        a.job_name
+    );
+    assert!(a.job_name.len() <= 53, "{}", a.job_name);
+    assert_eq!(
+        a.job_name,
+        first_job_name(id, AttemptRule::OnePerInput, &a.input_sha256)
+    );
+    // A WinningPoSt likewise; PoRep and SnapDeals keep the id's own name.
+    assert_eq!(
+        submission(&winning("winning-1000-7")).work.attempt_rule(),
+        AttemptRule::OnePerInput
+    );
+    for request in [porep("porep-1000-1"), snap("snap-1000-1")] {
+        let planned = submission(&request);
+        assert_eq!(planned.work.attempt_rule(), AttemptRule::OtherWorkReplaces);
+        assert_eq!(planned.job_name, job_name(&request.request_id));
+    }
+}
+
+#[test]
 fn job_names_are_dns_labels_whatever_the_id() {
     for id in [
         "porep-1000-1",
@@ -329,15 +370,19 @@ fn job_names_are_dns_labels_whatever_the_id() {
         &"x".repeat(300),
         "trailing-",
     ] {
-        let name = job_name(id);
-        assert!(name.len() <= 53, "{name}");
-        assert!(
-            name.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
-            "{name}"
-        );
-        assert!(!name.starts_with('-') && !name.ends_with('-'), "{name}");
-        assert!(!name.contains("--"), "{name}");
+        for name in [
+            job_name(id),
+            first_job_name(id, AttemptRule::OnePerInput, &"ab".repeat(32)),
+        ] {
+            assert!(name.len() <= 53, "{name}");
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{name}"
+            );
+            assert!(!name.starts_with('-') && !name.ends_with('-'), "{name}");
+            assert!(!name.contains("--"), "{name}");
+        }
     }
     assert!(job_name("---").starts_with("proof-"));
 }

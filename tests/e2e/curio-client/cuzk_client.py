@@ -2,8 +2,8 @@
 """A client of cuzk.v1.ProvingEngine that is not proofpipe's: Python grpcio, with stubs
 generated at run time from the vendored upstream .proto (gateway/proto), calling the gateway
 the way curio calls the seed engine (request ids as curio makes them, Prove blocking until the
-proof is ready): a PoRep C2 and, with --snap, a SnapDeals update proof, with --window-post each
-partition of a WindowPoSt (WINDOW_POST_PARTITION, HIGH), with --winning-post a WinningPoSt
+proof is ready): a PoRep C2 and, with --snap, a SnapDeals update proof, with --window-post a
+deadline's partitions at once under one request id (WINDOW_POST_PARTITION, HIGH), with --winning-post a WinningPoSt
 (WINNING_POST, CRITICAL). Prints one JSON object with what it saw; the Rust test
 (tests/e2e/tests/gateway_curio.rs) judges it. Exits non-zero when a call answers other than
 the API promises.
@@ -257,8 +257,6 @@ POST_PROOF_NUMBERS = {
     "StackedDrgWinning2KiBV1": 0,
     "StackedDrgWindow2KiBV1_2": 10,
 }
-# filecoin-proofs' WINDOW_POST_SECTOR_COUNT at 2 KiB.
-WINDOW_SECTORS_2KIB = 2
 
 
 def post_request(pb, post, request_id, kind, priority, proofs, partition_index=0):
@@ -276,23 +274,39 @@ def post_request(pb, post, request_id, kind, priority, proofs, partition_index=0
 
 
 def prove_window_post(engine, pb, auth, args, seen):
-    """Each partition of a WindowPoSt, the way curio's window task asks for one: its sectors'
-    vanilla proofs, the deadline's randomness and the partition index, HIGH, Prove blocking.
-    Writes each partition's proof and its one-partition input (for the verifier)."""
+    """A WindowPoSt deadline the way curio's window tasks ask for it: one task per on-chain
+    partition, all at once, each sending its own sectors' vanilla proofs with partition index
+    0 and the deadline's randomness under the same request id
+    (wdpost-<miner>-<partition_index>-<randomness>), HIGH, Prove blocking. Here each of the
+    test WindowPoSt's sectors is a partition of its own. Writes each partition's proof and its
+    one-partition input (for the verifier); then sends partition 1 again, after it finished."""
     with open(args.window_post) as f:
         post = json.load(f)
     proofs = post["vanilla_proofs"]
+    request_id = f"wdpost-{args.miner}-0-{base64.b64decode(post['randomness']).hex()}"
+    requests = [
+        post_request(pb, post, request_id, pb.WINDOW_POST_PARTITION, pb.HIGH, [sector], 0)
+        for sector in proofs
+    ]
+    results = [None] * len(requests)
+
+    def prove(k):
+        results[k] = engine.Prove(
+            pb.ProveRequest(submit=requests[k]), metadata=auth, timeout=1800
+        ).result
+
+    threads = [threading.Thread(target=prove, args=(k,)) for k in range(len(requests))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seen["window_post_request_id"] = request_id
     seen["window_post"] = []
-    for k in range(0, (len(proofs) + WINDOW_SECTORS_2KIB - 1) // WINDOW_SECTORS_2KIB):
-        sectors = proofs[k * WINDOW_SECTORS_2KIB : (k + 1) * WINDOW_SECTORS_2KIB]
-        request = post_request(
-            pb, post, f"wdpost-{args.miner}-0-{k}", pb.WINDOW_POST_PARTITION, pb.HIGH, sectors, k
-        )
-        result = engine.Prove(pb.ProveRequest(submit=request), metadata=auth, timeout=1800).result
+    for k, result in enumerate(results):
         out = f"{args.window_post_out}-{k}"
         with open(out, "wb") as f:
             f.write(result.proof)
-        partition = dict(post, vanilla_proofs=sectors, partition_index=k)
+        partition = dict(post, vanilla_proofs=[proofs[k]], partition_index=0)
         with open(f"{out}.json", "w") as f:
             json.dump(partition, f)
         seen["window_post"].append(
@@ -303,6 +317,14 @@ def prove_window_post(engine, pb, auth, args, seen):
                 "proof_bytes": len(result.proof),
             }
         )
+    # curio's task retried after its Prove returned (a restart, a lost answer): the same
+    # partition again reattaches to its finished job and gets the same proof.
+    again = engine.Prove(pb.ProveRequest(submit=requests[1]), metadata=auth, timeout=1800).result
+    seen["window_post_again"] = {
+        "job": again.job_id,
+        "status": pb.AwaitProofResponse.Status.Name(again.status),
+        "same_proof": again.proof == results[1].proof,
+    }
 
 
 def prove_winning_post(engine, pb, auth, args, seen):

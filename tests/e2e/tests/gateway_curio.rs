@@ -6,9 +6,11 @@
 //! it gets back. Then it Proves the 2 KiB test sector's SnapDeals update as curio's
 //! ProveUpdateCuzk does (raw commitments, one vanilla proof per partition), and
 //! `verify_empty_sector_update_proof` (`proofpipe-prover snap-verify`) accepts that proof.
-//! Then it Proves each partition of the test WindowPoSt as curio's window task does (one
-//! `WINDOW_POST_PARTITION` per partition, HIGH) and a WinningPoSt (`WINNING_POST`, CRITICAL),
-//! and `verify_window_post` / `verify_winning_post` accept every proof.
+//! Then it Proves a WindowPoSt deadline's partitions as curio's window tasks do (each sector of
+//! the test WindowPoSt a partition: all at once, under the deadline's one request id, partition
+//! index 0, HIGH; none cancels another, and one sent again after it finished reattaches) and a
+//! WinningPoSt (`WINNING_POST`, CRITICAL), and `verify_window_post` / `verify_winning_post`
+//! accept every proof.
 //! A second test sends curio's WinningPoSt while the pool's one prover proves a long PoRep
 //! (answered first, ADR 0026), then SIGKILLs the gateway during a `Prove` and restarts it
 //! (the same request id gets the same job's proof, proved once).
@@ -371,18 +373,26 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
         seen["snap_proof_bytes"], 192,
         "one partition at 2 KiB: {seen}"
     );
-    // The test WindowPoSt has two partitions of two sectors: one job each.
+    // The test WindowPoSt's three sectors as three partitions of one deadline, sent at once
+    // under one request id: a job each, every one proved (none cancelled another).
     let window = seen["window_post"].as_array().expect("window_post");
-    assert_eq!(window.len(), 2, "{seen}");
+    assert_eq!(window.len(), 3, "{seen}");
     for partition in window {
         assert_eq!(partition["status"], "COMPLETED", "{seen}");
         assert_eq!(partition["proof_bytes"], 192, "one partition: {seen}");
     }
+    let window_jobs: std::collections::BTreeSet<_> =
+        window.iter().map(|p| p["job"].as_str().unwrap()).collect();
+    assert_eq!(window_jobs.len(), 3, "a job per partition: {seen}");
+    // Sent again after it finished: the same job, the same proof.
+    assert_eq!(seen["window_post_again"]["status"], "COMPLETED", "{seen}");
+    assert_eq!(seen["window_post_again"]["job"], window[1]["job"], "{seen}");
+    assert_eq!(seen["window_post_again"]["same_proof"], true, "{seen}");
     assert_eq!(seen["winning_post"]["status"], "COMPLETED", "{seen}");
     assert_eq!(seen["winning_post"]["proof_bytes"], 192, "{seen}");
     assert_eq!(
-        seen["completed"], 6,
-        "the PoRep, its retried twin, the SnapDeals, two WindowPoSt partitions and the \
+        seen["completed"], 7,
+        "the PoRep, its retried twin, the SnapDeals, three WindowPoSt partitions and the \
          WinningPoSt (the failed one does not count): {seen}"
     );
     assert_eq!(seen["gpus"].as_array().map(Vec::len), Some(1), "{seen}");
@@ -467,7 +477,27 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
     assert_verify_seal(&c1, &proof_path, &params);
     assert_verify_seal(&c1, &proof_path.with_extension("retry"), &params);
     assert_verify_snap(&snap, &snap_proof_path, &params);
-    for k in 0..2 {
+    let deadline = seen["window_post_request_id"].as_str().unwrap();
+    let of_deadline = jobs
+        .iter()
+        .filter(|job| {
+            job.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(REQUEST_ID_ANNOTATION))
+                .is_some_and(|id| id == deadline)
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(of_deadline.len(), 3, "three jobs under the deadline's id");
+    assert!(
+        of_deadline
+            .iter()
+            .all(|job| job.metadata.deletion_timestamp.is_none()
+                && job.status.as_ref().and_then(|s| s.phase)
+                    == Some(proofpipe_crds::ProofJobPhase::Succeeded)),
+        "no partition of the deadline was cancelled"
+    );
+    for k in 0..3 {
         let proof = work.path().join(format!("window-post-{k}"));
         assert_verify_post(&proof.with_extension("json"), &proof, &params);
     }

@@ -98,6 +98,7 @@ def registered_metrics():
         "prover/src/pipeline/tracker.rs": "",
         "prover/src/daemon/metrics.rs": "",
         "operator/src/runtime/metrics.rs": "proofpipe_operator_",
+        "gateway/src/metrics.rs": "proofpipe_gateway_",
     }
     for path, prefix in sources.items():
         text = Path(path).read_text()

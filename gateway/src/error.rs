@@ -53,7 +53,7 @@ pub enum GatewayError {
 
     #[error(
         "ProverPool {pool} does not exist in namespace {namespace}: create it, or start the \
-         gateway with --pool naming one that does"
+         gateway with --pool routing this kind to one that does"
     )]
     PoolMissing { pool: String, namespace: String },
 

@@ -6,6 +6,7 @@ use kube::api::ObjectMeta;
 use proofpipe_crds::{FilecoinProofKind, FilecoinWork, InputRef, ProofJob, ProofJobSpec};
 
 use crate::attempts::Replaced;
+use crate::routes::PoolRoutes;
 use crate::submission::{Submission, Work, request_key};
 
 /// `app.kubernetes.io/managed-by` of the jobs the gateway creates.
@@ -30,8 +31,8 @@ pub const PRIORITY_ANNOTATION: &str = "proofpipe.dev/cuzk-priority";
 /// How the gateway's jobs are made.
 #[derive(Clone, Debug)]
 pub struct JobDefaults {
-    /// The ProverPool that proves them.
-    pub pool: String,
+    /// The ProverPool that proves each kind.
+    pub pools: PoolRoutes,
     /// `spec.backoffLimit`.
     pub backoff_limit: i32,
     /// `spec.ttlSecondsAfterFinished`: finished jobs (and then their inputs) are removed after
@@ -81,7 +82,7 @@ pub fn proof_job(
             ..ObjectMeta::default()
         },
         spec: ProofJobSpec {
-            pool: defaults.pool.clone(),
+            pool: defaults.pools.pool_of(&submission.work).to_owned(),
             filecoin: Some(filecoin_work(submission, input_url)),
             circuit: None,
             constraints: None,
@@ -171,7 +172,7 @@ mod tests {
 
     fn defaults() -> JobDefaults {
         JobDefaults {
-            pool: "gpu".into(),
+            pools: PoolRoutes::single("gpu"),
             backoff_limit: 3,
             ttl_seconds_after_finished: Some(3600),
         }

@@ -5,6 +5,7 @@
 //! - [`submission`]: a SubmitProof request to the job it becomes (pure);
 //! - [`attempts`]: which job a request id's submission goes to (pure);
 //! - [`job_spec`]: that job as a ProofJob (pure);
+//! - [`routes`]: which ProverPool proves each kind (pure);
 //! - [`outcome`]: a job's state as AwaitProof's answer, queue positions, GetStatus (pure);
 //! - [`cache`], [`artifacts`], [`service`], [`server`]: the I/O edges.
 
@@ -15,7 +16,9 @@ pub mod cache;
 pub mod error;
 pub mod job_spec;
 pub mod metrics;
+pub mod observe;
 pub mod outcome;
+pub mod routes;
 pub mod server;
 pub mod service;
 pub mod submission;

@@ -10,6 +10,7 @@ use clap::{Parser, ValueEnum};
 use proofpipe_gateway::GatewayError;
 use proofpipe_gateway::auth::{Auth, Token};
 use proofpipe_gateway::job_spec::JobDefaults;
+use proofpipe_gateway::routes::PoolRoutes;
 use proofpipe_gateway::server::{self, Config};
 use proofpipe_gateway::service::Limits;
 
@@ -33,9 +34,18 @@ struct Args {
     #[arg(long, env = "POD_NAMESPACE")]
     namespace: Option<String>,
 
-    /// The ProverPool that proves the submitted proofs.
-    #[arg(long, env = "PROOFPIPE_GATEWAY_POOL")]
-    pool: String,
+    /// The ProverPools that prove the submitted proofs: `NAME` proves every kind not routed
+    /// elsewhere, `KIND=NAME` one kind (porep-c2, snap-update, window-post, winning-post);
+    /// repeat the flag, or separate values with commas. E.g. `--pool gpu-big --pool
+    /// winning-post=gpu-warm --pool window-post=gpu-warm`: PoSt to a warm pool, the rest to
+    /// one that scales from zero.
+    #[arg(
+        long,
+        env = "PROOFPIPE_GATEWAY_POOL",
+        value_delimiter = ',',
+        required = true
+    )]
+    pool: Vec<String>,
 
     /// Where submitted inputs (C1 outputs, SnapDeals inputs) are stored for the provers:
     /// `s3://bucket/prefix` (with the gateway's and the provers' `AWS_*` environment) or
@@ -138,6 +148,8 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), GatewayError> {
+    let pools = PoolRoutes::parse(&args.pool)?;
+    tracing::info!(pools = %pools.describe(), "routing proofs by kind");
     let auth = match (&args.token_file, args.allow_unauthenticated) {
         (Some(path), _) => Auth::Token(Token::watch(path)?),
         (None, true) => {
@@ -160,7 +172,7 @@ async fn run(args: Args) -> Result<(), GatewayError> {
     let config = Config {
         namespace,
         defaults: JobDefaults {
-            pool: args.pool,
+            pools,
             backoff_limit: args.backoff_limit,
             ttl_seconds_after_finished: (args.job_ttl_seconds > 0).then_some(args.job_ttl_seconds),
         },

@@ -177,7 +177,7 @@ pub fn waiting(pool_name: &str, pool: Option<&ProverPool>, jobs: &[Arc<ProofJob>
 
 /// Whether the operator holds `job` out of its pool's queue: it cannot fit the pool's provers,
 /// by the same rule the operator applies ([`ProverLimits::fit`]).
-fn is_held(job: &ProofJob, limits: Option<&ProverLimits>) -> bool {
+pub(crate) fn is_held(job: &ProofJob, limits: Option<&ProverLimits>) -> bool {
     limits.is_some_and(|limits| matches!(limits.fit(&job.spec), Fit::TooLarge(_)))
 }
 
@@ -193,7 +193,7 @@ pub fn kind_of(job: &ProofJob) -> &'static str {
 }
 
 /// The kinds GetStatus always lists a queue for, empty or not: those the gateway serves.
-const SERVED_KINDS: &[ProofKind] = &[
+pub(crate) const SERVED_KINDS: &[ProofKind] = &[
     ProofKind::PorepSealCommit,
     ProofKind::SnapDealsUpdate,
     ProofKind::WindowPostPartition,
@@ -214,14 +214,49 @@ pub struct Fleet {
     pub loaded_parameters: Vec<String>,
 }
 
-/// The fleet of `pool_name` from the cached pool and jobs.
-pub fn fleet(pool_name: &str, pool: Option<&ProverPool>, jobs: &[Arc<ProofJob>]) -> Fleet {
+/// The fleet of the gateway's pools (each by name, with its cached object if it exists) from
+/// the cached jobs: their provers in the order given, each kind's queue over all of them.
+pub fn fleet(pools: &[(&str, Option<&ProverPool>)], jobs: &[Arc<ProofJob>]) -> Fleet {
     let mut fleet = Fleet::default();
     let mut queues: BTreeMap<&'static str, (u32, u32)> = SERVED_KINDS
         .iter()
         .map(|&kind| (kind_name(kind), (0, 0)))
         .collect();
     let mut kinds: BTreeMap<String, &'static str> = BTreeMap::new();
+    let mut loaded = std::collections::BTreeSet::new();
+    for &(pool_name, pool) in pools {
+        add_pool(
+            &mut fleet,
+            &mut queues,
+            &mut kinds,
+            &mut loaded,
+            pool_name,
+            pool,
+            jobs,
+        );
+    }
+    fleet.queues = queues
+        .into_iter()
+        .map(|(kind, (pending, in_progress))| QueueStatus {
+            proof_kind: kind.to_owned(),
+            pending,
+            in_progress,
+        })
+        .collect();
+    fleet.loaded_parameters = loaded.into_iter().collect();
+    fleet
+}
+
+/// One pool's jobs and provers into the fleet's counts.
+fn add_pool(
+    fleet: &mut Fleet,
+    queues: &mut BTreeMap<&'static str, (u32, u32)>,
+    kinds: &mut BTreeMap<String, &'static str>,
+    loaded: &mut std::collections::BTreeSet<String>,
+    pool_name: &str,
+    pool: Option<&ProverPool>,
+    jobs: &[Arc<ProofJob>],
+) {
     let limits = pool.map(ProverLimits::of);
     for job in jobs.iter().filter(|j| j.spec.pool == pool_name) {
         let kind = kind_of(job);
@@ -236,19 +271,11 @@ pub fn fleet(pool_name: &str, pool: Option<&ProverPool>, jobs: &[Arc<ProofJob>])
             _ => {}
         }
     }
-    fleet.queues = queues
-        .into_iter()
-        .map(|(kind, (pending, in_progress))| QueueStatus {
-            proof_kind: kind.to_owned(),
-            pending,
-            in_progress,
-        })
-        .collect();
     let provers = pool
         .and_then(|p| p.status.as_ref())
         .and_then(|s| s.provers.as_ref());
-    let mut loaded = std::collections::BTreeSet::new();
-    for (ordinal, prover) in provers.into_iter().flatten().enumerate() {
+    for prover in provers.into_iter().flatten() {
+        let ordinal = fleet.gpus.len();
         loaded.extend(prover.resident_parameters.iter().flatten().cloned());
         let devices = prover
             .gpu
@@ -273,8 +300,6 @@ pub fn fleet(pool_name: &str, pool: Option<&ProverPool>, jobs: &[Arc<ProofJob>])
             vram_free_bytes: bytes(|d| d.free_bytes),
         });
     }
-    fleet.loaded_parameters = loaded.into_iter().collect();
-    fleet
 }
 
 #[cfg(test)]
@@ -498,7 +523,7 @@ mod tests {
         let new_snap = snap_job("snap-new", 3);
         assert_eq!(queue_position(&new_snap, None, &jobs), 3);
         assert_eq!(queue_position(&new_snap, Some(&pool), &jobs), 1);
-        let pending: Vec<u32> = fleet("gpu", Some(&pool), &jobs)
+        let pending: Vec<u32> = fleet(&[("gpu", Some(&pool))], &jobs)
             .queues
             .iter()
             .map(|q| q.pending)
@@ -548,7 +573,7 @@ mod tests {
             ]}
         }))
         .unwrap();
-        let fleet = fleet("gpu", Some(&pool), &jobs);
+        let fleet = fleet(&[("gpu", Some(&pool))], &jobs);
         assert_eq!(
             fleet.queues,
             vec![
@@ -600,9 +625,50 @@ mod tests {
         );
         assert!(empty.queues.iter().all(|q| q.pending == 0));
         assert!(empty.gpus.is_empty());
+
+        // Two pools (PoRep on "gpu", PoSt on "cpu"): both pools' provers, numbered in turn,
+        // and each pool's jobs in their kinds' queues.
+        let warm: ProverPool = serde_json::from_value(serde_json::json!({
+            "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProverPool",
+            "metadata": {"name": "cpu"},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "prover"}]}}},
+            "status": {"provers": [
+                {"pod": "cpu-prover-0", "phase": "Idle",
+                 "buffers": {"synthesizing": 0, "queued": 0, "gpu": 0, "finalizing": 0},
+                 "residentParameters": ["StackedDrgWinning32GiBV1"],
+                 "estimatedBytes": 0, "proofsCompleted": 0, "lastReport": "2027-01-15T08:00:00Z"}
+            ]}
+        }))
+        .unwrap();
+        let both = super::fleet(&[("cpu", Some(&warm)), ("gpu", Some(&pool))], &jobs);
+        let names: Vec<_> = both
+            .gpus
+            .iter()
+            .map(|g| (g.ordinal, g.name.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (0, "cpu-prover-0"),
+                (1, "gpu-prover-0"),
+                (2, "gpu-prover-1")
+            ]
+        );
+        assert_eq!(
+            both.queues[0].pending, 3,
+            "the other pool's PoRep counts too"
+        );
+        assert_eq!(
+            both.loaded_parameters,
+            [
+                "StackedDrg32GiBV1",
+                "StackedDrg32GiBV1_1",
+                "StackedDrgWinning32GiBV1"
+            ]
+        );
     }
 
     fn fleet_of_nothing() -> Fleet {
-        fleet("gpu", None, &[])
+        fleet(&[("gpu", None)], &[])
     }
 }

@@ -77,7 +77,13 @@ pub async fn serve(
     let grpc_addr = grpc_listener.local_addr().unwrap_or(grpc);
     let http_addr = http_listener.local_addr().unwrap_or(http);
 
-    let caches = Caches::start(client.clone(), &config.namespace).await;
+    let finished_metrics = metrics.clone();
+    let caches = Caches::start(client.clone(), &config.namespace, move |job| {
+        if let Some(finished) = crate::observe::finished_job(job) {
+            finished_metrics.job_finished(&finished);
+        }
+    })
+    .await;
     let (stop, stopping) = watch::channel(false);
     let gateway = Gateway::new(
         Api::namespaced(client, &config.namespace),
@@ -85,7 +91,7 @@ pub async fn serve(
         artifacts,
         config.defaults,
         config.limits,
-        metrics.clone(),
+        metrics,
         stopping,
     );
     started(&Running {
@@ -95,11 +101,12 @@ pub async fn serve(
     });
     tracing::info!(%grpc_addr, %http_addr, namespace = %config.namespace, "serving cuzk.v1.ProvingEngine");
 
+    let scraped = gateway.clone();
     let app = Router::new()
         .route(
             "/metrics",
             get(move || {
-                let text = metrics.render();
+                let text = scraped.render_metrics();
                 async move { ([("content-type", "text/plain; version=0.0.4")], text) }
             }),
         )

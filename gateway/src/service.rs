@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
 use object_store::PutPayload;
-use proofpipe_crds::{ASSIGNED_POD_LABEL, FilecoinWork, ProofJob, ProofJobPhase};
+use proofpipe_crds::{ASSIGNED_POD_LABEL, FilecoinWork, ProofJob, ProofJobPhase, ProverPool};
 use rand_core::{OsRng, RngCore};
 use tokio::sync::watch;
 use tonic::{Request, Response, Status};
@@ -19,6 +19,7 @@ use crate::cache::Caches;
 use crate::error::GatewayError;
 use crate::job_spec::{JobDefaults, filecoin_work, proof_job};
 use crate::metrics::{AwaitingGuard, Metrics};
+use crate::observe;
 use crate::outcome::{self, JobView, Outcome};
 use crate::proto::proving_engine_server::ProvingEngine;
 use crate::proto::{
@@ -93,6 +94,33 @@ impl Gateway {
         &self.inner.metrics
     }
 
+    /// The metrics in Prometheus' text format, the queue gauges read from the caches now.
+    pub fn render_metrics(&self) -> String {
+        let inner = &self.inner;
+        let cached = self.routed_pools();
+        let pools: Vec<_> = cached
+            .iter()
+            .map(|(name, pool)| (*name, pool.as_deref()))
+            .collect();
+        let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::now(),
+        );
+        inner
+            .metrics
+            .set_queues(&observe::queue_gauges(&pools, &inner.caches.jobs(), &now));
+        inner.metrics.render()
+    }
+
+    /// Every pool the gateway routes to, with its cached object if it exists.
+    fn routed_pools(&self) -> Vec<(&str, Option<Arc<ProverPool>>)> {
+        let inner = &self.inner;
+        let pools = inner.defaults.pools.pools();
+        pools
+            .into_iter()
+            .map(|name| (name, inner.caches.pool(name)))
+            .collect()
+    }
+
     pub fn caches(&self) -> &Caches {
         &self.inner.caches
     }
@@ -121,9 +149,11 @@ impl Gateway {
         // Where the input is stored is no part of the work.
         let work = filecoin_work(&submission, String::new());
         let mut prior = self.cached_attempts(&submission, &work);
+        let rule = submission.work.attempt_rule();
+        let pool = inner.defaults.pools.pool_of(&submission.work).to_owned();
 
         for _ in 0..ATTEMPT_RACES {
-            let (attempt, job_name, replaces) = match attempts::decide(&first_name, &prior) {
+            let (attempt, job_name, replaces) = match attempts::decide(&first_name, rule, &prior) {
                 Decision::Reattach { job_name } => {
                     if let Some(job) = self.read_job(&job_name).await? {
                         inner.metrics.duplicate_submissions.inc();
@@ -139,7 +169,7 @@ impl Gateway {
                     replaces,
                 } => (attempt, job_name, replaces),
             };
-            self.check_room()?;
+            self.check_room(&pool)?;
             submission.job_name = job_name;
             let url = inner
                 .artifacts
@@ -246,25 +276,29 @@ impl Gateway {
             .collect()
     }
 
-    /// Refuses a new job when `--max-queued` jobs of the pool already wait for a prover.
-    fn check_room(&self) -> Result<(), GatewayError> {
+    /// Refuses a new job when `--max-queued` jobs of its pool already wait for a prover.
+    fn check_room(&self, pool_name: &str) -> Result<(), GatewayError> {
         let inner = &self.inner;
-        let Some(pool) = inner.caches.pool(&inner.defaults.pool) else {
+        let Some(pool) = inner.caches.pool(pool_name) else {
             return Err(GatewayError::PoolMissing {
-                pool: inner.defaults.pool.clone(),
+                pool: pool_name.to_owned(),
                 namespace: inner.caches.namespace().to_owned(),
             });
         };
         let Some(limit) = inner.limits.max_queued else {
             return Ok(());
         };
-        let queued = outcome::waiting(&inner.defaults.pool, Some(&pool), &inner.caches.jobs());
+        let queued = outcome::waiting(pool_name, Some(&pool), &inner.caches.jobs());
         if queued >= limit {
-            inner.metrics.refused_queue_full.inc();
+            inner
+                .metrics
+                .refused_queue_full
+                .with_label_values(&[pool_name])
+                .inc();
             return Err(GatewayError::QueueFull {
                 queued,
                 limit,
-                pool: inner.defaults.pool.clone(),
+                pool: pool_name.to_owned(),
             });
         }
         Ok(())
@@ -417,11 +451,12 @@ impl Gateway {
 
     fn status(&self) -> GetStatusResponse {
         let inner = &self.inner;
-        let fleet = outcome::fleet(
-            &inner.defaults.pool,
-            inner.caches.pool(&inner.defaults.pool).as_deref(),
-            &inner.caches.jobs(),
-        );
+        let cached = self.routed_pools();
+        let pools: Vec<_> = cached
+            .iter()
+            .map(|(name, pool)| (*name, pool.as_deref()))
+            .collect();
+        let fleet = outcome::fleet(&pools, &inner.caches.jobs());
         GetStatusResponse {
             gpus: fleet.gpus,
             // The sets the provers report keeping loaded (each loads one on its first job
@@ -551,7 +586,7 @@ impl ProvingEngine for Gateway {
         _request: Request<GetMetricsRequest>,
     ) -> Result<Response<GetMetricsResponse>, Status> {
         let started = Instant::now();
-        let text = self.inner.metrics.render();
+        let text = self.render_metrics();
         self.finish(
             "GetMetrics",
             started,

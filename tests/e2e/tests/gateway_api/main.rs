@@ -8,6 +8,7 @@
 //! limit, are in [`attempts`].
 
 mod attempts;
+mod post;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -27,6 +28,7 @@ use proofpipe_gateway::proto::{
     AwaitProofRequest, AwaitProofResponse, CancelProofRequest, GetMetricsRequest, GetStatusRequest,
     PreloadSrsRequest, Priority, ProofKind, ProveRequest, SubmitProofRequest,
 };
+use proofpipe_gateway::routes::PoolRoutes;
 use proofpipe_gateway::server::{self, Config};
 use proofpipe_gateway::service::{Gateway, Limits};
 use tokio::sync::oneshot;
@@ -50,6 +52,11 @@ impl Harness {
         Self::start_with(test, max_message_bytes, with_pool, false, Limits::default()).await
     }
 
+    /// Serving `routes`, with every pool they name.
+    async fn start_routed(test: &str, routes: PoolRoutes) -> Option<Self> {
+        Self::start_full(test, 256 << 20, Some(routes), false, Limits::default()).await
+    }
+
     /// With `tls`, a self-signed certificate for `localhost` is made and served
     /// (`tls/cert.pem` in the artifacts directory).
     async fn start_with(
@@ -59,11 +66,29 @@ impl Harness {
         tls: bool,
         limits: Limits,
     ) -> Option<Self> {
+        let routes = with_pool.then(|| PoolRoutes::single(POOL));
+        Self::start_full(test, max_message_bytes, routes, tls, limits).await
+    }
+
+    /// `routes`: the gateway's routes, and every pool they name made; `None`: every kind to
+    /// [`POOL`], which is not made.
+    async fn start_full(
+        test: &str,
+        max_message_bytes: usize,
+        routes: Option<PoolRoutes>,
+        tls: bool,
+        limits: Limits,
+    ) -> Option<Self> {
         let namespace = TestNamespace::create(test).await?;
-        if with_pool {
+        let pools: Vec<String> = routes
+            .iter()
+            .flat_map(|r| r.pools())
+            .map(str::to_owned)
+            .collect();
+        for name in &pools {
             let pool: ProverPool = serde_json::from_value(serde_json::json!({
                 "apiVersion": "proofpipe.dev/v1alpha1", "kind": "ProverPool",
-                "metadata": {"name": POOL},
+                "metadata": {"name": name},
                 "spec": {"replicas": 0, "template": {"spec": {"containers": [
                     {"name": "prover", "image": "proofpipe-prover:e2e"}]}}},
             }))
@@ -71,7 +96,7 @@ impl Harness {
             namespace
                 .api::<ProverPool>()
                 .patch(
-                    POOL,
+                    name,
                     &PatchParams::apply("test").force(),
                     &Patch::Apply(&pool),
                 )
@@ -91,7 +116,7 @@ impl Harness {
         let config = Config {
             namespace: namespace.name.clone(),
             defaults: JobDefaults {
-                pool: POOL.into(),
+                pools: routes.unwrap_or_else(|| PoolRoutes::single(POOL)),
                 backoff_limit: 3,
                 ttl_seconds_after_finished: None,
             },
@@ -122,9 +147,9 @@ impl Harness {
             .unwrap();
         });
         let (gateway, grpc) = running.await.expect("the gateway started");
-        if with_pool {
+        for name in &pools {
             eventually("the pool in the gateway's cache", || {
-                gateway.caches().pool(POOL).is_some()
+                gateway.caches().pool(name).is_some()
             })
             .await;
         }

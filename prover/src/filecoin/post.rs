@@ -213,8 +213,11 @@ impl PostInput {
 
     /// Parses the JSON of this module's documentation. curio's request in proto3's JSON
     /// mapping reads the same: field names in lowerCamelCase (`registeredProof`), 64-bit numbers
-    /// as decimal strings, and `partitionIndex` left out when it is 0 (then
-    /// `proofKind: WINDOW_POST_PARTITION` says it is partition 0, not a whole WindowPoSt).
+    /// as decimal strings, and every field at its zero value left out, as proto3 defines it. A
+    /// request (one with `proofKind`) therefore reads a missing `registeredProof`, `minerId` or
+    /// `partitionIndex` as 0 (`registeredProof` 0 is StackedDrgWinning2KiBV1; `partitionIndex`
+    /// 0 with `WINDOW_POST_PARTITION` is partition 0, not a whole WindowPoSt) and missing
+    /// `vanillaProofs` or `randomness` as empty.
     pub fn parse(bytes: &[u8]) -> Result<Self, ProverError> {
         let v: Value = serde_json::from_slice(bytes).map_err(|e| {
             bad(format!(
@@ -231,8 +234,20 @@ impl PostInput {
                 .or_else(|| obj.get(&snake_to_camel(name)))
                 .filter(|v| !v.is_null())
         };
-        let field =
-            |name: &str| get(name).ok_or_else(|| bad(format!("the field {name:?} is missing")));
+        // curio's request (it has a proof kind) follows proto3: a field left out is its zero.
+        let request = get("proof_kind").is_some();
+        let (zero, empty_list, empty_bytes) =
+            (Value::from(0u64), Value::Array(Vec::new()), Value::from(""));
+        let field = |name: &str| {
+            let default = match name {
+                "vanilla_proofs" => &empty_list,
+                "randomness" => &empty_bytes,
+                _ => &zero,
+            };
+            get(name)
+                .or(request.then_some(default))
+                .ok_or_else(|| bad(format!("the field {name:?} is missing")))
+        };
         let number = |name: &str, v: &Value| -> Result<u64, ProverError> {
             v.as_u64()
                 .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
@@ -274,7 +289,8 @@ impl PostInput {
                 expected_kind.1
             )));
         }
-        let (prover_id, miner_id) = match (get("miner_id"), get("prover_id")) {
+        let miner_id = get("miner_id").or((request && get("prover_id").is_none()).then_some(&zero));
+        let (prover_id, miner_id) = match (miner_id, get("prover_id")) {
             (Some(_), Some(_)) => {
                 return Err(bad("give miner_id or prover_id, not both"));
             }

@@ -123,6 +123,56 @@ fn curios_request_in_proto3_json_reads_the_same() {
 }
 
 #[test]
+fn proto3_json_leaves_zero_fields_out_and_they_read_as_zero() {
+    // A 2 KiB WinningPoSt as proto3 JSON writes it: registeredProof 0
+    // (StackedDrgWinning2KiBV1) and partitionIndex 0 are left out.
+    let winning = br#"{"requestId": "winning-1000-7", "proofKind": "WINNING_POST",
+        "priority": "CRITICAL", "vanillaProofs": ["AQID"], "minerId": "1000",
+        "randomness": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="}"#;
+    let parsed = PostInput::parse(winning).unwrap();
+    assert_eq!(
+        parsed.post_proof,
+        RegisteredPoStProof::StackedDrgWinning2KiBV1
+    );
+    assert_eq!(parsed.partition_index, None);
+    assert_eq!(parsed.miner_id, Some(1000));
+    // Miner f00: minerId 0 left out too.
+    let f00 = String::from_utf8_lossy(winning).replace(r#""minerId": "1000","#, "");
+    assert_eq!(PostInput::parse(f00.as_bytes()).unwrap().miner_id, Some(0));
+    // Left-out repeated and bytes fields are empty: refused for what they are, not as missing.
+    let err = |text: &str| PostInput::parse(text.as_bytes()).unwrap_err().to_string();
+    let no_randomness = String::from_utf8_lossy(winning).replace(
+        r#""randomness": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=""#,
+        r#""requestId2": 1"#,
+    );
+    assert!(
+        err(&no_randomness).contains("randomness has 0 bytes"),
+        "{}",
+        err(&no_randomness)
+    );
+    let no_proofs = String::from_utf8_lossy(winning).replace(r#""vanillaProofs": ["AQID"],"#, "");
+    assert!(
+        PostInput::parse(no_proofs.as_bytes())
+            .unwrap()
+            .vanilla_proofs
+            .is_empty()
+    );
+    // A WINDOW_POST_PARTITION without registeredProof is the zero, a WinningPoSt proof:
+    // refused as the kind mismatch it is.
+    let window = String::from_utf8_lossy(winning).replace("WINNING_POST", "WINDOW_POST_PARTITION");
+    assert!(
+        err(&window).contains("is a WinningPoSt proof"),
+        "{}",
+        err(&window)
+    );
+    // Our own file (no proofKind) still names what is missing.
+    assert!(
+        err(r#"{"miner_id": 1, "randomness": "", "vanilla_proofs": []}"#)
+            .contains("\"registered_proof\" is missing")
+    );
+}
+
+#[test]
 fn bad_vanilla_proofs_are_refused_before_proving() {
     let e = |input: &PostInput| prepare(input).err().unwrap().to_string();
     let input = input();

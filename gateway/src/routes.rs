@@ -49,12 +49,13 @@ impl PoolRoutes {
             match value.split_once('=') {
                 None => {
                     check_pool_name(value, value)?;
-                    if let Some(first) = default.replace(value) {
+                    if let Some(first) = default {
                         return Err(GatewayError::invalid(format!(
                             "--pool: two default pools, {first} and {value}: give one NAME, and \
                              KIND=NAME for the kinds that go elsewhere"
                         )));
                     }
+                    default = Some(value);
                 }
                 Some((kind, pool)) => {
                     let (kind, pool) = (kind.trim(), pool.trim());

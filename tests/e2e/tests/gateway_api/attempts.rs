@@ -288,7 +288,7 @@ async fn a_full_queue_refuses_new_work_but_answers_resubmissions() {
             .gateway
             .metrics()
             .render()
-            .contains("proofpipe_gateway_refused_queue_full_total 1")
+            .contains(r#"proofpipe_gateway_refused_queue_full_total{pool="gpu"} 1"#)
     );
     harness.namespace.delete().await;
 }

@@ -32,12 +32,13 @@ pub use pod_template::{
     USER_PROVER_ENV,
 };
 pub use proof_job::{
-    AttemptFailure, CIRCUIT_MIN_CONSTRAINTS, CIRCUITS, MAX_CONSTRAINTS, MAX_PARTITIONS,
-    MAX_STATUS_PUBLIC_INPUTS, MIN_CONSTRAINTS, PartitionProof, ProofJob, ProofJobPhase,
-    ProofJobSpec, ProofJobStatus, ProverFailure, StageSeconds, circuit_min_constraints,
+    AttemptFailure, CIRCUIT_MIN_CONSTRAINTS, CIRCUITS, GPU_LOST_REASON, MAX_CONSTRAINTS,
+    MAX_PARTITIONS, MAX_STATUS_PUBLIC_INPUTS, MIN_CONSTRAINTS, PartitionProof, ProofJob,
+    ProofJobPhase, ProofJobSpec, ProofJobStatus, ProverFailure, StageSeconds,
+    circuit_min_constraints,
 };
 pub use prover_pool::{
-    AutoscalingSpec, AutoscalingStatus, GpuDeviceReport, GpuReport, MAX_POOL_NAME,
+    AutoscalingSpec, AutoscalingStatus, GpuDeviceReport, GpuLoss, GpuReport, MAX_POOL_NAME,
     POOL_NAME_PATTERN, PipelineSizing, PipelineSpec, ProverPhase, ProverPool, ProverPoolSpec,
     ProverPoolStatus, ProverStatus, StageBuffers, default_progress_deadline_seconds,
 };

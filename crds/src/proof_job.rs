@@ -362,7 +362,8 @@ pub struct ProofJobStatus {
     pub assigned_pods: Option<Vec<String>>,
 
     /// Attempts that failed (the prover pod failed, was lost or deleted); `spec.backoffLimit`
-    /// bounds these, as batch/v1 Job's does. A suspension is not a failure.
+    /// bounds these, as batch/v1 Job's does. A suspension is not a failure, nor is an attempt
+    /// whose prover lost its GPU (`GpuLost`), unless the attempt before it ended the same way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<i32>,
 
@@ -535,8 +536,10 @@ pub struct ProverFailure {
     pub attempt: i32,
     /// A CamelCase reason: `InvalidInput` (the input can never prove: fix it and submit
     /// again), `DoesNotFit` (the pool's provers have too little memory for it), `Stalled` (no
-    /// progress within the pool's `progressDeadlineSeconds`), or a transient one such as
-    /// `StorageUnavailable`, `ParametersUnavailable`, `ProvingError`.
+    /// progress within the pool's `progressDeadlineSeconds`), `GpuLost` (the prover's GPU
+    /// failed in a way that means the device is gone: the job is handed back, not charged to
+    /// its `backoffLimit`), or a transient one such as `StorageUnavailable`,
+    /// `ParametersUnavailable`, `ProvingError`.
     pub reason: String,
     /// What went wrong and what to do about it.
     pub message: String,
@@ -544,6 +547,17 @@ pub struct ProverFailure {
     pub permanent: bool,
     /// When the prover gave up.
     pub time: Time,
+}
+
+/// The [`ProverFailure::reason`] of a prover whose GPU was lost mid-job.
+pub const GPU_LOST_REASON: &str = "GpuLost";
+
+impl ProverFailure {
+    /// Whether the attempt ended because the prover lost its GPU: a disruption of the prover,
+    /// not a failure of the job (the input played no part in it).
+    pub fn is_gpu_lost(&self) -> bool {
+        self.reason == GPU_LOST_REASON
+    }
 }
 
 /// The proof of one partition.

@@ -343,6 +343,11 @@ pub struct ProverStatus {
     /// The GPU stage's backend and devices, as the prover found them when it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuReport>,
+    /// Set once the prover's GPU failed mid-job in a way that means the device is gone (an
+    /// uncorrectable ECC error, fallen off the bus, a poisoned CUDA context): the prover takes
+    /// no more work (the operator assigns it none) until its pod is replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_lost: Option<GpuLoss>,
     /// The Filecoin parameter sets the prover keeps loaded between jobs, by registered proof
     /// (e.g. `StackedDrg32GiBV1_1`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -373,6 +378,19 @@ impl GpuReport {
     pub fn on_cpu(&self) -> bool {
         self.backend == Self::CPU
     }
+}
+
+/// A GPU a prover lost mid-job.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuLoss {
+    /// The CUDA device ordinal.
+    pub device: i32,
+    /// The error, as the CUDA runtime named it, e.g. `GPU 0 is lost: CUDA running the
+    /// quotient failed with cudaErrorECCUncorrectable (error 214): ...`.
+    pub message: String,
+    /// When the prover saw it.
+    pub time: Time,
 }
 
 /// One GPU of a prover.

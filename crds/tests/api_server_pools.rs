@@ -349,6 +349,13 @@ async fn prover_pool_status_and_scale_subresource() {
             last_progress_time: Some(now()),
             proofs_completed: 17,
             gpu: None,
+            gpu_lost: Some(proofpipe_crds::GpuLoss {
+                device: 0,
+                message: "GPU 0 is lost: CUDA running the quotient failed with \
+                          cudaErrorECCUncorrectable (error 214)"
+                    .into(),
+                time: now(),
+            }),
             resident_parameters: None,
             last_report: now(),
         }]),

@@ -66,12 +66,9 @@ fn check(what: &'static str, device: usize, e: sppark::Error) -> Result<(), Kern
     if e.code == 0 {
         Ok(())
     } else {
-        Err(KernelError::Cuda {
-            what,
-            device,
-            code: e.code,
-            message: e.to_string(),
-        })
+        // A device that is gone (or a poisoned context) is told apart from an error of
+        // this call: the prover then stops taking work instead of failing job after job.
+        Err(KernelError::cuda(what, device, e.code, e.to_string()))
     }
 }
 

@@ -19,7 +19,7 @@ pub use ec_gpu_gen::multiexp_cpu::DensityTracker;
 pub use cpu::CpuBackend;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaBackend;
-pub use error::KernelError;
+pub use error::{DEVICE_LOST_ERRORS, KernelError, device_lost};
 pub(crate) use gather::used_exponents_map;
 pub use host_memory::{
     EvalAlloc, Evaluations, HostPool, evaluations, heap_evaluations, into_std_vec,

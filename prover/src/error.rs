@@ -63,6 +63,15 @@ pub enum ProverError {
     Synthesis { partition: u32, message: String },
     #[error("proving partition {partition} failed: {message}")]
     Proving { partition: u32, message: String },
+    /// The GPU stage met a CUDA error that means the device is gone
+    /// ([`proofpipe_kernels::device_lost`]): not the partition's fault, and nothing more can
+    /// be proved on that GPU in this process.
+    #[error("proving partition {partition} failed: {message}")]
+    GpuLost {
+        partition: u32,
+        device: usize,
+        message: String,
+    },
     #[error("partition {partition} produced a proof that does not verify")]
     ProofInvalid { partition: u32 },
     #[error("job {job} was cancelled")]
@@ -83,6 +92,12 @@ pub enum ProverError {
          node), or unset PROOFPIPE_REQUIRE_GPU in the pool's template to prove on the CPU"
     )]
     NoGpu { message: String },
+    #[error(
+        "{message}; PROOFPIPE_REQUIRE_GPU is set, so the prover exits after handing its jobs \
+         back and its pod is replaced. If provers on this node keep losing their GPU, check \
+         the node (nvidia-smi, Xid errors in the kernel log) and cordon it"
+    )]
+    RequiredGpuLost { message: String },
     #[error("{action}: {source}")]
     Kube {
         action: String,
@@ -159,6 +174,9 @@ pub enum FailureClass {
     ProvingError,
     /// The prover made no progress within its deadline (or did not stop when cancelled).
     Stalled,
+    /// The prover's GPU is gone (ADR 0032): the job is handed back, not charged to its
+    /// `backoffLimit`, and the prover takes no more work.
+    GpuLost,
 }
 
 impl FailureClass {
@@ -171,6 +189,7 @@ impl FailureClass {
             Self::ParametersUnavailable => "ParametersUnavailable",
             Self::ProvingError => "ProvingError",
             Self::Stalled => "Stalled",
+            Self::GpuLost => proofpipe_crds::GPU_LOST_REASON,
         }
     }
 
@@ -181,6 +200,30 @@ impl FailureClass {
 }
 
 impl ProverError {
+    /// A backend's error in partition `partition`'s GPU stage or finalize:
+    /// [`ProverError::GpuLost`] when it says the GPU is gone, else [`ProverError::Proving`].
+    pub fn kernel(partition: u32, error: &proofpipe_kernels::KernelError) -> Self {
+        match error.lost_gpu() {
+            Some(device) => ProverError::GpuLost {
+                partition,
+                device,
+                message: error.to_string(),
+            },
+            None => ProverError::Proving {
+                partition,
+                message: error.to_string(),
+            },
+        }
+    }
+
+    /// The GPU this error says is lost, if it says so.
+    pub fn lost_gpu(&self) -> Option<usize> {
+        match self {
+            ProverError::GpuLost { device, .. } => Some(*device),
+            _ => None,
+        }
+    }
+
     /// Adds what was being done, and to which path, to an I/O error.
     pub fn io(
         action: &'static str,
@@ -239,6 +282,7 @@ impl ProverError {
             | ProverError::CorruptParams { .. }
             | ProverError::CorruptMatrices { .. }
             | ProverError::ParamsGeneration { .. } => FailureClass::ParametersUnavailable,
+            ProverError::GpuLost { .. } => FailureClass::GpuLost,
             _ => FailureClass::ProvingError,
         }
     }
@@ -259,5 +303,35 @@ impl ProverError {
             | ProverError::Sizing(_) => 2,
             _ => 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proofpipe_kernels::KernelError;
+
+    use super::*;
+
+    #[test]
+    fn a_lost_gpu_is_a_class_of_its_own_and_an_error_of_the_call_is_a_proving_error() {
+        let lost = ProverError::kernel(
+            3,
+            &KernelError::cuda("running the quotient", 1, 719, "x".into()),
+        );
+        assert_eq!(lost.lost_gpu(), Some(1));
+        assert_eq!(lost.failure_class(), FailureClass::GpuLost);
+        assert_eq!(lost.failure_class().reason(), "GpuLost");
+        assert!(!lost.failure_class().is_permanent());
+        assert!(
+            lost.to_string()
+                .starts_with("proving partition 3 failed: GPU 1 is lost"),
+            "{lost}"
+        );
+        let call = ProverError::kernel(
+            3,
+            &KernelError::cuda("uploading base points", 1, 2, "x".into()),
+        );
+        assert_eq!(call.lost_gpu(), None);
+        assert_eq!(call.failure_class(), FailureClass::ProvingError);
     }
 }

@@ -1,11 +1,11 @@
-//! Which queued jobs go to which prover pods now: one job per idle prover, Ready pods only;
-//! and urgent work (PoSt) that finds no idle prover goes beside a busy prover's long job, one
-//! urgent job per prover (ADR 0026).
+//! Which queued jobs go to which prover pods now: one job per idle prover, Ready pods only,
+//! never a prover that reports its GPU lost (ADR 0032); and urgent work (PoSt) that finds no
+//! idle prover goes beside a busy prover's long job, one urgent job per prover (ADR 0026).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use kube::ResourceExt;
-use proofpipe_crds::ProofJob;
+use proofpipe_crds::{ProofJob, ProverStatus};
 
 use crate::names::ASSIGNED_POD_LABEL;
 use crate::pool::prover_pods::{PodHealth, ProverPod};
@@ -25,22 +25,43 @@ pub fn busy_pods<'a>(jobs: impl IntoIterator<Item = &'a ProofJob>) -> BTreeSet<S
         .collect()
 }
 
-/// Ready pods with no job, current-template pods first (an outdated pod that takes a job
-/// delays its replacement), then lowest ordinal first (so work packs onto the pods that are
-/// kept longest when the pool scales down).
-pub fn idle_ready_pods<'a>(pods: &'a [ProverPod], busy: &BTreeSet<String>) -> Vec<&'a ProverPod> {
+/// Provers whose pool entry says they lost their GPU (`gpuLost`): they take no work until
+/// their pod is replaced, Ready or not (a pod stays Ready until its readiness probe fails).
+pub fn out_of_rotation<'a>(
+    reports: impl IntoIterator<Item = &'a ProverStatus>,
+) -> BTreeSet<String> {
+    reports
+        .into_iter()
+        .filter(|report| report.gpu_lost.is_some())
+        .map(|report| report.pod.clone())
+        .collect()
+}
+
+/// Ready pods with no job and in rotation, current-template pods first (an outdated pod that
+/// takes a job delays its replacement), then lowest ordinal first (so work packs onto the
+/// pods that are kept longest when the pool scales down).
+pub fn idle_ready_pods<'a>(
+    pods: &'a [ProverPod],
+    busy: &BTreeSet<String>,
+    out: &BTreeSet<String>,
+) -> Vec<&'a ProverPod> {
     let mut idle: Vec<&ProverPod> = pods
         .iter()
         .filter(|pod| pod.health == PodHealth::Ready && !busy.contains(&pod.name))
+        .filter(|pod| !out.contains(&pod.name))
         .collect();
     idle.sort_by_key(|pod| (pod.outdated, pod.ordinal.is_none(), pod.ordinal, &pod.name));
     idle
 }
 
-/// Ready pods that may take one urgent job beside the job they prove: each has exactly one
-/// unfinished job assigned, and it is not urgent (a prover proves at most one urgent job
-/// beside one other). Same order as [`idle_ready_pods`].
-pub fn urgent_hosts<'a>(pods: &'a [ProverPod], jobs: &[ProofJob]) -> Vec<&'a ProverPod> {
+/// Ready pods in rotation that may take one urgent job beside the job they prove: each has
+/// exactly one unfinished job assigned, and it is not urgent (a prover proves at most one
+/// urgent job beside one other). Same order as [`idle_ready_pods`].
+pub fn urgent_hosts<'a>(
+    pods: &'a [ProverPod],
+    jobs: &[ProofJob],
+    out: &BTreeSet<String>,
+) -> Vec<&'a ProverPod> {
     // Per pod: its unfinished jobs, and whether one is urgent.
     let mut load: BTreeMap<&str, (usize, bool)> = BTreeMap::new();
     for job in jobs.iter().filter(|job| !is_finished(job)) {
@@ -52,7 +73,7 @@ pub fn urgent_hosts<'a>(pods: &'a [ProverPod], jobs: &[ProofJob]) -> Vec<&'a Pro
     }
     let mut hosts: Vec<&ProverPod> = pods
         .iter()
-        .filter(|pod| pod.health == PodHealth::Ready)
+        .filter(|pod| pod.health == PodHealth::Ready && !out.contains(&pod.name))
         .filter(|pod| load.get(pod.name.as_str()) == Some(&(1, false)))
         .collect();
     hosts.sort_by_key(|pod| (pod.outdated, pod.ordinal.is_none(), pod.ordinal, &pod.name));
@@ -115,7 +136,7 @@ mod tests {
 
         let busy = busy_pods(&jobs);
         assert_eq!(busy, BTreeSet::from(["gpu-prover-0".to_owned()]));
-        let idle = idle_ready_pods(&pods, &busy);
+        let idle = idle_ready_pods(&pods, &busy, &BTreeSet::new());
         let queue = queue("gpu", &jobs);
         let decided: Vec<(String, String)> = assign(&queue, &idle)
             .into_iter()
@@ -136,7 +157,7 @@ mod tests {
             crate::pool::prover_pods::tests::outdated_prover(0, PodHealth::Ready),
             prover(5, PodHealth::Ready),
         ];
-        let idle: Vec<&str> = idle_ready_pods(&pods, &BTreeSet::new())
+        let idle: Vec<&str> = idle_ready_pods(&pods, &BTreeSet::new(), &BTreeSet::new())
             .iter()
             .map(|pod| pod.name.as_str())
             .collect();
@@ -147,7 +168,53 @@ mod tests {
     fn nothing_is_assigned_without_an_idle_ready_pod() {
         let jobs = [job("waiting", 0, 0)];
         let pods = [prover(0, PodHealth::Starting)];
-        let idle = idle_ready_pods(&pods, &BTreeSet::new());
+        let idle = idle_ready_pods(&pods, &BTreeSet::new(), &BTreeSet::new());
         assert!(assign(&queue("gpu", &jobs), &idle).is_empty());
+    }
+
+    #[test]
+    fn a_prover_that_lost_its_gpu_takes_no_work_though_ready_and_idle() {
+        let entry = |pod: &str, lost: bool| ProverStatus {
+            gpu_lost: lost.then(|| proofpipe_crds::GpuLoss {
+                device: 0,
+                message: "GPU 0 is lost".into(),
+                time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+                ),
+            }),
+            ..serde_json::from_value(serde_json::json!({
+                "pod": pod, "phase": "Idle", "buffers": {
+                    "synthesizing": 0, "queued": 0, "gpu": 0, "finalizing": 0,
+                },
+                "estimatedBytes": 0, "proofsCompleted": 0,
+                "lastReport": "2026-01-01T00:00:00Z",
+            }))
+            .unwrap()
+        };
+        let reports = [entry("gpu-prover-0", true), entry("gpu-prover-1", false)];
+        let out = out_of_rotation(&reports);
+        assert_eq!(out, BTreeSet::from(["gpu-prover-0".to_owned()]));
+
+        let pods = [prover(0, PodHealth::Ready), prover(1, PodHealth::Ready)];
+        let jobs = [job("first", 0, 0), job("second", 0, 1)];
+        let idle = idle_ready_pods(&pods, &BTreeSet::new(), &out);
+        let decided: Vec<(String, String)> = assign(&queue("gpu", &jobs), &idle)
+            .into_iter()
+            .map(|a| (a.job.name_any(), a.pod.name.clone()))
+            .collect();
+        assert_eq!(decided, [("first".into(), "gpu-prover-1".into())]);
+
+        // Nor urgent work beside a job it still holds.
+        let mut held = job("held", 0, 0);
+        held.labels_mut()
+            .insert(ASSIGNED_POD_LABEL.into(), "gpu-prover-0".into());
+        assert!(urgent_hosts(&pods, &[held.clone()], &out).is_empty());
+        assert_eq!(
+            urgent_hosts(&pods, &[held], &BTreeSet::new())
+                .iter()
+                .map(|pod| pod.name.as_str())
+                .collect::<Vec<_>>(),
+            ["gpu-prover-0"]
+        );
     }
 }

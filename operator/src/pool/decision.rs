@@ -10,7 +10,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use proofpipe_crds::{AutoscalingSpec, AutoscalingStatus, ProofJob, ProverPool};
 
-use crate::job::assignment::{Assignment, assign, busy_pods, idle_ready_pods, urgent_hosts};
+use crate::job::assignment::{
+    Assignment, assign, busy_pods, idle_ready_pods, out_of_rotation, urgent_hosts,
+};
 use crate::job::queue::{queue, remaining_partitions};
 use crate::pool::autoscale::{self, AutoscaleDecision, AutoscaleObservation, Demand, Policy};
 use crate::pool::prover_pods::ProverPod;
@@ -85,8 +87,14 @@ pub fn decide<'a>(input: &PoolInput<'a>) -> PoolDecision<'a> {
     };
     let pod_plan = plan(&name, replicas, provers, &busy);
 
-    // Pods about to be deleted are not offered work; jobs in their retry delay wait.
-    let offered: Vec<&ProverPod> = idle_ready_pods(provers, &busy)
+    // Pods about to be deleted are not offered work, nor provers that lost their GPU; jobs in
+    // their retry delay wait.
+    let out = out_of_rotation(
+        pool.status
+            .iter()
+            .flat_map(|status| status.provers.iter().flatten()),
+    );
+    let offered: Vec<&ProverPod> = idle_ready_pods(provers, &busy, &out)
         .into_iter()
         .filter(|pod| !pod_plan.deletes(&pod.name))
         .collect();
@@ -103,7 +111,7 @@ pub fn decide<'a>(input: &PoolInput<'a>) -> PoolDecision<'a> {
         .filter(|job| job.spec.is_urgent())
         .filter(|job| !assignments.iter().any(|a| std::ptr::eq(a.job, *job)))
         .collect();
-    let hosts: Vec<&ProverPod> = urgent_hosts(provers, jobs)
+    let hosts: Vec<&ProverPod> = urgent_hosts(provers, jobs, &out)
         .into_iter()
         .filter(|pod| !pod_plan.deletes(&pod.name))
         .collect();

@@ -3,7 +3,9 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::jiff::Timestamp;
-use proofpipe_crds::{AutoscalingStatus, ProofJob, ProverPoolStatus, ProverStatus};
+use proofpipe_crds::{
+    AutoscalingStatus, GPU_LOST_REASON, ProofJob, ProverPoolStatus, ProverStatus,
+};
 
 use crate::conditions::{DesiredCondition, settle};
 use crate::job::queue::remaining_partitions;
@@ -57,7 +59,8 @@ pub const SCHEDULABLE_CONDITION: &str = "ProversSchedulable";
 /// False while some prover pods still run an earlier template.
 pub const UP_TO_DATE_CONDITION: &str = "ProversUpToDate";
 
-/// False while a prover of a pool that requests GPUs found none usable and proves on the CPU.
+/// False while a prover of a pool that requests GPUs found none usable and proves on the CPU,
+/// or while a prover reports its GPU lost mid-job.
 pub const GPU_CONDITION: &str = "ProversOnGpu";
 
 /// The operator-owned part of a pool status.
@@ -264,8 +267,32 @@ fn up_to_date_condition(observation: &PoolObservation, alive: &[&ProverPod]) -> 
 
 /// Whether the provers of a pool that requests GPUs prove on them: False, naming one, while
 /// some report a GPU stage on the CPU (no usable GPU: a driver or device-plugin fault, ~20x
-/// slower proofs).
+/// slower proofs); False first of all while some report their GPU lost mid-job (ADR 0032:
+/// they take no work until their pods are replaced).
 fn gpu_condition(wants_gpu: bool, reports: &[&ProverStatus]) -> DesiredCondition {
+    let lost: Vec<&ProverStatus> = reports
+        .iter()
+        .copied()
+        .filter(|report| report.gpu_lost.is_some())
+        .collect();
+    if let Some((first, loss)) = lost
+        .first()
+        .and_then(|first| Some((first, first.gpu_lost.as_ref()?)))
+    {
+        return DesiredCondition::new(
+            GPU_CONDITION,
+            false,
+            GPU_LOST_REASON,
+            format!(
+                "{} of {} provers lost their GPU mid-job and take no work ({} lost GPU {}: {}); their jobs went back to the queue; delete such a pod to replace it (or set PROOFPIPE_REQUIRE_GPU=true in the template so such provers exit), and check the node if it happens again (docs/operating.md)",
+                lost.len(),
+                reports.len(),
+                first.pod,
+                loss.device,
+                loss.message
+            ),
+        );
+    }
     if !wants_gpu {
         return DesiredCondition::new(
             GPU_CONDITION,
@@ -343,6 +370,7 @@ mod tests {
             last_progress_time: None,
             proofs_completed: 0,
             gpu: None,
+            gpu_lost: None,
             resident_parameters: None,
             last_report: Time(Timestamp::UNIX_EPOCH),
         }
@@ -375,6 +403,30 @@ mod tests {
         assert_eq!((fine.status, fine.reason), (true, "GpusInUse"));
         let cpu_pool = gpu_condition(false, &[&on_cpu]);
         assert_eq!((cpu_pool.status, cpu_pool.reason), (true, "NoGpuRequested"));
+    }
+
+    #[test]
+    fn a_prover_that_lost_its_gpu_turns_the_gpu_condition_false_whatever_the_template() {
+        let lost = ProverStatus {
+            gpu_lost: Some(proofpipe_crds::GpuLoss {
+                device: 1,
+                message: "GPU 1 is lost: ... cudaErrorECCUncorrectable".into(),
+                time: Time(Timestamp::UNIX_EPOCH),
+            }),
+            ..report("p-0", None)
+        };
+        for wants_gpu in [true, false] {
+            let condition = gpu_condition(wants_gpu, &[&lost, &report("p-1", None)]);
+            assert_eq!((condition.status, condition.reason), (false, "GpuLost"));
+            assert!(
+                condition.message.starts_with(
+                    "1 of 2 provers lost their GPU mid-job and take no work (p-0 lost GPU 1: \
+                     GPU 1 is lost: ... cudaErrorECCUncorrectable)"
+                ),
+                "{}",
+                condition.message
+            );
+        }
     }
 
     #[test]

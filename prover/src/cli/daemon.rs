@@ -26,9 +26,13 @@ pub struct DaemonArgs {
     /// terminationMessagePath). Skipped when the file cannot be written (outside a pod).
     #[arg(long, default_value = "/dev/termination-log")]
     termination_log: PathBuf,
-    /// Test fault hook: hang a stage the way a deadlock would (tests of the watchdog only).
+    /// Test fault hook: hang a stage the way a deadlock would, or lose the GPU mid-job
+    /// (tests only).
     #[arg(long, value_enum, default_value = "none", hide = true)]
     test_fault: Fault,
+    /// Only the daemon of this pod gets `--test-fault` (a pool's pods share one template).
+    #[arg(long, hide = true)]
+    test_fault_pod: Option<String>,
 }
 
 /// I/O and control threads only: proving has the pipeline's own threads.
@@ -44,7 +48,9 @@ pub fn run(args: DaemonArgs) -> Result<ExitCode, ProverError> {
             .clone()
             .unwrap_or_else(ParamsStore::default_dir),
         listen: args.listen,
-        fault: args.test_fault,
+        fault: args
+            .test_fault
+            .for_pod(args.test_fault_pod.as_deref(), &settings.identity.pod),
         termination_log: args.termination_log.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

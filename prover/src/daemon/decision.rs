@@ -22,6 +22,9 @@ pub enum Decision {
     Start(Arc<ProofJob>),
     /// Nothing runs and nothing is to be proved.
     Idle,
+    /// The prover lost its GPU: stop the running job, still ours, and hand it back to the
+    /// queue (ADR 0032).
+    HandBack,
 }
 
 /// One attempt at a job: its uid and `status.attempts` when the daemon started it.
@@ -73,33 +76,8 @@ pub fn decide(
     assigned: &[Arc<ProofJob>],
     ended: &HashSet<Attempt>,
 ) -> Decisions {
-    let keep = |uid: &str| {
-        let still_ours = assigned
-            .iter()
-            .any(|job| job.uid().as_deref() == Some(uid) && is_open(job));
-        if still_ours {
-            Decision::Continue
-        } else {
-            Decision::Cancel
-        }
-    };
-    let mut startable: Vec<&Arc<ProofJob>> = assigned
-        .iter()
-        .filter(|job| Attempt::of(job).is_some_and(|attempt| !ended.contains(&attempt)))
-        .filter(|job| job.status.as_ref().and_then(|s| s.pod.as_deref()) == Some(pod))
-        .filter(|job| is_open(job) && has_work_left(job))
-        .filter(|job| {
-            let uid = job.uid();
-            uid.as_deref() != running.main && uid.as_deref() != running.urgent
-        })
-        .collect();
-    startable.sort_by(|a, b| {
-        (!a.spec.is_urgent(), a.creation_timestamp(), a.name_any()).cmp(&(
-            !b.spec.is_urgent(),
-            b.creation_timestamp(),
-            b.name_any(),
-        ))
-    });
+    let keep = |uid: &str| keep(uid, assigned);
+    let startable = startable(running, pod, assigned, ended);
     let start = |job: Option<&&Arc<ProofJob>>| {
         job.map_or(Decision::Idle, |job| Decision::Start(Arc::clone(job)))
     };
@@ -124,6 +102,74 @@ pub fn decide(
         }
     };
     Decisions { main, urgent }
+}
+
+/// What a prover whose GPU is lost does (ADR 0032): it starts nothing; a running job still
+/// assigned to it is stopped and handed back ([`Decision::HandBack`]: its proofs are kept, the
+/// job goes back to the queue without being charged to its `backoffLimit`), one no longer its
+/// own is cancelled as ever; and the jobs waiting for it (the operator assigned them before it
+/// saw the loss) are handed back at once, the second value.
+pub fn decide_without_gpu(
+    running: Running<'_>,
+    pod: &str,
+    assigned: &[Arc<ProofJob>],
+    ended: &HashSet<Attempt>,
+) -> (Decisions, Vec<Arc<ProofJob>>) {
+    let lane = |uid: Option<&str>| match uid.map(|uid| keep(uid, assigned)) {
+        Some(Decision::Continue) => Decision::HandBack,
+        Some(decision) => decision,
+        None => Decision::Idle,
+    };
+    let decisions = Decisions {
+        main: lane(running.main),
+        urgent: lane(running.urgent),
+    };
+    let waiting = startable(running, pod, assigned, ended)
+        .into_iter()
+        .cloned()
+        .collect();
+    (decisions, waiting)
+}
+
+/// A running job (by uid) is kept while it is still assigned here and open.
+fn keep(uid: &str, assigned: &[Arc<ProofJob>]) -> Decision {
+    let still_ours = assigned
+        .iter()
+        .any(|job| job.uid().as_deref() == Some(uid) && is_open(job));
+    if still_ours {
+        Decision::Continue
+    } else {
+        Decision::Cancel
+    }
+}
+
+/// The assigned jobs this prover may start, in the order it starts them: recorded on `pod`,
+/// open, with work left, not running, and not on an attempt this process ended; urgent work
+/// first, then the oldest.
+fn startable<'a>(
+    running: Running<'_>,
+    pod: &str,
+    assigned: &'a [Arc<ProofJob>],
+    ended: &HashSet<Attempt>,
+) -> Vec<&'a Arc<ProofJob>> {
+    let mut startable: Vec<&Arc<ProofJob>> = assigned
+        .iter()
+        .filter(|job| Attempt::of(job).is_some_and(|attempt| !ended.contains(&attempt)))
+        .filter(|job| job.status.as_ref().and_then(|s| s.pod.as_deref()) == Some(pod))
+        .filter(|job| is_open(job) && has_work_left(job))
+        .filter(|job| {
+            let uid = job.uid();
+            uid.as_deref() != running.main && uid.as_deref() != running.urgent
+        })
+        .collect();
+    startable.sort_by(|a, b| {
+        (!a.spec.is_urgent(), a.creation_timestamp(), a.name_any()).cmp(&(
+            !b.spec.is_urgent(),
+            b.creation_timestamp(),
+            b.name_any(),
+        ))
+    });
+    startable
 }
 
 /// Not finished by the operator and not being deleted.
@@ -372,5 +418,47 @@ mod tests {
             },
             "urgent work goes beside long work only"
         );
+    }
+
+    #[test]
+    fn a_prover_without_its_gpu_hands_back_what_it_holds_and_starts_nothing() {
+        let (running, waiting, other) =
+            (created("running", 1), created("waiting", 2), post("win", 3));
+        let uid = running.uid().unwrap();
+        let ended = HashSet::new();
+        let assigned = [running.clone(), waiting.clone(), other.clone()];
+        let (decisions, hand_back) = decide_without_gpu(
+            Running {
+                main: Some(&uid),
+                urgent: None,
+            },
+            POD,
+            &assigned,
+            &ended,
+        );
+        assert_eq!(
+            decisions,
+            Decisions {
+                main: Decision::HandBack,
+                urgent: Decision::Idle,
+            }
+        );
+        // Both waiting jobs, urgent work first; never the running one.
+        assert_eq!(hand_back, [other.clone(), waiting.clone()]);
+
+        // A running job the operator took away is cancelled, not handed back; an attempt
+        // already handed back is not handed back again.
+        let ended = HashSet::from([Attempt::of(&waiting).unwrap()]);
+        let (decisions, hand_back) = decide_without_gpu(
+            Running {
+                main: Some(&uid),
+                urgent: None,
+            },
+            POD,
+            &[waiting, other.clone()],
+            &ended,
+        );
+        assert_eq!(decisions.main, Decision::Cancel);
+        assert_eq!(hand_back, [other]);
     }
 }

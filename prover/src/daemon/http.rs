@@ -46,14 +46,20 @@ async fn healthz(State(daemon): State<Arc<Daemon>>) -> (StatusCode, String) {
 }
 
 /// Ready once the watch of assigned ProofJobs has listed them; not ready while it is
-/// broken, so the operator assigns no job this daemon would not see.
-async fn readyz(State(daemon): State<Arc<Daemon>>) -> (StatusCode, &'static str) {
-    if daemon.watch_ready.load(Ordering::Relaxed) {
-        (StatusCode::OK, "ready\n")
+/// broken, so the operator assigns no job this daemon would not see; nor once the GPU is
+/// lost: the prover takes no more work.
+async fn readyz(State(daemon): State<Arc<Daemon>>) -> (StatusCode, String) {
+    if let Some(loss) = daemon.gpu_loss() {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("GPU {} lost: {}\n", loss.device, loss.message),
+        )
+    } else if daemon.watch_ready.load(Ordering::Relaxed) {
+        (StatusCode::OK, "ready\n".into())
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            "waiting for the watch of assigned ProofJobs\n",
+            "waiting for the watch of assigned ProofJobs\n".into(),
         )
     }
 }

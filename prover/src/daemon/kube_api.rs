@@ -1,16 +1,17 @@
 //! The daemon's writes to the API server: thin, each one request, errors with the object.
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource, ResourceExt};
-use proofpipe_crds::{ProofJob, ProverFailure, ProverPool};
+use proofpipe_crds::{GPU_LOST_REASON, GpuLoss, ProofJob, ProverFailure, ProverPool};
 use serde_json::Value;
 
 use super::config::Identity;
 use super::metrics::{DaemonMetrics, StatusObject};
-use crate::error::ProverError;
+use crate::error::{FailureClass, ProverError};
 
 pub struct KubeWriter {
     jobs: Api<ProofJob>,
@@ -113,14 +114,34 @@ impl KubeWriter {
             )))
     }
 
-    /// A Warning Event `ProvingFailed` on the job: the daemon's only word about a failure,
-    /// since the job's phase and message are the operator's.
-    pub async fn proving_failed(&self, job: &ProofJob, message: &str) -> Result<(), ProverError> {
+    /// A Warning Event on the job: `ProvingFailed`, or `GpuLost` when the prover lost its
+    /// GPU and hands the job back. The daemon's only word about a failure, since the job's
+    /// phase and message are the operator's.
+    pub async fn proving_failed(
+        &self,
+        job: &ProofJob,
+        failure: &super::runner::JobFailure,
+    ) -> Result<(), ProverError> {
+        let (reason, note) = if failure.class == FailureClass::GpuLost {
+            (
+                GPU_LOST_REASON,
+                format!(
+                    "{}: {}; the job goes back to the queue, not charged to its backoffLimit",
+                    self.identity.pod,
+                    truncate(&failure.message, 800)
+                ),
+            )
+        } else {
+            (
+                "ProvingFailed",
+                // The Events API caps the note at 1 kB.
+                format!("{}: {}", self.identity.pod, truncate(&failure.message, 900)),
+            )
+        };
         let event = Event {
             type_: EventType::Warning,
-            reason: "ProvingFailed".into(),
-            // The Events API caps the note at 1 kB.
-            note: Some(format!("{}: {}", self.identity.pod, truncate(message, 900))),
+            reason: reason.into(),
+            note: Some(note),
             action: "Prove".into(),
             secondary: None,
         };
@@ -131,6 +152,45 @@ impl KubeWriter {
                 "recording an Event on ProofJob {}/{}",
                 self.identity.namespace,
                 job.name_any()
+            )))
+    }
+
+    /// A Warning Event `GpuLost` on the prover's pool: this prover takes no more work.
+    pub async fn gpu_lost_event(&self, loss: &GpuLoss, exits: bool) -> Result<(), ProverError> {
+        let pod = &self.identity.pod;
+        let what_next = if exits {
+            "it hands its jobs back and exits (PROOFPIPE_REQUIRE_GPU), so that its pod is replaced"
+                .to_owned()
+        } else {
+            format!(
+                "it hands its jobs back and takes no more work; delete pod {pod} to replace it \
+                 (set PROOFPIPE_REQUIRE_GPU=true in the template to have such provers exit)"
+            )
+        };
+        let event = Event {
+            type_: EventType::Warning,
+            reason: GPU_LOST_REASON.into(),
+            note: Some(format!(
+                "prover {pod} lost GPU {}: {}; {what_next}",
+                loss.device,
+                truncate(&loss.message, 500)
+            )),
+            action: "Prove".into(),
+            secondary: None,
+        };
+        let pool = ObjectReference {
+            api_version: Some(ProverPool::api_version(&()).into_owned()),
+            kind: Some(ProverPool::kind(&()).into_owned()),
+            name: Some(self.identity.pool.clone()),
+            namespace: Some(self.identity.namespace.clone()),
+            ..ObjectReference::default()
+        };
+        self.recorder
+            .publish(&event, &pool)
+            .await
+            .map_err(ProverError::kube(format!(
+                "recording an Event on ProverPool {}/{}",
+                self.identity.namespace, self.identity.pool
             )))
     }
 }

@@ -2,7 +2,11 @@
 //! (a counter that restarts with each job breaks `rate()`). Only the buffer gauges of the
 //! current pipeline come from the pipeline itself (`ProverState::pipeline_metrics`).
 
-use prometheus::{IntCounter, IntCounterVec, IntGauge, Opts, Registry};
+use std::time::Duration;
+
+use prometheus::{
+    HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+};
 
 use crate::metrics::PipelineMetrics;
 use crate::pipeline::JobOutcome;
@@ -27,6 +31,7 @@ pub struct DaemonMetrics {
     registry: Registry,
     jobs_started: IntCounter,
     jobs_finished: IntCounterVec,
+    job_seconds: HistogramVec,
     status_writes: IntCounterVec,
     status_write_errors: IntCounterVec,
     /// The pipelines' partition, job and stage counters, shared by every job's pipeline.
@@ -108,7 +113,8 @@ impl DaemonMetrics {
         )?;
         let gpu_missing = IntGauge::new(
             "proofpipe_prover_gpu_missing",
-            "1 when the pod requests a GPU but the GPU stage runs on the CPU (no usable GPU)",
+            "1 when the GPU stage has no usable GPU: the pod requests one but the stage runs on \
+             the CPU, or the prover lost its GPU mid-job (it then takes no more work)",
         )?;
         registry.register(Box::new(gpu_devices.clone()))?;
         registry.register(Box::new(gpu_missing.clone()))?;
@@ -116,6 +122,20 @@ impl DaemonMetrics {
         registry.register(Box::new(parameter_loads.clone()))?;
         registry.register(Box::new(jobs_started.clone()))?;
         registry.register(Box::new(jobs_finished.clone()))?;
+        let job_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "proofpipe_daemon_job_seconds",
+                "Time from this daemon starting a job to its end (proving, then its proofs \
+                 written), by proof kind (PoRepC2, SnapDealsUpdate, WindowPoStPartition, \
+                 WinningPoSt, synthetic) and outcome",
+            )
+            .buckets(vec![
+                0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0,
+                1800.0, 3600.0,
+            ]),
+            &["kind", "outcome"],
+        )?;
+        registry.register(Box::new(job_seconds.clone()))?;
         registry.register(Box::new(status_writes.clone()))?;
         registry.register(Box::new(status_write_errors.clone()))?;
         // Every series exists from the start, so a scrape shows zeros rather than nothing.
@@ -132,6 +152,7 @@ impl DaemonMetrics {
             registry,
             jobs_started,
             jobs_finished,
+            job_seconds,
             status_writes,
             status_write_errors,
             pipeline,
@@ -154,6 +175,11 @@ impl DaemonMetrics {
         self.gpu_missing.set(i64::from(missing));
     }
 
+    /// The prover lost its GPU mid-job: it has no usable GPU any more.
+    pub fn gpu_lost(&self) {
+        self.gpu_missing.set(1);
+    }
+
     pub fn parameter_set_loaded(&self, identifier: &str) {
         self.parameter_loads.with_label_values(&[identifier]).inc();
     }
@@ -173,12 +199,16 @@ impl DaemonMetrics {
     }
 
     pub fn job_finished(&self, outcome: &JobOutcome) {
-        let label = match outcome {
-            JobOutcome::Succeeded => "succeeded",
-            JobOutcome::Failed(_) => "failed",
-            JobOutcome::Cancelled => "cancelled",
-        };
-        self.jobs_finished.with_label_values(&[label]).inc();
+        self.jobs_finished
+            .with_label_values(&[outcome_label(outcome)])
+            .inc();
+    }
+
+    /// A job of `kind` that took `took` on this prover, from its start to `outcome`.
+    pub fn job_took(&self, kind: &str, outcome: &JobOutcome, took: Duration) {
+        self.job_seconds
+            .with_label_values(&[kind, outcome_label(outcome)])
+            .observe(took.as_secs_f64());
     }
 
     pub fn status_write(&self, object: StatusObject, ok: bool) {
@@ -200,9 +230,37 @@ impl DaemonMetrics {
     }
 }
 
+/// The metrics' name of how a job ended.
+fn outcome_label(outcome: &JobOutcome) -> &'static str {
+    match outcome {
+        JobOutcome::Succeeded => "succeeded",
+        JobOutcome::Failed(_) => "failed",
+        JobOutcome::Cancelled => "cancelled",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn job_times_are_by_kind_and_outcome() {
+        let metrics = DaemonMetrics::new(1 << 30).unwrap();
+        metrics.job_took(
+            "WinningPoSt",
+            &JobOutcome::Succeeded,
+            Duration::from_millis(230),
+        );
+        metrics.job_took("PoRepC2", &JobOutcome::Cancelled, Duration::from_secs(70));
+        let text = metrics.text();
+        for line in [
+            r#"proofpipe_daemon_job_seconds_bucket{kind="WinningPoSt",outcome="succeeded",le="0.25"} 1"#,
+            r#"proofpipe_daemon_job_seconds_bucket{kind="WinningPoSt",outcome="succeeded",le="0.1"} 0"#,
+            r#"proofpipe_daemon_job_seconds_count{kind="PoRepC2",outcome="cancelled"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
+    }
 
     #[test]
     fn counters_show_from_the_start_and_count() {
@@ -267,5 +325,16 @@ mod tests {
             "{}",
             metrics.text()
         );
+    }
+
+    #[test]
+    fn a_lost_gpu_is_a_missing_gpu() {
+        let metrics = DaemonMetrics::new(1 << 30).unwrap();
+        metrics.gpu(1, false);
+        assert!(metrics.text().contains("proofpipe_prover_gpu_missing 0"));
+        metrics.gpu_lost();
+        let text = metrics.text();
+        assert!(text.contains("proofpipe_prover_gpu_missing 1"), "{text}");
+        assert!(text.contains("proofpipe_prover_gpu_devices 1"), "{text}");
     }
 }

@@ -19,7 +19,9 @@
 //! A job's failure never ends the daemon (ADR 0021): it reports the failure into the job's
 //! status (`status.proverFailure`, permanent or not) and takes the next job. Only a stall ends
 //! it, since a thread that never returns cannot be taken back: the watchdog reports the job
-//! back and exits, and the pod is replaced.
+//! back and exits, and the pod is replaced. A GPU lost mid-job (ADR 0032) is not the job's
+//! failure: the daemon hands the job back (`GpuLost`, not charged to its `backoffLimit`),
+//! says so in its pool entry, takes no more work, and with `PROOFPIPE_REQUIRE_GPU` exits.
 
 pub mod config;
 pub mod decision;
@@ -49,10 +51,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
-use proofpipe_crds::{ASSIGNED_POD_LABEL, GpuDeviceReport, GpuReport, ProofJob};
+use proofpipe_crds::{ASSIGNED_POD_LABEL, GpuDeviceReport, GpuLoss, GpuReport, ProofJob};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -66,7 +70,7 @@ use crate::groth16::SynthesisMode;
 use crate::params::ParamsStore;
 use crate::sizing::{Overrides, SizingInput, SynthesisProfile};
 use config::{ChosenLimit, EnvSettings, Identity};
-use decision::{Attempt, Decision, Decisions, Running, decide};
+use decision::{Attempt, Decision, Decisions, Running, decide, decide_without_gpu};
 use fault::Fault;
 use kube_api::KubeWriter;
 use metrics::DaemonMetrics;
@@ -118,11 +122,21 @@ pub struct Daemon {
     porep_synthesis: SynthesisMode,
     /// Why the prover is stalled, once it is: `/healthz` fails with it.
     stalled: parking_lot::Mutex<Option<String>>,
+    /// The GPU this prover lost mid-job, once it lost one (ADR 0032): it takes no more work.
+    gpu_lost: parking_lot::Mutex<Option<GpuLoss>>,
+    /// `PROOFPIPE_REQUIRE_GPU`: a prover that lost its GPU exits once it has handed its jobs
+    /// back, so that its pod is replaced.
+    require_gpu: bool,
     fault: Fault,
     termination_log: PathBuf,
 }
 
 impl Daemon {
+    /// The GPU this prover lost, if it lost one.
+    fn gpu_loss(&self) -> Option<GpuLoss> {
+        self.gpu_lost.lock().clone()
+    }
+
     /// The memory a main-lane job plans into: the limit less the urgent reserve.
     fn main_limit(&self) -> u64 {
         self.memory_limit.saturating_sub(self.urgent_reserve)
@@ -199,6 +213,7 @@ pub async fn run(
         "prover daemon started"
     );
     let (backend, why) = proofpipe_kernels::select_backend();
+    let backend = options.fault.wrap_backend(backend);
     tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
     let gpu = gpu_report(backend.as_ref(), &why);
     let gpu_missing = settings.gpu_expected && gpu.on_cpu();
@@ -231,11 +246,13 @@ pub async fn run(
         progress_deadline: settings.progress_deadline,
         porep_synthesis: settings.porep_synthesis,
         stalled: parking_lot::Mutex::new(None),
+        gpu_lost: parking_lot::Mutex::new(None),
+        require_gpu: settings.require_gpu,
         fault: options.fault,
         termination_log: options.termination_log.clone(),
     });
     if options.fault != Fault::None {
-        tracing::warn!(fault = ?options.fault, "a test fault hook is set: this prover will hang on purpose");
+        tracing::warn!(fault = ?options.fault, "a test fault hook is set: this prover will fail on purpose");
     }
     watchdog::spawn(daemon.clone(), tokio::runtime::Handle::current());
 
@@ -330,6 +347,8 @@ struct ActiveJob {
     attempt: i32,
     cancel: watch::Sender<bool>,
     task: JoinHandle<JobRun>,
+    /// When this prover started it: the start of its time in `proofpipe_daemon_job_seconds`.
+    started: std::time::Instant,
 }
 
 /// The job running in each lane.
@@ -365,6 +384,8 @@ async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
     // them with partitions unproved for a moment) or reported failed (until the operator takes
     // them off this pod); they must not be started again.
     let mut ended = HashSet::new();
+    // Uids of the running jobs being stopped to be handed back: the GPU is lost.
+    let mut handing_back = HashSet::new();
     loop {
         let done = tokio::select! {
             () = &mut terminate => {
@@ -395,8 +416,19 @@ async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
                 .slot(lane)
                 .take()
                 .expect("only an active job finishes");
+            let run = match daemon.gpu_loss() {
+                Some(loss) if handing_back.remove(&job.uid) => {
+                    run.handed_back(&JobFailure::gpu_lost(gpu_ordinal(&loss), loss.message))
+                }
+                _ => run,
+            };
             let proofs_written = run.proofs_written;
             let outcome = end_job(daemon, lane, &job.job, job.attempt, run).await;
+            daemon.metrics.job_took(
+                &job_kind(&job.job),
+                &outcome.as_job_outcome(),
+                job.started.elapsed(),
+            );
             let over = match outcome {
                 RunOutcome::Succeeded => proofs_written,
                 RunOutcome::Failed(_) => true,
@@ -411,19 +443,72 @@ async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
         }
         // Until the first list is complete, the store may miss the running job.
         if daemon.watch_ready.load(Ordering::Relaxed) {
-            act(daemon, &store.state(), &mut lanes, &mut ended);
+            let waiting = act(
+                daemon,
+                &store.state(),
+                &mut lanes,
+                &mut ended,
+                &mut handing_back,
+            );
+            for job in waiting {
+                hand_back(daemon, &job, &mut ended).await;
+            }
+        }
+        // Without its GPU, a prover that must have one leaves once it holds no job, so that
+        // its pod is replaced.
+        if daemon.require_gpu
+            && lanes.main.is_none()
+            && lanes.urgent.is_none()
+            && let Some(loss) = daemon.gpu_loss()
+        {
+            return Err(ProverError::RequiredGpuLost {
+                message: loss.message,
+            });
         }
     }
 }
 
+/// The ordinal of the device a loss names.
+fn gpu_ordinal(loss: &GpuLoss) -> usize {
+    usize::try_from(loss.device).unwrap_or(0)
+}
+
+/// Hands back a job assigned to this prover after it lost its GPU, without starting it: the
+/// operator requeues it, not charged to its `backoffLimit`.
+async fn hand_back(daemon: &Daemon, job: &ProofJob, ended: &mut HashSet<Attempt>) {
+    let (Some(loss), Some(attempt)) = (daemon.gpu_loss(), Attempt::of(job)) else {
+        return;
+    };
+    let name = job.name_any();
+    tracing::warn!(job = %name, "handing the job back: this prover lost its GPU");
+    let failure = JobFailure::gpu_lost(
+        gpu_ordinal(&loss),
+        format!("{}; the job was not started here", loss.message),
+    );
+    daemon.metrics.job_failed(failure.class.reason());
+    if let Err(err) = daemon
+        .kube
+        .report_failure(&name, attempt.attempt, &failure)
+        .await
+    {
+        tracing::warn!("{err}");
+    }
+    if let Err(err) = daemon.kube.proving_failed(job, &failure).await {
+        tracing::warn!("{err}");
+    }
+    ended.insert(attempt);
+}
+
 /// Carries out the decisions for the jobs now assigned; forgets ended attempts of jobs no
-/// longer assigned.
+/// longer assigned. Returns the jobs waiting for this prover that it must hand back without
+/// starting them: it lost its GPU.
 fn act(
     daemon: &Arc<Daemon>,
     assigned: &[Arc<ProofJob>],
     lanes: &mut Lanes,
     ended: &mut HashSet<Attempt>,
-) {
+    handing_back: &mut HashSet<String>,
+) -> Vec<Arc<ProofJob>> {
     ended.retain(|done| {
         assigned
             .iter()
@@ -434,15 +519,37 @@ fn act(
         main: lanes.main.as_ref().map(|a| a.uid.as_str()),
         urgent: lanes.urgent.as_ref().map(|a| a.uid.as_str()),
     };
-    let Decisions { main, urgent } = decide(running, pod, assigned, ended);
+    let (Decisions { main, urgent }, waiting) = if daemon.gpu_loss().is_some() {
+        decide_without_gpu(running, pod, assigned, ended)
+    } else {
+        (decide(running, pod, assigned, ended), Vec::new())
+    };
     // The main lane first: a main job it starts is `Planning` before any urgent job looks.
-    carry_out(daemon, Lane::Main, main, lanes.slot(Lane::Main));
-    carry_out(daemon, Lane::Urgent, urgent, lanes.slot(Lane::Urgent));
+    for (lane, decision) in [(Lane::Main, main), (Lane::Urgent, urgent)] {
+        let slot = lanes.slot(lane);
+        if decision == Decision::HandBack
+            && let Some(active) = slot.as_ref()
+        {
+            handing_back.insert(active.uid.clone());
+        }
+        carry_out(daemon, lane, decision, slot);
+    }
+    waiting
 }
 
 fn carry_out(daemon: &Arc<Daemon>, lane: Lane, decision: Decision, slot: &mut Option<ActiveJob>) {
     match decision {
         Decision::Continue | Decision::Idle => {}
+        Decision::HandBack => {
+            if let Some(active) = slot.as_ref().filter(|active| !*active.cancel.borrow()) {
+                tracing::warn!(
+                    job = %active.job.name_any(),
+                    lane = lane.as_str(),
+                    "stopping the job to hand it back: this prover lost its GPU"
+                );
+                active.cancel.send_replace(true);
+            }
+        }
         Decision::Cancel => {
             if let Some(active) = slot.as_ref().filter(|active| !*active.cancel.borrow()) {
                 tracing::info!(
@@ -480,9 +587,19 @@ fn carry_out(daemon: &Arc<Daemon>, lane: Lane, decision: Decision, slot: &mut Op
                 attempt,
                 cancel,
                 task,
+                started: std::time::Instant::now(),
             });
         }
     }
+}
+
+/// The proof kind of `job` as the metrics label it: the Filecoin kind, else `synthetic`.
+fn job_kind(job: &ProofJob) -> String {
+    job.spec
+        .filecoin
+        .as_ref()
+        .map_or("synthetic", |work| work.kind.as_str())
+        .to_owned()
 }
 
 /// The run of a lane's job once it ends; never, when nothing runs there.
@@ -491,10 +608,9 @@ async fn finished(active: &mut Option<ActiveJob>) -> JobRun {
         return std::future::pending().await;
     };
     (&mut active.task).await.unwrap_or_else(|err| JobRun {
-        outcome: RunOutcome::Failed(JobFailure {
-            class: crate::error::FailureClass::ProvingError,
-            message: format!("the job runner stopped: {err}"),
-        }),
+        outcome: RunOutcome::Failed(JobFailure::proving(format!(
+            "the job runner stopped: {err}"
+        ))),
         pipeline: None,
         proofs_written: false,
     })
@@ -530,15 +646,52 @@ async fn end_job(
             let reason = failure.class.reason();
             tracing::error!(job = %name, reason, permanent = failure.class.is_permanent(), "proving failed: {}", failure.message);
             daemon.metrics.job_failed(reason);
+            // Out of rotation before the job is handed back, so that the operator requeueing
+            // it already sees this prover take no work.
+            if let Some(device) = failure.lost_gpu {
+                lose_gpu(daemon, device, &failure.message).await;
+            }
             if let Err(err) = daemon.kube.report_failure(&name, attempt, failure).await {
                 tracing::warn!("{err}");
             }
-            if let Err(err) = daemon.kube.proving_failed(job, &failure.message).await {
+            if let Err(err) = daemon.kube.proving_failed(job, failure).await {
                 tracing::warn!("{err}");
             }
         }
     }
     run.outcome
+}
+
+/// The prover lost GPU `device` (`message` says how; ADR 0032): from now on it starts no job
+/// and hands back those assigned to it; its pool entry (`gpuLost`, written now rather than at
+/// the reporter's next turn), `/readyz`, `proofpipe_prover_gpu_missing` and a Warning Event
+/// on its pool say so. Once per process: a lost GPU stays lost.
+async fn lose_gpu(daemon: &Daemon, device: usize, message: &str) {
+    let loss = {
+        let mut lost = daemon.gpu_lost.lock();
+        if lost.is_some() {
+            return;
+        }
+        let loss = GpuLoss {
+            device: i32::try_from(device).unwrap_or(i32::MAX),
+            message: message.to_owned(),
+            time: Time(Timestamp::now()),
+        };
+        *lost = Some(loss.clone());
+        loss
+    };
+    tracing::error!(
+        device,
+        require_gpu = daemon.require_gpu,
+        "GPU lost: this prover takes no more work and hands its jobs back ({message})"
+    );
+    daemon.metrics.gpu_lost();
+    if let Err(err) = reporter::write_now(daemon).await {
+        tracing::warn!("{err}; the pool entry will say it at the next report");
+    }
+    if let Err(err) = daemon.kube.gpu_lost_event(&loss, daemon.require_gpu).await {
+        tracing::warn!("{err}");
+    }
 }
 
 /// Cancels the running jobs and waits a while for their last proofs to be written. Their

@@ -13,8 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use proofpipe_crds::{
-    FilecoinResult, GpuReport, MAX_STATUS_PUBLIC_INPUTS, PartitionProof, PipelineSizing, ProofJob,
-    ProverPhase, ProverPool, ProverStatus, StageBuffers, StageSeconds,
+    FilecoinResult, GpuLoss, GpuReport, MAX_STATUS_PUBLIC_INPUTS, PartitionProof, PipelineSizing,
+    ProofJob, ProverPhase, ProverPool, ProverStatus, StageBuffers, StageSeconds,
 };
 use serde_json::{Value, json};
 
@@ -185,6 +185,8 @@ pub struct ProverReport {
     pub proofs_completed: i64,
     /// The GPU stage's backend, as found at start.
     pub gpu: Option<GpuReport>,
+    /// The GPU lost mid-job, once one was: the prover takes no more work.
+    pub gpu_lost: Option<GpuLoss>,
     /// The Filecoin parameter sets kept loaded.
     pub resident_parameters: Vec<String>,
 }
@@ -217,6 +219,7 @@ impl ProverReport {
             last_progress_time: self.last_progress.map(Time),
             proofs_completed: self.proofs_completed,
             gpu: self.gpu.clone(),
+            gpu_lost: self.gpu_lost.clone(),
             resident_parameters: (!self.resident_parameters.is_empty())
                 .then(|| self.resident_parameters.clone()),
             last_report: now,
@@ -369,10 +372,11 @@ mod tests {
                 message: "this build has no GPU backend".into(),
                 devices: Vec::new(),
             }),
+            gpu_lost: None,
             resident_parameters: vec!["StackedDrg2KiBV1_1".into()],
         };
         let now = Time(Timestamp::from_second(1_700_000_000).unwrap());
-        let entry = report.status("p0", now);
+        let entry = report.status("p0", now.clone());
         assert_eq!(entry.phase, ProverPhase::Busy);
         assert_eq!(
             (
@@ -401,6 +405,21 @@ mod tests {
         assert_eq!(
             body["status"]["provers"][0]["lastProgressTime"],
             "2023-11-14T22:13:00Z"
+        );
+        assert!(body["status"]["provers"][0].get("gpuLost").is_none());
+        let lost = ProverReport {
+            current_job: None,
+            gpu_lost: Some(GpuLoss {
+                device: 0,
+                message: "GPU 0 is lost".into(),
+                time: now.clone(),
+            }),
+            ..report.clone()
+        };
+        let body = pool_status_body("gpu", &lost.status("p0", now));
+        assert_eq!(
+            body["status"]["provers"][0]["gpuLost"],
+            json!({ "device": 0, "message": "GPU 0 is lost", "time": "2023-11-14T22:13:20Z" })
         );
         let idle = ProverReport {
             current_job: None,

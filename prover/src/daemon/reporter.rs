@@ -8,9 +8,10 @@ use k8s_openapi::jiff::Timestamp;
 use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
-use super::payload::pool_status_body;
+use super::payload::{ProverReport, pool_status_body};
 use super::throttle::{HEARTBEAT, MIN_INTERVAL, ReportThrottle};
 use super::{Daemon, raised};
+use crate::error::ProverError;
 
 /// How often the report is compared with the last one written.
 const TICK: Duration = Duration::from_secs(1);
@@ -25,16 +26,12 @@ pub async fn report_until(daemon: Arc<Daemon>, mut shutdown: watch::Receiver<boo
             _ = tick.tick() => {}
             () = raised(&mut shutdown) => return,
         }
-        let mut report = daemon.state.report();
-        report.gpu = Some(daemon.gpu.clone());
-        report.resident_parameters = daemon.filecoin_params.resident();
+        let report = report(&daemon);
         let now = Instant::now();
         if !throttle.is_due(now, &report) {
             continue;
         }
-        let entry = report.status(&daemon.identity.pod, Time(Timestamp::now()));
-        let body = pool_status_body(&daemon.identity.pool, &entry);
-        match daemon.kube.apply_pool_status(&body, &daemon.metrics).await {
+        match write(&daemon, &report).await {
             Ok(()) => throttle.written(now, report),
             Err(err) => {
                 tracing::warn!("{err}; retrying in {}s", MIN_INTERVAL.as_secs());
@@ -42,4 +39,25 @@ pub async fn report_until(daemon: Arc<Daemon>, mut shutdown: watch::Receiver<boo
             }
         }
     }
+}
+
+/// Writes the entry now, whatever the throttle says: for news the operator must have before
+/// the daemon's next write elsewhere (a lost GPU, before the job is handed back).
+pub async fn write_now(daemon: &Daemon) -> Result<(), ProverError> {
+    write(daemon, &report(daemon)).await
+}
+
+/// What the daemon would report now.
+fn report(daemon: &Daemon) -> ProverReport {
+    let mut report = daemon.state.report();
+    report.gpu = Some(daemon.gpu.clone());
+    report.gpu_lost = daemon.gpu_loss();
+    report.resident_parameters = daemon.filecoin_params.resident();
+    report
+}
+
+async fn write(daemon: &Daemon, report: &ProverReport) -> Result<(), ProverError> {
+    let entry = report.status(&daemon.identity.pod, Time(Timestamp::now()));
+    let body = pool_status_body(&daemon.identity.pool, &entry);
+    daemon.kube.apply_pool_status(&body, &daemon.metrics).await
 }

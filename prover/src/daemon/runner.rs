@@ -67,20 +67,45 @@ impl Drop for PipelineGuard {
 pub struct JobFailure {
     pub class: FailureClass,
     pub message: String,
+    /// The GPU that was lost, when that is why ([`FailureClass::GpuLost`]).
+    pub lost_gpu: Option<usize>,
 }
 
 impl JobFailure {
-    fn of(error: &ProverError) -> Self {
+    pub fn of(error: &ProverError) -> Self {
         Self {
             class: error.failure_class(),
             message: error.to_string(),
+            lost_gpu: error.lost_gpu(),
         }
     }
 
-    fn proving(message: impl Into<String>) -> Self {
+    pub fn proving(message: impl Into<String>) -> Self {
+        Self::new(FailureClass::ProvingError, message)
+    }
+
+    pub fn new(class: FailureClass, message: impl Into<String>) -> Self {
         Self {
-            class: FailureClass::ProvingError,
+            class,
             message: message.into(),
+            lost_gpu: None,
+        }
+    }
+
+    /// GPU `device` is lost (`message` says how): the job is handed back (ADR 0032).
+    pub fn gpu_lost(device: usize, message: impl Into<String>) -> Self {
+        Self {
+            lost_gpu: Some(device),
+            ..Self::new(FailureClass::GpuLost, message)
+        }
+    }
+
+    /// How a job ended by a failed pipeline: as the pipeline says, and handed back when the
+    /// pipeline failed it for a lost GPU.
+    fn of_pipeline(message: String, lost_gpu: Option<usize>) -> Self {
+        match lost_gpu {
+            Some(device) => Self::gpu_lost(device, message),
+            None => Self::proving(message),
         }
     }
 }
@@ -119,6 +144,16 @@ impl JobRun {
             pipeline: None,
             proofs_written: true,
         }
+    }
+
+    /// The run of a job this prover stopped because its GPU was lost (`loss`): a job it
+    /// cancelled for that is handed back, not merely cancelled; one that ended otherwise
+    /// before the cancel took effect ends as it did.
+    pub fn handed_back(mut self, loss: &JobFailure) -> Self {
+        if self.outcome == RunOutcome::Cancelled {
+            self.outcome = RunOutcome::Failed(loss.clone());
+        }
+        self
     }
 }
 
@@ -190,7 +225,7 @@ pub async fn run_job(
                         JobEvent::Finished(outcome) => finished = Some(match outcome {
                             JobOutcome::Succeeded => RunOutcome::Succeeded,
                             JobOutcome::Cancelled => RunOutcome::Cancelled,
-                            JobOutcome::Failed(message) => RunOutcome::Failed(JobFailure::proving(message)),
+                            JobOutcome::Failed(message) => RunOutcome::Failed(JobFailure::of_pipeline(message, handle.lost_gpu())),
                         }),
                     }
                     next = events.try_recv().ok();

@@ -209,6 +209,7 @@ impl ProverState {
             proofs_completed: inner.proofs_completed,
             // The daemon's own, added by the reporter.
             gpu: None,
+            gpu_lost: None,
             resident_parameters: Vec::new(),
         }
     }

@@ -46,10 +46,7 @@ fn stalled(daemon: &Arc<Daemon>, runtime: &Handle, lane_stall: &LaneStall) -> ! 
     {
         let (sent, reported) = std::sync::mpsc::channel();
         let writer = daemon.clone();
-        let failure = JobFailure {
-            class: FailureClass::Stalled,
-            message: message.clone(),
-        };
+        let failure = JobFailure::new(FailureClass::Stalled, message.clone());
         runtime.spawn(async move {
             let result = writer
                 .kube

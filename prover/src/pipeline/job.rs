@@ -1,7 +1,7 @@
 //! Jobs as the pipeline sees them: what to prove, and the events it reports back.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -216,6 +216,9 @@ pub(crate) struct Job {
     pub params: Arc<ProvingKey>,
     remaining: AtomicUsize,
     finished: AtomicBool,
+    /// The GPU whose loss failed the job ([`ProverError::GpuLost`]), when that is how it
+    /// ended: set before the job's last event, so whoever receives that event sees it.
+    lost_gpu: OnceLock<usize>,
     events: Sender<JobEvent>,
 }
 
@@ -236,6 +239,7 @@ impl Job {
             params,
             remaining: AtomicUsize::new(todo),
             finished: AtomicBool::new(false),
+            lost_gpu: OnceLock::new(),
             events,
         }
     }
@@ -252,6 +256,21 @@ impl Job {
         }
         // The receiver may be gone (the caller lost interest); the job still ends.
         let _ = self.events.send(JobEvent::Finished(outcome));
+        true
+    }
+
+    /// Ends the job as failed by `err` unless it already ended; true if this call ended it.
+    /// A job failed by a lost GPU says so ([`JobHandle::lost_gpu`]).
+    pub fn fail(&self, err: &ProverError) -> bool {
+        if self.finished.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        if let Some(device) = err.lost_gpu() {
+            let _ = self.lost_gpu.set(device);
+        }
+        let _ = self
+            .events
+            .send(JobEvent::Finished(JobOutcome::Failed(err.to_string())));
         true
     }
 
@@ -280,6 +299,12 @@ pub struct JobReport {
 impl JobHandle {
     pub fn id(&self) -> u64 {
         self.job.id
+    }
+
+    /// The GPU whose loss failed the job, once it failed that way (read it after the job's
+    /// `Finished` event).
+    pub fn lost_gpu(&self) -> Option<usize> {
+        self.job.lost_gpu.get().copied()
     }
 
     /// Stops the job: its queued partitions are dropped, those in flight are discarded at

@@ -36,6 +36,8 @@ struct SlowGpu {
     delay: Duration,
     /// Fail (or panic) on evaluations of this length, to break one job and not another.
     fail_len: Option<(usize, bool)>,
+    /// Fail every quotient with this CUDA error code, as the CUDA backend reports it.
+    cuda_error: Option<i32>,
     calls: AtomicUsize,
 }
 
@@ -45,6 +47,7 @@ impl SlowGpu {
             inner: CpuBackend::new(),
             delay: Duration::from_millis(delay_ms),
             fail_len: None,
+            cuda_error: None,
             calls: AtomicUsize::new(0),
         }
     }
@@ -62,6 +65,14 @@ impl ProvingBackend for SlowGpu {
     ) -> Result<Vec<Fr>, KernelError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         std::thread::sleep(self.delay);
+        if let Some(code) = self.cuda_error {
+            return Err(KernelError::cuda(
+                "running the quotient",
+                0,
+                code,
+                "injected".into(),
+            ));
+        }
         match self.fail_len {
             Some((len, false)) if a.len() == len => Err(KernelError::Msm {
                 what: "test",
@@ -336,4 +347,35 @@ fn synthesis_workers_use_the_matrices_of_the_job_size() {
         "{message}"
     );
     pipeline.shutdown();
+}
+
+#[test]
+fn a_job_failed_by_a_lost_gpu_says_so_and_one_failed_by_the_call_does_not() {
+    // cudaErrorECCUncorrectable: the device is gone; cudaErrorInvalidValue: the call's own.
+    for (code, lost) in [(214, Some(0)), (1, None)] {
+        let mut backend = SlowGpu::new(0);
+        backend.cuda_error = Some(code);
+        let pipeline = Pipeline::start(config(1, 1), Arc::new(backend)).unwrap();
+        let handle = pipeline
+            .submit(JobSpec::new(CircuitKind::MulChain, N, 2), params(N))
+            .unwrap();
+        let outcome = handle
+            .events
+            .iter()
+            .find_map(|event| match event {
+                JobEvent::Finished(outcome) => Some(outcome),
+                JobEvent::PartitionProved(_) => None,
+            })
+            .unwrap();
+        let JobOutcome::Failed(message) = &outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(handle.lost_gpu(), lost, "{code}: {message}");
+        assert_eq!(
+            message.contains("GPU 0 is lost"),
+            lost.is_some(),
+            "{message}"
+        );
+        pipeline.shutdown();
+    }
 }

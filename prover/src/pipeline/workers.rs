@@ -12,7 +12,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
 use super::handoff::Handoff;
-use super::job::{Job, JobOutcome, PartitionProof, StageTimings};
+use super::job::{Job, PartitionProof, StageTimings};
 use super::tracker::{Stage, TrackedBuffer};
 use super::{Permit, Permits, Shared};
 use crate::error::ProverError;
@@ -105,7 +105,7 @@ fn fail(shared: &Shared, job: &Job, err: &ProverError) {
         .partitions
         .with_label_values(&["failed"])
         .inc();
-    if job.finish(JobOutcome::Failed(err.to_string())) {
+    if job.fail(err) {
         tracing::warn!(job = job.id, error = %err, "job failed");
         shared.metrics.jobs.with_label_values(&["failed"]).inc();
         shared.queue.purge_dead();
@@ -224,10 +224,7 @@ fn gpu_worker(
                     data,
                     shared.config.g2,
                 )
-                .map_err(|e| ProverError::Proving {
-                    partition,
-                    message: e.to_string(),
-                })
+                .map_err(|e| ProverError::kernel(partition, &e))
             },
             |message| ProverError::Proving { partition, message },
         );
@@ -294,10 +291,7 @@ fn finalize_worker(shared: &Shared, worker: usize, from_gpu: &Receiver<ToFinaliz
                 let params = &job.params;
                 let (proof, inputs) =
                     groth16::finalize(shared.backend.as_ref(), &params.params, data, r, s)
-                        .map_err(|e| ProverError::Proving {
-                            partition,
-                            message: e.to_string(),
-                        })?;
+                        .map_err(|e| ProverError::kernel(partition, &e))?;
                 // Timing-only parameters make proofs that cannot verify: not checked.
                 let verified = params.kind.verifiable();
                 if verified && !groth16::verify(&params.pvk, &proof, &inputs) {

@@ -9,7 +9,8 @@
 //!   [`cluster`] and [`wait`] (re-exported from `proofpipe-testkit`, which the operator's
 //!   cluster tests share), [`fixtures`], [`binaries`] and [`operator`];
 //! - [`assignments`]: the record of ProofJob assignments the restart scenario checks;
-//! - [`verify`]: finished jobs' proofs checked independently of the daemon;
+//! - [`verify`]: finished jobs' proofs checked independently of the daemon; [`prover_metrics`]:
+//!   a prover daemon's `/metrics`, at the address it logged;
 //! - [`filecoin`]: the Filecoin scenarios' test data and their verifiers' checks
 //!   (`verify_seal`, `verify_empty_sector_update_proof`); [`s3`]: their S3-compatible store;
 //! - [`gateway`]: the gateway as a test's child process; [`doc_steps`]: the marked steps of a
@@ -28,6 +29,7 @@ pub mod gateway;
 pub mod gateway_load;
 pub mod operator;
 pub mod process;
+pub mod prover_metrics;
 pub mod quantity;
 pub mod runner;
 pub mod s3;

@@ -32,6 +32,7 @@ use proofpipe_crds::{ProofJob, ProofJobPhase, ProverPool};
 use proofpipe_e2e::filecoin::{
     assert_verify_post, assert_verify_seal, assert_verify_snap, filecoin_pool, required_env,
 };
+use proofpipe_e2e::prover_metrics::scrape;
 use proofpipe_e2e::s3::{S3Server, hex};
 use proofpipe_e2e::stack::{Stack, check_succeeded, live_pods, phase};
 use sha2::{Digest, Sha256};
@@ -172,37 +173,6 @@ fn resident_bytes(pid: i32) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
-}
-
-/// The daemon's `/metrics`, at the address it logged (`--listen 127.0.0.1:0` picks a port).
-async fn scrape(log: &str) -> String {
-    // The text log may color its field names: drop the escape sequences first.
-    let mut plain = String::with_capacity(log.len());
-    let mut chars = log.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            chars.by_ref().take_while(|&c| c != 'm').for_each(drop);
-        } else {
-            plain.push(c);
-        }
-    }
-    let listen = plain
-        .lines()
-        .find_map(|line| {
-            line.split_whitespace()
-                .find_map(|word| word.strip_prefix("listen="))
-        })
-        .unwrap_or_else(|| panic!("the daemon logs its listen address:\n{plain}"))
-        .to_owned();
-    let mut stream = tokio::net::TcpStream::connect(&listen).await.unwrap();
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    stream
-        .write_all(b"GET /metrics HTTP/1.0\r\nHost: prover\r\n\r\n")
-        .await
-        .unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).await.unwrap();
-    text
 }
 
 /// Writes `job`'s Filecoin proof to a file in `dir` and returns its path.

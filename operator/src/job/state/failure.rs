@@ -1,11 +1,12 @@
 //! A failed attempt: the prover's own report, or its pod lost. Permanent failures end the
-//! job; the others go back to the queue after a growing delay, under `spec.backoffLimit`.
+//! job; the others go back to the queue after a growing delay, under `spec.backoffLimit`. A
+//! prover that lost its GPU hands the job back: a disruption, not a failure (ADR 0032).
 
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::SignedDuration;
-use proofpipe_crds::{AttemptFailure, ProofJobStatus, ProverFailure};
+use proofpipe_crds::{AttemptFailure, GPU_LOST_REASON, ProofJobStatus, ProverFailure};
 
 use super::{FailureReason, JobDecision, JobEvent, JobObservation, fail, waiting};
 use crate::pool::prover_pods::PodHealth;
@@ -22,14 +23,18 @@ pub(super) fn reported(
     report: &ProverFailure,
 ) -> JobDecision {
     let attempts = next.attempts.unwrap_or(0);
+    // A stalled prover exits after its report, as does one that lost its GPU with
+    // PROOFPIPE_REQUIRE_GPU: the pod's end is part of the same event.
+    let how = match (health, observation.termination) {
+        (Some(health), Some(how)) if !health.is_alive() => {
+            format!(". The prover ended with {how}")
+        }
+        _ => String::new(),
+    };
+    if report.is_gpu_lost() {
+        return handed_back(observation, next, pod, report, how);
+    }
     if !report.permanent {
-        // A stalled prover exits after its report: the pod's end is part of the same failure.
-        let how = match (health, observation.termination) {
-            (Some(health), Some(how)) if !health.is_alive() => {
-                format!(". The prover ended with {how}")
-            }
-            _ => String::new(),
-        };
         return attempt_failed(
             observation,
             next,
@@ -56,6 +61,65 @@ pub(super) fn reported(
         report.message
     );
     fail(observation, next, reason, note)
+}
+
+/// The prover lost its GPU and handed the job back (ADR 0032): the GPU failed, not the job,
+/// so the job goes back to the queue at once, its finished partitions kept, without counting
+/// a failure against `spec.backoffLimit` (as batch/v1 Job's pod failure policy ignores a
+/// disruption). `lastFailure` says what happened. Counted after all when the attempt before
+/// also ended with a lost GPU on another prover: a job whose every attempt loses its GPU
+/// (a kernel fault its data provokes, say) must not take a pool's provers out one by one
+/// forever.
+fn handed_back(
+    observation: &JobObservation,
+    mut next: ProofJobStatus,
+    pod: &str,
+    report: &ProverFailure,
+    how: String,
+) -> JobDecision {
+    let attempts = next.attempts.unwrap_or(0);
+    let what = format!(
+        "prover {pod} lost its GPU during attempt {attempts}: {}",
+        report.message
+    );
+    let again = observation.status.last_failure.as_ref().filter(|last| {
+        last.reason == GPU_LOST_REASON && last.attempt == attempts - 1 && last.pod != pod
+    });
+    if let Some(last) = again {
+        let what = format!(
+            "{what}; attempt {} lost its GPU too (on {}), so this one counts",
+            last.attempt, last.pod
+        );
+        return attempt_failed(
+            observation,
+            next,
+            pod,
+            GPU_LOST_REASON.to_owned(),
+            what,
+            how,
+        );
+    }
+    next.last_failure = Some(AttemptFailure {
+        attempt: attempts,
+        pod: pod.to_owned(),
+        reason: GPU_LOST_REASON.to_owned(),
+        message: format!("{what}{how}"),
+        time: Time(observation.now),
+    });
+    // No retry delay: nothing is wrong with the job.
+    next.next_attempt_after = None;
+    let failed = next.failed.unwrap_or(0);
+    let mut decision = waiting(observation, next);
+    decision.unassign = true;
+    decision.event = Some(JobEvent::Requeued {
+        pod: pod.to_owned(),
+        note: format!(
+            "{what}; requeued at once and not counted against backoffLimit (still {failed} \
+             failure(s) of at most {}); finished partitions are kept{how}",
+            observation.spec.backoff_limit + 1
+        ),
+    });
+    decision
 }
 
 /// The first delay before retrying a failed attempt; it doubles with each further failure.

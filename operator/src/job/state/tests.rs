@@ -268,6 +268,88 @@ fn a_transient_failure_the_prover_reports_is_a_failed_attempt_retried_later() {
 }
 
 #[test]
+fn a_prover_that_lost_its_gpu_hands_the_job_back_without_charging_it() {
+    let spec = spec(); // backoffLimit 3
+    let mut status = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+    status.proofs = Some(vec![proof(0, true)]);
+    status.prover_failure = Some(report("gpu-prover-0", 1, "GpuLost", false));
+    let ready = Some(("gpu-prover-0", Some(PodHealth::Ready)));
+    let decision = decide_at(&spec, &status, ready, at(4));
+    assert_eq!(decision.status.phase, Some(ProofJobPhase::Queued));
+    assert!(decision.unassign);
+    assert_eq!(decision.status.failed, None, "not charged");
+    assert_eq!(decision.status.next_attempt_after, None, "no retry delay");
+    assert_eq!(
+        decision.status.partitions_done,
+        Some(1),
+        "its proofs are kept"
+    );
+    let last = decision.status.last_failure.as_ref().unwrap();
+    assert_eq!((last.reason.as_str(), last.attempt), ("GpuLost", 1));
+    assert_eq!(
+        last.message,
+        "prover gpu-prover-0 lost its GPU during attempt 1: GpuLost happened"
+    );
+    let Some(JobEvent::Requeued { pod, note }) = &decision.event else {
+        panic!("{:?}", decision.event)
+    };
+    assert_eq!(pod, "gpu-prover-0");
+    assert!(
+        note.contains("not counted against backoffLimit (still 0 failure(s) of at most 4)"),
+        "{note}"
+    );
+
+    // With PROOFPIPE_REQUIRE_GPU the prover exits after its report: the same disruption,
+    // with how the pod ended, still not charged.
+    let exited = decide(&JobObservation {
+        spec: &spec,
+        generation: Some(1),
+        status: &status,
+        pool_exists: true,
+        does_not_fit: None,
+        assignment: Some(("gpu-prover-0", Some(PodHealth::Terminated))),
+        termination: Some("Error (exit 1)"),
+        progress: None,
+        retry_delay: RETRY_DELAY,
+        now: at(4),
+    });
+    assert_eq!(exited.status.failed, None);
+    assert!(
+        exited
+            .status
+            .last_failure
+            .as_ref()
+            .unwrap()
+            .message
+            .ends_with(". The prover ended with Error (exit 1)"),
+        "{:?}",
+        exited.status.last_failure
+    );
+
+    // Attempt 2 on another prover: a GPU lost again is no longer an accident of the
+    // hardware, so it counts (with the usual retry delay).
+    let requeued = decision.status;
+    let mut second = assigned(&spec, &requeued, "gpu-prover-1", at(5));
+    assert_eq!(second.attempts, Some(2));
+    second.prover_failure = Some(report("gpu-prover-1", 2, "GpuLost", false));
+    let decision = decide_at(
+        &spec,
+        &second,
+        Some(("gpu-prover-1", Some(PodHealth::Ready))),
+        at(6),
+    );
+    assert_eq!(decision.status.phase, Some(ProofJobPhase::Queued));
+    assert_eq!(decision.status.failed, Some(1));
+    assert!(decision.status.next_attempt_after.is_some());
+    let last = decision.status.last_failure.as_ref().unwrap();
+    assert!(
+        last.message
+            .contains("attempt 1 lost its GPU too (on gpu-prover-0), so this one counts"),
+        "{last:?}"
+    );
+}
+
+#[test]
 fn a_report_of_another_attempt_or_pod_is_history() {
     let spec = spec();
     let mut status = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));

@@ -114,6 +114,9 @@ step "cargo test (every test)"
 # The Helm chart: lint, render, Kubernetes schemas, and an apply to the same API server.
 scripts/chart-check.sh
 step "scripts/chart-check.sh"
+# Every relative link and anchor in the Markdown docs resolves.
+python3 scripts/docs-check.py
+step "scripts/docs-check.py"
 if [ -n "$beside_pid" ]; then
   beside_rc=0
   wait "$beside_pid" || beside_rc=$?

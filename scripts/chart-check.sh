@@ -310,6 +310,9 @@ scenarios = {
             "enabled": True, "pool": "h200", "artifacts": "s3://proofs",
             "auth": {"allowUnauthenticated": True},
             "networkPolicy": {"enabled": True, "grpcFrom": [curio, {"ipBlock": {"cidr": "10.20.0.0/16"}}]},
+            # curio outside the cluster: a load balancer only its nodes reach.
+            "service": {"type": "LoadBalancer", "port": 9820, "metricsPort": 9821,
+                        "loadBalancerSourceRanges": ["203.0.113.0/28"]},
         },
     },
 }
@@ -807,6 +810,17 @@ for scenario, (objects, _) in rendered.items():
                 if o["kind"] == "ServiceAccount" and o["metadata"]["namespace"] == deployment["metadata"]["namespace"]]:
             fail(f"{scenario}: the {name} Deployment's ServiceAccount is not rendered in its namespace")
 ok("selectors of the Deployments, Services, PDB, NetworkPolicies and monitors match their own pods only")
+for scenario, (objects, _) in rendered.items():
+    gateway_values = scenarios[scenario].get("gateway", {})
+    if not gateway_values.get("enabled"):
+        continue
+    service_values = gateway_values.get("service", {})
+    spec = of_component(objects, "Service", "gateway")["spec"]
+    wanted_ranges = service_values.get("loadBalancerSourceRanges") if service_values.get("type") == "LoadBalancer" else None
+    if spec.get("loadBalancerSourceRanges") != wanted_ranges:
+        fail(f"{scenario}: the gateway Service's loadBalancerSourceRanges are {spec.get('loadBalancerSourceRanges')}, "
+             f"not {wanted_ranges}")
+ok("the gateway Service takes gateway.service.loadBalancerSourceRanges when it is a LoadBalancer")
 
 ok("operator Deployment: non-root, read-only root, no privilege escalation, no capabilities, "
    "seccomp, requests and limits, probes, leader-election env, args (all scenarios)")

@@ -179,6 +179,7 @@ refused = {
     "an unknown proof kind": {"paramsFetch": {"kinds": ["post"]}},
     "no proof kind": {"paramsFetch": {"kinds": []}},
     "a parameter base URL of another scheme": {"paramsFetch": {"baseUrl": "ipfs://bafy"}},
+    "a parameter mirror of another scheme": {"paramsFetch": {"mirrors": ["ipfs://bafy"]}},
     "a bad parameter claim name": {"paramsFetch": {"persistentVolumeClaim": "Params_32"}},
 }
 for why, values in refused.items():
@@ -299,6 +300,7 @@ scenarios = {
         "paramsFetch": {
             "enabled": True, "namespace": "proving", "persistentVolumeClaim": "filecoin-proof-parameters",
             "baseUrl": "https://params.example/filecoin/", "sectorSizes": ["2KiB", "32GiB"],
+            "mirrors": ["https://mirror-a.example/params/", "s3://params-b/filecoin"],
             "kinds": ["porep", "snap"], "porepMatrices": True, "backoffLimit": 10, "ttlSecondsAfterFinished": 86400,
             "image": {"repository": "registry.example/proofpipe-prover", "tag": "0.1.0-cuda13.0",
                       "pullPolicy": "Always"},
@@ -705,7 +707,10 @@ for scenario, (objects, _) in rendered.items():
     mounts = {m["mountPath"]: m for m in container.get("volumeMounts", [])}
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
     params_mount = mounts.get(PARAMS_DIR, {})
-    expected_args = ["params", "fetch", "--base-url", p["baseUrl"].rstrip("/"), "--dir", PARAMS_DIR]
+    expected_args = ["params", "fetch", "--base-url", p["baseUrl"].rstrip("/")]
+    for mirror in p.get("mirrors", []):
+        expected_args += ["--base-url", mirror.rstrip("/")]
+    expected_args += ["--dir", PARAMS_DIR]
     for size in p["sectorSizes"]:
         expected_args += ["--sector-size", size]
     for kind in p["kinds"]:

@@ -83,7 +83,7 @@ async fn an_interrupted_download_resumes_and_a_file_with_another_digest_is_refus
     }
     let files = wanted_files(&[ParamKind::Porep], &[2 << 10], &manifest).unwrap();
     let (addr, seen) = serve(served.path()).await;
-    let base = format!("http://{addr}/params");
+    let base = vec![format!("http://{addr}/params")];
     let dir = tempfile::tempdir().unwrap();
 
     // The first file's download broke off after 1 MiB.
@@ -159,6 +159,40 @@ async fn an_interrupted_download_resumes_and_a_file_with_another_digest_is_refus
     assert!(!fresh.path().join(first).exists());
     assert!(!fresh.path().join(format!("{first}.partial")).exists());
     assert!(!fresh.path().join(READY_FILE).exists(), "not ready");
+
+    // Mirrors in order: one that lacks the files, one serving the corrupted copy, then a good
+    // one. Each file comes from the good one; the ready file lists the mirrors as tried.
+    let good = tempfile::tempdir().unwrap();
+    for file in &files {
+        let source = if file.name == *first {
+            whole.clone()
+        } else {
+            std::fs::read(dir.path().join(&file.name)).unwrap()
+        };
+        std::fs::write(good.path().join(&file.name), source).unwrap();
+    }
+    let mirrors = vec![
+        format!(
+            "file://{}",
+            tempfile::tempdir().unwrap().path().join("empty").display()
+        ),
+        base[0].clone(),
+        format!("file://{}", good.path().display()),
+    ];
+    let mirrored = tempfile::tempdir().unwrap();
+    let done = fetch_all(&mirrors, mirrored.path(), &files).await.unwrap();
+    assert!(
+        done.iter()
+            .all(|(_, outcome)| matches!(outcome, Fetched::Downloaded { .. })),
+        "{done:?}"
+    );
+    assert_eq!(std::fs::read(mirrored.path().join(first)).unwrap(), whole);
+    let ready: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(mirrored.path().join(READY_FILE)).unwrap()).unwrap();
+    assert_eq!(ready["base_urls"], serde_json::json!(mirrors), "{ready}");
+    // No mirror at all: refused, saying what to give.
+    let err = fetch_all(&[], mirrored.path(), &files).await.unwrap_err();
+    assert!(err.to_string().contains("no mirror given"), "{err}");
 }
 
 /// `params fetch --porep-matrices`: the parameters fetched (here from a file:// mirror), then

@@ -21,9 +21,10 @@ use super::{ParamsAction, ParamsArgs, store};
 #[derive(Args, Debug)]
 pub struct FetchArgs {
     /// Where the files are: `<base-url>/<file name>` (http(s)://, s3:// or file://), e.g.
-    /// https://proofs.filecoin.io.
-    #[arg(long)]
-    base_url: String,
+    /// https://proofs.filecoin.io. Repeat it (or separate with commas) to name mirrors: each
+    /// file comes from the first that serves it with its digest, the others tried in order.
+    #[arg(long, value_delimiter = ',', required = true)]
+    base_url: Vec<String>,
     /// The parameter directory. Default: FIL_PROOFS_PARAMETER_CACHE, else
     /// /var/tmp/filecoin-proof-parameters.
     #[arg(long)]

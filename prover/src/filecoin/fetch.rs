@@ -243,34 +243,50 @@ pub enum Fetched {
 /// The ready file's content.
 #[derive(Serialize)]
 struct Ready<'a> {
-    base_url: &'a str,
+    /// The mirrors, in the order they were tried.
+    base_urls: &'a [String],
     files: &'a [WantedFile],
 }
 
-/// Makes every file in `files` present in `dir` with its digest, from `base_url`; then writes
-/// [`READY_FILE`]. Stops at the first file that cannot be had.
+/// Makes every file in `files` present in `dir` with its digest, from the first of
+/// `base_urls` (mirrors, in order) that serves it whole and with that digest; then writes
+/// [`READY_FILE`]. Stops at the first file that no mirror can give.
 pub async fn fetch_all(
-    base_url: &str,
+    base_urls: &[String],
     dir: &Path,
     files: &[WantedFile],
 ) -> Result<Vec<(String, Fetched)>, ProverError> {
+    if base_urls.is_empty() {
+        return Err(ProverError::InvalidArgument {
+            what: "--base-url",
+            reason: "no mirror given: name at least one place the parameter files are served from"
+                .into(),
+        });
+    }
     std::fs::create_dir_all(dir)
         .map_err(ProverError::io("creating the parameter directory", dir))?;
     let mut done = Vec::new();
     for file in files {
-        let outcome = fetch_one(base_url, dir, file).await?;
+        let outcome = fetch_one(base_urls, dir, file).await?;
         tracing::info!(file = %file.name, ?outcome, "parameter file checked");
         done.push((file.name.clone(), outcome));
     }
     let ready = dir.join(READY_FILE);
     let staged = dir.join(format!("{READY_FILE}.partial"));
-    let text = serde_json::to_string_pretty(&Ready { base_url, files }).unwrap_or_default();
+    let text = serde_json::to_string_pretty(&Ready { base_urls, files }).unwrap_or_default();
     std::fs::write(&staged, text).map_err(ProverError::io("writing", &staged))?;
     std::fs::rename(&staged, &ready).map_err(ProverError::io("writing", &ready))?;
     Ok(done)
 }
 
-async fn fetch_one(base_url: &str, dir: &Path, file: &WantedFile) -> Result<Fetched, ProverError> {
+/// `file` in `dir`: kept when present with its digest, else downloaded from each mirror in
+/// turn until one serves it with its digest. When every mirror fails, the last one's error
+/// is returned; the others' are logged.
+async fn fetch_one(
+    base_urls: &[String],
+    dir: &Path,
+    file: &WantedFile,
+) -> Result<Fetched, ProverError> {
     let path = dir.join(&file.name);
     if path.exists() {
         let digest = digest_of(&path).await?;
@@ -281,36 +297,60 @@ async fn fetch_one(base_url: &str, dir: &Path, file: &WantedFile) -> Result<Fetc
         std::fs::remove_file(&path).map_err(ProverError::io("removing", &path))?;
     }
     let partial: PathBuf = dir.join(format!("{}.partial", file.name));
-    let mut from = std::fs::metadata(&partial).map_or(0, |m| m.len());
+    let from = std::fs::metadata(&partial).map_or(0, |m| m.len());
     // A download that ended before its rename is complete already.
     if from > 0 && digest_of(&partial).await? == file.digest {
         std::fs::rename(&partial, &path).map_err(ProverError::io("renaming", &partial))?;
         return Ok(Fetched::Resumed { from, bytes: 0 });
     }
+    let mut last = None;
+    for (k, base_url) in base_urls.iter().enumerate() {
+        match fetch_from(base_url, &path, &partial, file).await {
+            Ok(fetched) => return Ok(fetched),
+            Err(err) => {
+                if k + 1 < base_urls.len() {
+                    tracing::warn!(file = %file.name, mirror = %base_url, "this mirror failed ({err}); trying the next");
+                }
+                last = Some(err);
+            }
+        }
+    }
+    Err(last.expect("at least one mirror was tried"))
+}
+
+/// `file` downloaded from `base_url` into `partial` (resumed where it ends), checked, and
+/// renamed to `path`.
+async fn fetch_from(
+    base_url: &str,
+    path: &Path,
+    partial: &Path,
+    file: &WantedFile,
+) -> Result<Fetched, ProverError> {
+    let mut from = std::fs::metadata(partial).map_or(0, |m| m.len());
     let url = format!("{}/{}", base_url.trim_end_matches('/'), file.name);
-    let written = match artifacts::download(&url, &partial, from).await {
+    let written = match artifacts::download(&url, partial, from).await {
         Ok(written) => written,
         // The server would not resume (no range support, or the partial file is longer than
         // its file): start over.
         Err(err) if from > 0 => {
             tracing::warn!(%url, from, "resuming failed ({err}); downloading the whole file");
             from = 0;
-            artifacts::download(&url, &partial, 0).await?
+            artifacts::download(&url, partial, 0).await?
         }
         Err(err) => return Err(err),
     };
-    let digest = digest_of(&partial).await?;
+    let digest = digest_of(partial).await?;
     if digest != file.digest {
-        std::fs::remove_file(&partial).map_err(ProverError::io("removing", &partial))?;
+        std::fs::remove_file(partial).map_err(ProverError::io("removing", partial))?;
         return Err(ProverError::FilecoinParamsMismatch {
-            path: path.clone(),
+            path: path.to_owned(),
             reason: format!(
                 "{url} served a file whose blake2b digest is {digest}; it was not kept"
             ),
             digest: file.digest.clone(),
         });
     }
-    std::fs::rename(&partial, &path).map_err(ProverError::io("renaming", &partial))?;
+    std::fs::rename(partial, path).map_err(ProverError::io("renaming", partial))?;
     Ok(if from > 0 {
         Fetched::Resumed {
             from,

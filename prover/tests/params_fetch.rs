@@ -255,3 +255,50 @@ fn fetch_with_porep_matrices_writes_the_matrices_beside_the_parameters() {
         .count();
     assert_eq!(matrices_files, 1);
 }
+
+/// `params fetch --verifying-keys-only`: a verifier's machine gets the `.vk` files and no
+/// parameters.
+#[test]
+fn fetch_of_verifying_keys_only_leaves_the_parameters_out() {
+    let served = tempfile::tempdir().unwrap();
+    let names = required_names(&[ParamKind::Porep], &[2 << 10]).unwrap();
+    let mut manifest = serde_json::Map::new();
+    for (i, name) in names.iter().enumerate() {
+        let path = served.path().join(name);
+        std::fs::write(&path, content(i as u64 + 1, 1 << 12)).unwrap();
+        manifest.insert(
+            name.clone(),
+            serde_json::json!({"cid": "Qm-test", "digest": file_digest(&path).unwrap(), "sector_size": 2048}),
+        );
+    }
+    let manifest_path = served.path().join("parameters.json");
+    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    assert_cmd::Command::cargo_bin("proofpipe-prover")
+        .unwrap()
+        .args([
+            "--log=warn",
+            "params",
+            "fetch",
+            "--sector-size",
+            "2KiB",
+            "--kind",
+            "porep",
+        ])
+        .arg("--base-url")
+        .arg(format!("file://{}", served.path().display()))
+        .arg("--manifest")
+        .arg(&manifest_path)
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--verifying-keys-only")
+        .assert()
+        .success();
+    for name in &names {
+        assert_eq!(
+            dir.path().join(name).exists(),
+            name.ends_with(".vk"),
+            "{name}: only verifying keys are fetched"
+        );
+    }
+}

@@ -42,8 +42,12 @@ pub struct FetchArgs {
     /// Then record each PoRep sector size's R1CS matrices into the directory too (`params
     /// matrices`), so that provers mounting it read-only never record them. Needs the memory
     /// and cores of a recording (32 GiB: ~29 s on 16 cores, 12.3 GiB kept; docs/filecoin.md).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "verifying_keys_only")]
     porep_matrices: bool,
+    /// Only the verifying keys (`.vk`, megabytes): for a machine that verifies proofs and
+    /// never proves them.
+    #[arg(long)]
+    verifying_keys_only: bool,
     #[arg(long)]
     json: bool,
 }
@@ -62,7 +66,10 @@ fn fetch(args: FetchArgs) -> Result<ExitCode, ProverError> {
         Some(path) => fetch::read_manifest(path)?,
         None => fetch::builtin_manifest(),
     };
-    let files = fetch::wanted_files(&kinds, &args.sector_sizes, &manifest)?;
+    let mut files = fetch::wanted_files(&kinds, &args.sector_sizes, &manifest)?;
+    if args.verifying_keys_only {
+        files = fetch::verifying_keys_only(files);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

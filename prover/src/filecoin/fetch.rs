@@ -201,6 +201,15 @@ pub fn wanted_files(
         .collect()
 }
 
+/// Only the verifying keys (`.vk`) of `files`: what a machine that verifies proofs, and
+/// never proves, needs (megabytes instead of tens of GB).
+pub fn verifying_keys_only(files: Vec<WantedFile>) -> Vec<WantedFile> {
+    files
+        .into_iter()
+        .filter(|file| file.name.ends_with(".vk"))
+        .collect()
+}
+
 /// parameters.json's digest of a file: the first 32 hex digits of its blake2b-512. Blocking.
 pub fn file_digest(path: &Path) -> Result<String, ProverError> {
     let mut file = std::fs::File::open(path).map_err(ProverError::io("hashing", path))?;
@@ -364,6 +373,14 @@ async fn fetch_from(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_verifier_needs_only_the_verifying_keys() {
+        let all = wanted_files(&ParamKind::ALL, &[32 << 30], &builtin_manifest()).unwrap();
+        let keys = verifying_keys_only(all.clone());
+        assert_eq!(keys.len() * 2, all.len(), "one .vk per .params: {all:?}");
+        assert!(keys.iter().all(|f| f.name.ends_with(".vk")));
+    }
 
     #[test]
     fn a_32gib_pool_needs_each_kind_s_params_and_vk_and_the_builtin_manifest_lists_them() {

@@ -132,6 +132,13 @@ pub fn decide_without_gpu(
 }
 
 /// A running job (by uid) is kept while it is still assigned here and open.
+/// Whether the process ends now: it lost its GPU, must have one (`PROOFPIPE_REQUIRE_GPU`), and
+/// holds no job in either lane (each was handed back first, so its pod's replacement loses
+/// nothing). Without the requirement it stays, out of rotation, for a person to look at.
+pub fn exit_for_lost_gpu(require_gpu: bool, gpu_lost: bool, holds_a_job: bool) -> bool {
+    require_gpu && gpu_lost && !holds_a_job
+}
+
 fn keep(uid: &str, assigned: &[Arc<ProofJob>]) -> Decision {
     let still_ours = assigned
         .iter()
@@ -190,6 +197,21 @@ mod tests {
 
     use super::*;
     use crate::daemon::resume::tests::{job, proof};
+
+    #[test]
+    fn a_prover_that_must_have_a_gpu_exits_once_it_lost_it_and_holds_no_job() {
+        // (require_gpu, gpu_lost, holds_a_job) -> exits
+        for (case, exits) in [
+            ((true, true, false), true),
+            // Its job is handed back first: the pod's replacement must lose nothing.
+            ((true, true, true), false),
+            // Without the requirement it stays, out of rotation, for a person to look at.
+            ((false, true, false), false),
+            ((true, false, false), false),
+        ] {
+            assert_eq!(exit_for_lost_gpu(case.0, case.1, case.2), exits, "{case:?}");
+        }
+    }
 
     const POD: &str = "p";
 

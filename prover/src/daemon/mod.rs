@@ -456,10 +456,10 @@ async fn supervise(daemon: &Arc<Daemon>) -> Result<(), ProverError> {
         }
         // Without its GPU, a prover that must have one leaves once it holds no job, so that
         // its pod is replaced.
-        if daemon.require_gpu
-            && lanes.main.is_none()
-            && lanes.urgent.is_none()
-            && let Some(loss) = daemon.gpu_loss()
+        let holds_a_job = lanes.main.is_some() || lanes.urgent.is_some();
+        let loss = daemon.gpu_loss();
+        if decision::exit_for_lost_gpu(daemon.require_gpu, loss.is_some(), holds_a_job)
+            && let Some(loss) = loss
         {
             return Err(ProverError::RequiredGpuLost {
                 message: loss.message,

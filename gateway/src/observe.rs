@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use proofpipe_crds::fit::ProverLimits;
-use proofpipe_crds::{ProofJob, ProofJobPhase, ProverPool};
+use proofpipe_crds::{ProofJob, ProofJobPhase};
 use proofpipe_model::queue::QueueEntry;
 
-use crate::outcome::{SERVED_KINDS, is_held, kind_of};
+use crate::outcome::{RoutedPool, SERVED_KINDS, is_held, kind_of};
 use crate::submission::kind_name;
 
 /// One pool's queue of one kind, now.
@@ -26,13 +26,13 @@ pub struct QueueGauge {
 /// `now`: a gauge per pool and kind, zeros included, so an alert on a kind's wait sees the
 /// series before the first job.
 pub fn queue_gauges(
-    pools: &[(&str, Option<&ProverPool>)],
+    pools: &[RoutedPool<'_>],
     jobs: &[Arc<ProofJob>],
     now: &Time,
 ) -> Vec<QueueGauge> {
     let mut gauges = Vec::new();
-    for &(pool_name, pool) in pools {
-        let limits = pool.map(ProverLimits::of);
+    for &(pool_name, ref pool) in pools {
+        let limits = pool.as_deref().map(ProverLimits::of);
         for kind in SERVED_KINDS.iter().copied().map(kind_name) {
             let waiting = jobs.iter().filter(|job| {
                 job.spec.pool == pool_name

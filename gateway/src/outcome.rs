@@ -214,9 +214,12 @@ pub struct Fleet {
     pub loaded_parameters: Vec<String>,
 }
 
-/// The fleet of the gateway's pools (each by name, with its cached object if it exists) from
-/// the cached jobs: their provers in the order given, each kind's queue over all of them.
-pub fn fleet(pools: &[(&str, Option<&ProverPool>)], jobs: &[Arc<ProofJob>]) -> Fleet {
+/// A pool the gateway routes to: its name, and its cached object if it exists.
+pub type RoutedPool<'a> = (&'a str, Option<Arc<ProverPool>>);
+
+/// The fleet of the gateway's pools from the cached jobs: their provers in the order given,
+/// each kind's queue over all of them.
+pub fn fleet(pools: &[RoutedPool<'_>], jobs: &[Arc<ProofJob>]) -> Fleet {
     let mut fleet = Fleet::default();
     let mut queues: BTreeMap<&'static str, (u32, u32)> = SERVED_KINDS
         .iter()
@@ -224,14 +227,14 @@ pub fn fleet(pools: &[(&str, Option<&ProverPool>)], jobs: &[Arc<ProofJob>]) -> F
         .collect();
     let mut kinds: BTreeMap<String, &'static str> = BTreeMap::new();
     let mut loaded = std::collections::BTreeSet::new();
-    for &(pool_name, pool) in pools {
+    for &(pool_name, ref pool) in pools {
         add_pool(
             &mut fleet,
             &mut queues,
             &mut kinds,
             &mut loaded,
             pool_name,
-            pool,
+            pool.as_deref(),
             jobs,
         );
     }
@@ -523,7 +526,7 @@ mod tests {
         let new_snap = snap_job("snap-new", 3);
         assert_eq!(queue_position(&new_snap, None, &jobs), 3);
         assert_eq!(queue_position(&new_snap, Some(&pool), &jobs), 1);
-        let pending: Vec<u32> = fleet(&[("gpu", Some(&pool))], &jobs)
+        let pending: Vec<u32> = fleet(&[("gpu", Some(Arc::new(pool.clone())))], &jobs)
             .queues
             .iter()
             .map(|q| q.pending)
@@ -573,7 +576,7 @@ mod tests {
             ]}
         }))
         .unwrap();
-        let fleet = fleet(&[("gpu", Some(&pool))], &jobs);
+        let fleet = fleet(&[("gpu", Some(Arc::new(pool.clone())))], &jobs);
         assert_eq!(
             fleet.queues,
             vec![
@@ -640,7 +643,10 @@ mod tests {
             ]}
         }))
         .unwrap();
-        let both = super::fleet(&[("cpu", Some(&warm)), ("gpu", Some(&pool))], &jobs);
+        let both = super::fleet(
+            &[("cpu", Some(Arc::new(warm))), ("gpu", Some(Arc::new(pool)))],
+            &jobs,
+        );
         let names: Vec<_> = both
             .gpus
             .iter()

@@ -112,14 +112,6 @@ impl PoolRoutes {
         self.by_kind.values().map(String::as_str).collect()
     }
 
-    /// The kinds `pool` proves.
-    pub fn kinds_of<'a>(&'a self, pool: &'a str) -> impl Iterator<Item = &'static str> + 'a {
-        self.by_kind
-            .iter()
-            .filter(move |(_, p)| p.as_str() == pool)
-            .map(|(kind, _)| *kind)
-    }
-
     /// `kind=pool` for each kind, for logs.
     pub fn describe(&self) -> String {
         self.by_kind
@@ -185,10 +177,6 @@ mod tests {
         assert_eq!(routes.pool_for("window-post"), Some("gpu-warm"));
         assert_eq!(routes.pool_for("winning-post"), Some("gpu-warm"));
         assert_eq!(routes.pools(), BTreeSet::from(["gpu-big", "gpu-warm"]));
-        assert_eq!(
-            routes.kinds_of("gpu-warm").collect::<Vec<_>>(),
-            ["window-post", "winning-post"]
-        );
         assert_eq!(
             routes.describe(),
             "porep-c2=gpu-big,snap-update=gpu-big,window-post=gpu-warm,winning-post=gpu-warm"

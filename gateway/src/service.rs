@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
 use object_store::PutPayload;
-use proofpipe_crds::{ASSIGNED_POD_LABEL, FilecoinWork, ProofJob, ProofJobPhase, ProverPool};
+use proofpipe_crds::{ASSIGNED_POD_LABEL, FilecoinWork, ProofJob, ProofJobPhase};
 use rand_core::{OsRng, RngCore};
 use tokio::sync::watch;
 use tonic::{Request, Response, Status};
@@ -20,7 +20,7 @@ use crate::error::GatewayError;
 use crate::job_spec::{JobDefaults, filecoin_work, proof_job};
 use crate::metrics::{AwaitingGuard, Metrics};
 use crate::observe;
-use crate::outcome::{self, JobView, Outcome};
+use crate::outcome::{self, JobView, Outcome, RoutedPool};
 use crate::proto::proving_engine_server::ProvingEngine;
 use crate::proto::{
     AwaitProofRequest, AwaitProofResponse, CancelProofRequest, CancelProofResponse,
@@ -97,11 +97,7 @@ impl Gateway {
     /// The metrics in Prometheus' text format, the queue gauges read from the caches now.
     pub fn render_metrics(&self) -> String {
         let inner = &self.inner;
-        let cached = self.routed_pools();
-        let pools: Vec<_> = cached
-            .iter()
-            .map(|(name, pool)| (*name, pool.as_deref()))
-            .collect();
+        let pools = self.routed_pools();
         let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
             k8s_openapi::jiff::Timestamp::now(),
         );
@@ -112,7 +108,7 @@ impl Gateway {
     }
 
     /// Every pool the gateway routes to, with its cached object if it exists.
-    fn routed_pools(&self) -> Vec<(&str, Option<Arc<ProverPool>>)> {
+    fn routed_pools(&self) -> Vec<RoutedPool<'_>> {
         let inner = &self.inner;
         let pools = inner.defaults.pools.pools();
         pools
@@ -451,11 +447,7 @@ impl Gateway {
 
     fn status(&self) -> GetStatusResponse {
         let inner = &self.inner;
-        let cached = self.routed_pools();
-        let pools: Vec<_> = cached
-            .iter()
-            .map(|(name, pool)| (*name, pool.as_deref()))
-            .collect();
+        let pools = self.routed_pools();
         let fleet = outcome::fleet(&pools, &inner.caches.jobs());
         GetStatusResponse {
             gpus: fleet.gpus,

@@ -195,16 +195,15 @@ async fn an_interrupted_download_resumes_and_a_file_with_another_digest_is_refus
     assert!(err.to_string().contains("no mirror given"), "{err}");
 }
 
-/// `params fetch --porep-matrices`: the parameters fetched (here from a file:// mirror), then
-/// each PoRep size's R1CS matrices written beside them; a second run finds both and checks them.
-#[test]
-fn fetch_with_porep_matrices_writes_the_matrices_beside_the_parameters() {
+/// A mirror directory serving made-up 2 KiB PoRep parameter files of `len` bytes, the names
+/// of those files, and a parameters.json listing them with their digests.
+fn served_porep_2kib(len: usize) -> (tempfile::TempDir, Vec<String>, std::path::PathBuf) {
     let served = tempfile::tempdir().unwrap();
     let names = required_names(&[ParamKind::Porep], &[2 << 10]).unwrap();
     let mut manifest = serde_json::Map::new();
     for (i, name) in names.iter().enumerate() {
         let path = served.path().join(name);
-        std::fs::write(&path, content(i as u64 + 1, 1 << 16)).unwrap();
+        std::fs::write(&path, content(i as u64 + 1, len)).unwrap();
         manifest.insert(
             name.clone(),
             serde_json::json!({"cid": "Qm-test", "digest": file_digest(&path).unwrap(), "sector_size": 2048}),
@@ -212,6 +211,14 @@ fn fetch_with_porep_matrices_writes_the_matrices_beside_the_parameters() {
     }
     let manifest_path = served.path().join("parameters.json");
     std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    (served, names, manifest_path)
+}
+
+/// `params fetch --porep-matrices`: the parameters fetched (here from a file:// mirror), then
+/// each PoRep size's R1CS matrices written beside them; a second run finds both and checks them.
+#[test]
+fn fetch_with_porep_matrices_writes_the_matrices_beside_the_parameters() {
+    let (served, _, manifest_path) = served_porep_2kib(1 << 16);
     let dir = tempfile::tempdir().unwrap();
     let fetch = || {
         support::json_report(
@@ -260,19 +267,7 @@ fn fetch_with_porep_matrices_writes_the_matrices_beside_the_parameters() {
 /// parameters.
 #[test]
 fn fetch_of_verifying_keys_only_leaves_the_parameters_out() {
-    let served = tempfile::tempdir().unwrap();
-    let names = required_names(&[ParamKind::Porep], &[2 << 10]).unwrap();
-    let mut manifest = serde_json::Map::new();
-    for (i, name) in names.iter().enumerate() {
-        let path = served.path().join(name);
-        std::fs::write(&path, content(i as u64 + 1, 1 << 12)).unwrap();
-        manifest.insert(
-            name.clone(),
-            serde_json::json!({"cid": "Qm-test", "digest": file_digest(&path).unwrap(), "sector_size": 2048}),
-        );
-    }
-    let manifest_path = served.path().join("parameters.json");
-    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let (served, names, manifest_path) = served_porep_2kib(1 << 12);
     let dir = tempfile::tempdir().unwrap();
     assert_cmd::Command::cargo_bin("proofpipe-prover")
         .unwrap()

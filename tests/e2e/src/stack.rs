@@ -252,6 +252,19 @@ pub fn check_all_succeeded(jobs: &[ProofJob], count: usize) -> Result<(), String
 
 /// What is wrong with a job that should have Succeeded with a verified proof per partition,
 /// proved by pods named `<pool>-prover-<n>`; `Ok` when nothing is.
+/// The pool's condition of `type_`, if it has one.
+pub fn pool_condition(
+    status: &proofpipe_crds::ProverPoolStatus,
+    type_: &str,
+) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == type_)
+        .cloned()
+}
+
 pub fn check_succeeded(job: &ProofJob) -> Result<(), String> {
     let name = job.name_any();
     let status = job.status.as_ref().ok_or(format!("{name}: no status"))?;

@@ -33,7 +33,7 @@ use proofpipe_e2e::gateway::start_gateway;
 use proofpipe_e2e::process::free_port;
 use proofpipe_e2e::stack::Stack;
 use proofpipe_gateway::attempts::attempt_name;
-use proofpipe_gateway::job_spec::REQUEST_ID_ANNOTATION;
+use proofpipe_gateway::job_spec::request_id_of;
 use proofpipe_gateway::proto::await_proof_response::Status as AwaitStatus;
 use proofpipe_gateway::proto::proving_engine_client::ProvingEngineClient;
 use proofpipe_gateway::proto::{
@@ -194,12 +194,7 @@ async fn curio_s_winning_post_is_answered_while_a_porep_proves_and_a_gateway_cra
         .items;
     let of_request: Vec<_> = jobs
         .iter()
-        .filter(|job| {
-            job.annotations()
-                .get(REQUEST_ID_ANNOTATION)
-                .map(String::as_str)
-                == Some("porep-1000-crash")
-        })
+        .filter(|job| request_id_of(job) == Some("porep-1000-crash"))
         .collect();
     assert_eq!(of_request.len(), 1, "one job for the request id");
     let status = of_request[0].status.as_ref().unwrap();
@@ -268,10 +263,7 @@ async fn until_job_of_request(stack: &Stack, request_id: &str) -> String {
             .unwrap()
             .items;
         let on_a_prover = jobs.iter().find(|job| {
-            job.annotations()
-                .get(REQUEST_ID_ANNOTATION)
-                .map(String::as_str)
-                == Some(request_id)
+            request_id_of(job) == Some(request_id)
                 && job
                     .labels()
                     .contains_key(proofpipe_crds::ASSIGNED_POD_LABEL)
@@ -406,13 +398,7 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
         .items;
     let of_request: Vec<_> = jobs
         .iter()
-        .filter(|job| {
-            job.metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(REQUEST_ID_ANNOTATION))
-                .is_some_and(|id| id == "porep-1000-1")
-        })
+        .filter(|job| request_id_of(job) == Some("porep-1000-1"))
         .collect();
     assert_eq!(of_request.len(), 1, "one job per request id");
     // The bad input failed on its first attempt and its prover stayed: every job, that one
@@ -480,13 +466,7 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
     let deadline = seen["window_post_request_id"].as_str().unwrap();
     let of_deadline = jobs
         .iter()
-        .filter(|job| {
-            job.metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(REQUEST_ID_ANNOTATION))
-                .is_some_and(|id| id == deadline)
-        })
+        .filter(|job| request_id_of(job) == Some(deadline))
         .collect::<Vec<_>>();
     assert_eq!(of_deadline.len(), 3, "three jobs under the deadline's id");
     assert!(

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
 use proofpipe_crds::ProverPool;
-use proofpipe_e2e::stack::{Stack, check_all_succeeded, live_pods};
+use proofpipe_e2e::stack::{Stack, check_all_succeeded, live_pods, pool_condition};
 
 #[tokio::test]
 async fn pool_grows_with_its_queue_and_shrinks_when_idle() {
@@ -281,10 +281,5 @@ async fn provers_held_by_kueue_wait_for_quota_then_prove() {
 
 /// The pool's `ProversSchedulable` condition, if it has one.
 fn schedulable(status: &proofpipe_crds::ProverPoolStatus) -> Option<Condition> {
-    status
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| c.type_ == "ProversSchedulable")
-        .cloned()
+    pool_condition(status, "ProversSchedulable")
 }

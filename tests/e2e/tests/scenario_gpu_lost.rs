@@ -21,7 +21,7 @@ use kube::ResourceExt;
 use kube::api::DynamicObject;
 use proofpipe_crds::{ProofJob, ProverPool};
 use proofpipe_e2e::prover_metrics::{sample, scrape};
-use proofpipe_e2e::stack::{Stack, check_succeeded, live_pods};
+use proofpipe_e2e::stack::{Stack, check_succeeded, live_pods, pool_condition};
 
 const POOL: &str = "gl";
 const FAULTY: &str = "gl-prover-0";
@@ -162,12 +162,8 @@ async fn a_lost_gpu_hands_the_job_back_uncharged_and_takes_its_prover_out_of_rot
         "{loss:?}"
     );
     assert!(entry(HEALTHY).gpu_lost.is_none());
-    let condition = pool_status
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| c.type_ == "ProversOnGpu")
-        .expect("the ProversOnGpu condition");
+    let condition =
+        pool_condition(&pool_status, "ProversOnGpu").expect("the ProversOnGpu condition");
     assert_eq!(
         (condition.status.as_str(), condition.reason.as_str()),
         ("False", "GpuLost"),

@@ -34,7 +34,7 @@ use proofpipe_e2e::filecoin::{
 };
 use proofpipe_e2e::prover_metrics::scrape;
 use proofpipe_e2e::s3::{S3Server, hex};
-use proofpipe_e2e::stack::{Stack, check_succeeded, live_pods, phase};
+use proofpipe_e2e::stack::{Stack, check_succeeded, live_pods, phase, pool_condition};
 use sha2::{Digest, Sha256};
 
 const BUCKET: &str = "soak";
@@ -405,12 +405,7 @@ async fn one_prover_proves_many_jobs_of_mixed_kinds_without_hanging_or_growing()
             && resident.iter().any(|p| p == "StackedDrgWinning2KiBV1"),
         "{resident:?}"
     );
-    let gpu = status
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| c.type_ == "ProversOnGpu")
-        .expect("the ProversOnGpu condition");
+    let gpu = pool_condition(&status, "ProversOnGpu").expect("the ProversOnGpu condition");
     assert_eq!(
         (gpu.status.as_str(), gpu.reason.as_str()),
         ("False", "ProvingOnCpu"),

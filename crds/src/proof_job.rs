@@ -487,7 +487,18 @@ impl QueueEntry for ProofJob {
             .labels
             .as_ref()
             .is_some_and(|labels| labels.contains_key(crate::ASSIGNED_POD_LABEL));
-        !finished && !self.spec.suspend && !assigned && self.metadata.deletion_timestamp.is_none()
+        // The operator takes a job off its pod in two writes, the label and then the status
+        // that says why (its failure record, its Event). Until the second lands the status
+        // still names the pod: the job is not offered again before its attempt is recorded.
+        let leaving = self
+            .status
+            .as_ref()
+            .is_some_and(|status| status.pod.is_some());
+        !finished
+            && !self.spec.suspend
+            && !assigned
+            && !leaving
+            && self.metadata.deletion_timestamp.is_none()
     }
 
     fn priority(&self) -> i32 {

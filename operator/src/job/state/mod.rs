@@ -227,10 +227,17 @@ pub fn decide(observation: &JobObservation) -> JobDecision {
         return fail(observation, next, FailureReason::DeadlineExceeded, note);
     }
 
-    let report = observation
-        .assignment
-        .and_then(|(pod, _)| this_attempts_report(current, pod));
-    let mut decision = match observation.assignment {
+    // The label goes before the status that records why (the operator stopped between the
+    // two writes, or the status write lost a race): the attempt's report is still to record.
+    let assignment = observation.assignment.or_else(|| {
+        current
+            .pod
+            .as_deref()
+            .filter(|pod| this_attempts_report(current, pod).is_some())
+            .map(|pod| (pod, None))
+    });
+    let report = assignment.and_then(|(pod, _)| this_attempts_report(current, pod));
+    let mut decision = match assignment {
         Some((pod, _)) if spec.suspend => {
             let mut decision = waiting(observation, next);
             decision.unassign = true;

@@ -268,6 +268,37 @@ fn a_transient_failure_the_prover_reports_is_a_failed_attempt_retried_later() {
 }
 
 #[test]
+fn a_report_whose_label_already_went_is_still_recorded_and_the_job_not_offered_before() {
+    // The operator removes the label, then writes the status that records why. A status
+    // write that lost a race (its resourceVersion moved) or an operator that stopped between
+    // the two leaves the label gone and the status naming the pod with its report.
+    let spec = spec();
+    let mut status = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));
+    status.prover_failure = Some(report("gpu-prover-0", 1, "GpuLost", false));
+    let decision = decide_at(&spec, &status, None, at(4));
+    assert_eq!(decision.status.phase, Some(ProofJobPhase::Queued));
+    assert_eq!(decision.status.pod, None);
+    assert_eq!(decision.status.failed, None, "a lost GPU is not charged");
+    let last = decision.status.last_failure.as_ref().unwrap();
+    assert_eq!(
+        (last.reason.as_str(), last.pod.as_str()),
+        ("GpuLost", "gpu-prover-0")
+    );
+    assert!(
+        matches!(&decision.event, Some(JobEvent::Requeued { pod, .. }) if pod == "gpu-prover-0"),
+        "{:?}",
+        decision.event
+    );
+
+    // Until that status lands the job is not in the queue, so no prover takes it first.
+    let mut job = crate::job::queue::tests::job("j", 0, 0);
+    job.status = Some(status);
+    assert!(!crate::job::queue::is_queued(&job), "still leaving its pod");
+    job.status = Some(decision.status);
+    assert!(crate::job::queue::is_queued(&job), "queued once recorded");
+}
+
+#[test]
 fn a_prover_that_lost_its_gpu_hands_the_job_back_without_charging_it() {
     let spec = spec(); // backoffLimit 3
     let mut status = assigned(&spec, &ProofJobStatus::default(), "gpu-prover-0", at(0));

@@ -49,6 +49,7 @@ fn main() {
             shape: params.shape,
             memory_limit: limit.bytes,
             params_bytes: params.heap_bytes(),
+            query_bytes: None,
             matrices_bytes: 0,
             headroom: 0.1,
             cpu_cores: cores,

@@ -12,6 +12,11 @@
 //                                 the host or already on the device (the quotient's h), and,
 //                                 when asked, split: 0/1 scalars summed by a bitmap batch
 //                                 addition, only the rest ("tail") through Pippenger
+//   pp_stream_g{1,2}_new / _free  a streaming msm_t engine (buckets only, sized for a fixed
+//                                 point count) for MSMs over bases in host memory
+//   pp_msm_streamed_g{1,2}        MSM over page-locked host points: sppark copies them in
+//                                 slices, double-buffered, overlapping the kernels
+//   pp_host_register / unregister page-lock an existing host range (the streamed bases)
 //   pp_pinned_alloc / _free       page-locked host staging for MSM scalars (full-speed DMA)
 //   pp_quotient_ws_new / _free    a GPU-stage worker's quotient workspace (stream, buffers)
 //   pp_quotient_upload            a, b, c to the device (outside the device lock)
@@ -210,6 +215,11 @@ __global__ void pp_scan_add(uint32_t* out, const uint32_t* sums, size_t n)
 
 static RustError::by_value pp_err(const cuda_error& e, const char* what)
 {
+    // A failed runtime call stays the thread's "last error" until read: left there, it would
+    // fail the next kernel launch check (CUDA_OK(cudaGetLastError())) of a later, good call
+    // (after an out-of-memory upload that evicted bases and retried, say). Sticky errors
+    // persist regardless.
+    (void)cudaGetLastError();
     std::string msg = std::string(what) + ": " + e.what();
     return RustError{e.code(), msg};
 }
@@ -320,6 +330,7 @@ static const size_t SPLIT_MAX_TAIL_DIV = 4;    // tail <= n/4
 
 static RustError::by_value pp_msm_error(const RustError& r, const char* what)
 {
+    (void)cudaGetLastError();   // as in pp_err
     std::string m = std::string(what) + ": " +
         (r.message ? r.message : cudaGetErrorString((cudaError_t)r.code));
     return RustError{r.code, m};
@@ -454,6 +465,98 @@ extern "C" void pp_bases_g1_free(void* h)
 
 extern "C" void pp_bases_g2_free(void* h)
 {   delete static_cast<pp_bases<bucket_fp2_t, point_fp2_t, affine_fp2_t>*>(h);   }
+
+// Streamed bases: an msm_t engine made without points for a fixed point count (its window
+// width, buckets and slice size follow from that count, not from each MSM's), kept by Rust
+// per device and group. invoke() takes host points as they are, in slices of `stride` points
+// copied on two streams while the other slice's kernels run; the points must be page-locked
+// (pp_host_register) or the copies crawl. It never reads device points here, so a streamed
+// MSM is never split (the batch addition reads resident points).
+template<class bucket_t, class point_t, class affine_t>
+struct pp_stream {
+    typedef msm_t<bucket_t, point_t, affine_t, scalar_t> engine_t;
+    int dev;
+    engine_t* engine;
+    ~pp_stream() { delete engine; }
+};
+
+template<class bucket_t, class point_t, class affine_t>
+static RustError::by_value pp_stream_new(int dev, size_t npoints, void** out, const char* what)
+{
+    typedef pp_stream<bucket_t, point_t, affine_t> stream_t_;
+    try {
+        (void)select_gpu(dev);
+        auto* e = new typename stream_t_::engine_t{nullptr, npoints, sizeof(affine_t), dev};
+        *out = new stream_t_{dev, e};
+    } catch (const cuda_error& e) {
+        return pp_err(e, what);
+    }
+    return RustError{cudaSuccess};
+}
+
+// `points`: n page-locked host points; `scalars`: n scalars in Montgomery form, on the host or,
+// with `on_device`, in the engine's device memory (the quotient's h). Device scalars go in as
+// a non-owning dev_ptr_t (invoke's template then keeps the points as host memory: a raw
+// pointer would be taken as host scalars). Points are affine_t*, not mem_t* (see pp_bases).
+template<class bucket_t, class point_t, class affine_t>
+static RustError::by_value pp_msm_streamed(void* handle, const affine_t* points, size_t n,
+                                           const scalar_t* scalars, bool on_device,
+                                           point_t* out, const char* what)
+{
+    auto* st = static_cast<pp_stream<bucket_t, point_t, affine_t>*>(handle);
+    out->inf();
+    if (n == 0)
+        return RustError{cudaSuccess};
+    try {
+        (void)select_gpu(st->dev);
+        RustError r = on_device
+            ? st->engine->invoke(*out, points, n, dev_ptr_t<scalar_t>((scalar_t*)scalars), true)
+            : st->engine->invoke(*out, points, n, scalars, true);
+        return r.code == cudaSuccess ? RustError{cudaSuccess} : pp_msm_error(r, what);
+    } catch (const cuda_error& e) {
+        return pp_err(e, what);
+    }
+}
+
+extern "C" RustError::by_value pp_stream_g1_new(int dev, size_t npoints, void** out)
+{   return pp_stream_new<bucket_t, point_t, affine_t>(dev, npoints, out, "making the G1 streaming engine");   }
+
+extern "C" RustError::by_value pp_stream_g2_new(int dev, size_t npoints, void** out)
+{   return pp_stream_new<bucket_fp2_t, point_fp2_t, affine_fp2_t>(dev, npoints, out, "making the G2 streaming engine");   }
+
+extern "C" void pp_stream_g1_free(void* h)
+{   delete static_cast<pp_stream<bucket_t, point_t, affine_t>*>(h);   }
+
+extern "C" void pp_stream_g2_free(void* h)
+{   delete static_cast<pp_stream<bucket_fp2_t, point_fp2_t, affine_fp2_t>*>(h);   }
+
+extern "C" RustError::by_value pp_msm_streamed_g1(void* h, const affine_t* points, size_t n,
+                                                  const scalar_t* s, bool on_device, point_t* out)
+{   return pp_msm_streamed<bucket_t, point_t, affine_t>(h, points, n, s, on_device, out, "streamed G1 MSM");   }
+
+extern "C" RustError::by_value pp_msm_streamed_g2(void* h, const affine_fp2_t* points, size_t n,
+                                                  const scalar_t* s, bool on_device,
+                                                  point_fp2_t* out)
+{   return pp_msm_streamed<bucket_fp2_t, point_fp2_t, affine_fp2_t>(h, points, n, s, on_device, out, "streamed G2 MSM");   }
+
+// Page-locks an existing host range for every device (portable), so sppark's copies of
+// streamed points run as DMA. cudaErrorHostMemoryAlreadyRegistered comes back as it is: the
+// caller then neither needs nor owns the registration.
+extern "C" RustError::by_value pp_host_register(void* ptr, size_t bytes)
+{
+    try {
+        CUDA_OK(cudaHostRegister(ptr, bytes, cudaHostRegisterPortable));
+    } catch (const cuda_error& e) {
+        return pp_err(e, "page-locking streamed base points");
+    }
+    return RustError{cudaSuccess};
+}
+
+extern "C" void pp_host_unregister(void* ptr)
+{
+    if (cudaHostUnregister(ptr) != cudaSuccess)
+        (void)cudaGetLastError();
+}
 
 // Page-locked host memory: sppark's scalar uploads from it run as DMA at full link speed
 // (pageable memory goes through the driver's staging copies at a fraction of it).

@@ -11,19 +11,49 @@ use ff::PrimeField;
 use group::Group;
 
 use crate::{
-    Bases, Density, Evaluations, KernelError, ProvingBackend, into_std_vec, used_exponents_map,
+    Bases, DEFAULT_STREAM_ENGINE_POINTS, Density, Evaluations, KernelError, Placement,
+    ProvingBackend, into_std_vec, stream_batches, stream_engine_points_from_env,
+    used_exponents_map,
 };
 
 /// Runs every kernel on the CPU thread pool shared by the process.
-#[derive(Default)]
 pub struct CpuBackend {
     worker: Worker,
+    /// The streaming engine size whose slices a streamed MSM is summed over.
+    stream_engine_points: usize,
+}
+
+impl Default for CpuBackend {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl CpuBackend {
+    /// With the streaming engine size of `PROOFPIPE_CUDA_STREAM_ENGINE_POINTS` (the default
+    /// where unset or invalid).
     pub fn new() -> Self {
+        let points = stream_engine_points_from_env().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "using the default streaming engine size");
+            DEFAULT_STREAM_ENGINE_POINTS
+        });
+        Self::with_stream_engine_points(points)
+    }
+
+    /// Streamed MSMs summed over the slices of an engine made for `points` points.
+    pub fn with_stream_engine_points(points: usize) -> Self {
         Self {
             worker: Worker::new(),
+            stream_engine_points: points,
+        }
+    }
+
+    /// The slices an MSM of `n` used points is summed over: all at once for resident bases;
+    /// the GPU's slices for streamed ones, so the CPU runs the schedule the GPU would.
+    fn slices(&self, placement: Placement, n: usize) -> Vec<std::ops::Range<usize>> {
+        match placement {
+            Placement::Resident => std::iter::once(0..n).collect(),
+            Placement::Streamed => stream_batches(n, self.stream_engine_points),
         }
     }
 
@@ -102,7 +132,11 @@ impl ProvingBackend for CpuBackend {
         let points: &[blst_p1_affine] =
             unsafe { std::slice::from_raw_parts(points.as_ptr().cast(), points.len()) };
         let mut sum = G1Projective::identity();
-        *sum.as_mut() = points.mult(exps.as_flattened(), SCALAR_BITS);
+        for r in self.slices(bases.placement, exps.len()) {
+            let mut part = G1Projective::identity();
+            *part.as_mut() = points[r.clone()].mult(exps[r].as_flattened(), SCALAR_BITS);
+            sum += part;
+        }
         Ok(sum)
     }
 
@@ -120,7 +154,11 @@ impl ProvingBackend for CpuBackend {
         let points: &[blst_p2_affine] =
             unsafe { std::slice::from_raw_parts(points.as_ptr().cast(), points.len()) };
         let mut sum = G2Projective::identity();
-        *sum.as_mut() = points.mult(exps.as_flattened(), SCALAR_BITS);
+        for r in self.slices(bases.placement, exps.len()) {
+            let mut part = G2Projective::identity();
+            *part.as_mut() = points[r.clone()].mult(exps[r].as_flattened(), SCALAR_BITS);
+            sum += part;
+        }
         Ok(sum)
     }
 }
@@ -175,6 +213,113 @@ mod tests {
             )
             .unwrap();
         assert_eq!(got, naive_msm(&dense_points, &even_scalars));
+    }
+
+    /// Cheap random points: multiples of a random point by consecutive steps.
+    fn stepped_points<G: Group + Curve<AffineRepr: Clone>>(
+        rng: &mut ChaCha8Rng,
+        n: usize,
+    ) -> Vec<G::AffineRepr> {
+        let step = G::random(&mut *rng);
+        let mut p = G::random(&mut *rng);
+        let proj: Vec<G> = (0..n)
+            .map(|_| {
+                p += step;
+                p
+            })
+            .collect();
+        let mut out = vec![G::identity().to_affine(); n];
+        G::batch_normalize(&proj, &mut out);
+        out
+    }
+
+    fn random_scalars(rng: &mut ChaCha8Rng, n: usize) -> Arc<Vec<Fr>> {
+        Arc::new(
+            (0..n)
+                .map(|i| match i % 5 {
+                    0 => Fr::ZERO,
+                    1 => Fr::ONE,
+                    _ => Fr::random(&mut *rng),
+                })
+                .collect(),
+        )
+    }
+
+    /// Two of every three variables used: `n` variables, the count used.
+    fn two_thirds(n: usize) -> (Density, usize) {
+        let mut t = DensityTracker::new();
+        let mut used = 0;
+        for i in 0..n {
+            t.add_element();
+            if i % 3 != 1 {
+                t.inc(i);
+                used += 1;
+            }
+        }
+        (Density::Sparse(Arc::new(t)), used)
+    }
+
+    /// An engine of 2^10 points (10-bit windows): from ~87k points on, a streamed MSM runs in
+    /// several slices.
+    const SMALL_ENGINE: usize = 1 << 10;
+
+    #[test]
+    fn streamed_g1_msm_equals_resident() {
+        let backend = CpuBackend::with_stream_engine_points(SMALL_ENGINE);
+        let mut rng = ChaCha8Rng::seed_from_u64(21);
+        // Four slices, the last one short; one slice; sparse over two slices.
+        let n = 200_003;
+        let points = Arc::new(stepped_points::<G1Projective>(&mut rng, n + 3));
+        let exps = random_scalars(&mut rng, n);
+        assert_eq!(stream_batches(n, SMALL_ENGINE).len(), 4);
+        assert_ne!(n % stream_batches(n, SMALL_ENGINE)[0].len(), 0);
+        let (sparse, used) = two_thirds(150_000);
+        assert!(stream_batches(used, SMALL_ENGINE).len() > 1);
+        assert_eq!(stream_batches(1000, SMALL_ENGINE).len(), 1);
+        let cases: [(&str, usize, Density, Arc<Vec<Fr>>); 3] = [
+            ("full", 3, Density::Full, exps.clone()),
+            ("small", 0, Density::Full, Arc::new(exps[..1000].to_vec())),
+            ("sparse", 1, sparse, Arc::new(exps[..150_000].to_vec())),
+        ];
+        for (name, skip, density, exps) in cases {
+            let resident = Bases::new(points.clone(), skip);
+            let streamed = Bases::streamed(points.clone(), skip);
+            let want = backend.msm_g1(&resident, &density, &exps).unwrap();
+            let got = backend.msm_g1(&streamed, &density, &exps).unwrap();
+            assert_eq!(
+                got.to_affine().to_uncompressed(),
+                want.to_affine().to_uncompressed(),
+                "G1 {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn streamed_g2_msm_equals_resident() {
+        let backend = CpuBackend::with_stream_engine_points(SMALL_ENGINE);
+        let mut rng = ChaCha8Rng::seed_from_u64(22);
+        let n = 132_000;
+        let points = Arc::new(stepped_points::<G2Projective>(&mut rng, n + 1));
+        let exps = random_scalars(&mut rng, n);
+        assert_eq!(stream_batches(n, SMALL_ENGINE).len(), 2);
+        let (sparse, used) = two_thirds(n);
+        assert_eq!(stream_batches(used, SMALL_ENGINE).len(), 2);
+        let cases: [(&str, usize, Density, Arc<Vec<Fr>>); 3] = [
+            ("full", 1, Density::Full, exps.clone()),
+            ("small", 0, Density::Full, Arc::new(exps[..500].to_vec())),
+            ("sparse", 0, sparse, exps.clone()),
+        ];
+        for (name, skip, density, exps) in cases {
+            let resident = Bases::new(points.clone(), skip);
+            let streamed = Bases::streamed(points.clone(), skip);
+            let want = backend.msm_g2(&resident, &density, &exps).unwrap();
+            let got = backend.msm_g2(&streamed, &density, &exps).unwrap();
+            assert_eq!(
+                got.to_affine().to_uncompressed(),
+                want.to_affine().to_uncompressed(),
+                "G2 {name}"
+            );
+        }
     }
 
     #[test]

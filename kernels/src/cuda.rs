@@ -2,10 +2,12 @@
 //! (cuda/proofpipe.cu) behind [`ProvingBackend`].
 //!
 //! - Base points stay resident: each query's range of a proving-key vector,
-//!   `points[skip..skip + used]`, is uploaded to a device once per process (keyed by the
-//!   vector's `Arc`, which the cache keeps alive so the key cannot be reused, the skip and the
-//!   count, all fixed per circuit) into a device buffer of ours, with one sppark `msm_t`
-//!   engine per range; every later MSM over it reads it in place.
+//!   `points[skip..skip + used]`, is uploaded to a device on first use (keyed by the vector's
+//!   address, kept unique by a `Weak` to it, the skip and the count, all fixed per circuit)
+//!   into a device buffer of ours, with one sppark `msm_t` engine per range; every later MSM
+//!   over it reads it in place. Once the prover drops the vector (a parameter set it no
+//!   longer keeps) the device copy is freed; an upload that finds the device full evicts idle
+//!   bases, least recently used first.
 //! - Exponents go to the device as blstrs stores them, in Montgomery form (`Fr` is
 //!   `#[repr(transparent)]` over `blst_fr`, the layout of sppark's `fr_t`); sppark converts
 //!   them on the device (`msm_t::invoke` with `mont = true`), so a full query costs no host
@@ -33,6 +35,17 @@
 //!   inside; MSM scalars (from `STAGE_FROM` up) are first copied in parallel into a
 //!   page-locked buffer of the worker's, so sppark's upload under the lock is a full-speed
 //!   DMA. Both show in `kernel_stats` as `*_transfers` (time outside the lock).
+//! - Streamed bases ([`Placement::Streamed`]): no device copy; each MSM hands sppark the
+//!   points in host memory, page-locked once per host vector (`cudaHostRegister`, kept while
+//!   the vector lives), and sppark copies them in slices ([`crate::stream_batches`]) while
+//!   the previous slice's kernels run, through one engine per device and group made for
+//!   `GpuMemoryConfig::stream_engine_points`. Streamed MSMs run plain Pippenger (the split's
+//!   batch addition reads resident points). Resident and streamed queries mix freely.
+//! - A device-memory cap (`PROOFPIPE_GPU_MEMORY`, [`GpuMemoryConfig`]): the backend reports
+//!   its GPUs as that large and holds its own allocations to it with a per-device ledger
+//!   ([`DeviceLedger`]: the context, resident bases with their engines, quotient workspaces,
+//!   streaming engines, the running MSM's temporaries); an allocation that would pass it
+//!   evicts idle resident bases first, then fails with [`KernelError::GpuMemoryCap`].
 //! - The CUDA runtime is linked statically and loads the driver at run time: a binary built
 //!   with this backend starts on a machine without a GPU or driver, and [`CudaBackend::new`]
 //!   then reports why it cannot be used.
@@ -42,7 +55,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use blst::{blst_fr, blst_p1, blst_p2};
@@ -52,9 +65,12 @@ use group::Group;
 use rayon::prelude::*;
 
 use crate::{
-    Bases, Density, EvalAlloc, Evaluations, GpuDevice, GpuOptions, KernelError, KernelStat,
-    ProvingBackend,
+    Bases, Density, DeviceLedger, EvalAlloc, Evaluations, GPU_CONTEXT_BYTES, GpuDevice,
+    GpuMemoryConfig, GpuOptions, KernelError, KernelStat, Placement, ProvingBackend,
+    STREAM_ENGINE_POINTS_ENV,
     gather::{SparseGather, check_bases, on_host_pool},
+    ledger::{Charge, Held, Ledger},
+    msm_engine_device_bytes, msm_temp_device_bytes, stream_schedule_fits,
 };
 
 mod ffi;
@@ -78,21 +94,147 @@ fn unpoisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The device memory a resident MSM that may split allocates for its duration, at most
+/// (pp_msm_run): the scalars' upload (unless on the device), the bitmaps, then either plain
+/// Pippenger's temporaries or a tail of at most n/4 points and scalars with its scan and its
+/// Pippenger's temporaries. The tail engines' buckets (kept per size class) are not counted.
+fn split_msm_temp_bytes(n: usize, point_bytes: usize, on_device: bool) -> u64 {
+    let r32 = |k: usize| k.div_ceil(32) as u64 * 32;
+    let words = n.div_ceil(1024) * 32;
+    let upload = if on_device { 0 } else { r32(n) * 32 };
+    let bitmaps = r32(3 * words) * 4 + r32(2) * 8;
+    let tail = n / 4;
+    let tail_bytes = r32(words) * 4
+        + r32(words.div_ceil(1024)) * 4
+        + r32(tail) * (point_bytes as u64 + 32)
+        + msm_temp_device_bytes(tail, tail.next_power_of_two(), point_bytes, false, true);
+    let plain = msm_temp_device_bytes(n, n, point_bytes, false, true);
+    upload + bitmaps + plain.max(tail_bytes)
+}
+
 /// sppark's NTT tables cover domains up to 2^28.
 const MAX_LG_DOMAIN: u32 = 28;
 
 /// Base points of one query range, resident on a device (pp_bases: our device buffer and
-/// the sppark `msm_t` engine that runs every MSM over it).
+/// the sppark `msm_t` engine that runs every MSM over it). Freed when dropped: an MSM holds
+/// its bases' `Arc` while it runs, so bases in use are never freed under it.
 struct Resident {
     handle: *mut c_void,
     g2: bool,
     bytes: usize,
-    /// Keeps the host vector alive, so its address (part of the cache key) is not reused.
-    _host: Arc<dyn Any + Send + Sync>,
+    /// The host vector the points came from. While any `Weak` to it lives its allocation
+    /// does too, so its address (part of the key) cannot be reused by another vector; once
+    /// the prover has dropped the vector (a parameter set it no longer keeps), the device
+    /// copy is freed. Holding an `Arc` here would keep both copies forever.
+    host: Weak<dyn Any + Send + Sync>,
+    /// The points and the engine's buckets in the device's ledger (last: given back after
+    /// the free).
+    _charge: Charge,
 }
 
-// SAFETY: the handle is only used under the device's lock, through the CUDA runtime.
+// SAFETY: the handle is only used through the CUDA runtime (thread-safe), to run an MSM
+// under the device's lock, or to free it once no MSM holds it.
 unsafe impl Send for Resident {}
+unsafe impl Sync for Resident {}
+
+impl Drop for Resident {
+    fn drop(&mut self) {
+        // SAFETY: made by pp_bases_g*_new, freed once, and no MSM holds it (see above).
+        unsafe {
+            if self.g2 {
+                ffi::pp_bases_g2_free(self.handle)
+            } else {
+                ffi::pp_bases_g1_free(self.handle)
+            }
+        }
+    }
+}
+
+/// A device's resident bases, with when each was last used (the least recently used are
+/// evicted first when an upload finds the device full).
+struct ResidentSlot {
+    bases: Arc<Resident>,
+    last_used: Instant,
+}
+
+impl ResidentSlot {
+    /// No MSM runs over these bases now.
+    fn idle(&self) -> bool {
+        Arc::strong_count(&self.bases) == 1
+    }
+}
+
+/// cudaErrorMemoryAllocation: the device is out of memory (not a lost device).
+const CUDA_OUT_OF_MEMORY: i32 = 2;
+
+/// cudaErrorHostMemoryAlreadyRegistered: the range is page-locked already (not by us).
+const CUDA_HOST_MEMORY_ALREADY_REGISTERED: i32 = 712;
+
+/// A streaming `msm_t` engine of one device and group (pp_stream: buckets for
+/// `stream_engine_points`), kept for the backend's life.
+struct StreamEngine {
+    handle: *mut c_void,
+    g2: bool,
+    _charge: Charge,
+}
+
+// SAFETY: as for Resident: used through the CUDA runtime, under the device lock, and freed
+// once no MSM holds it.
+unsafe impl Send for StreamEngine {}
+unsafe impl Sync for StreamEngine {}
+
+impl Drop for StreamEngine {
+    fn drop(&mut self) {
+        // SAFETY: made by pp_stream_g*_new, freed once, no MSM holds it.
+        unsafe {
+            if self.g2 {
+                ffi::pp_stream_g2_free(self.handle)
+            } else {
+                ffi::pp_stream_g1_free(self.handle)
+            }
+        }
+    }
+}
+
+/// A streamed host vector, page-locked (`cudaHostRegister`, portable: for every device).
+/// It holds the vector (an `Arc`, not a `Weak`): freeing page-locked memory before
+/// unregistering it would leave the driver's mapping of the freed pages in place (a later
+/// allocation at that address would be copied from the stale pages, or fail to register).
+/// So a registration whose vector nobody else holds is unregistered first and the vector
+/// freed after (`CudaBackend::sweep_registrations`, at every MSM and when the backend drops).
+struct HostRegistration {
+    ptr: *mut c_void,
+    /// Registered by us (else it was page-locked already, or could not be).
+    owned: bool,
+    host: Arc<dyn Any + Send + Sync>,
+}
+
+// SAFETY: the pointer is only handed to cudaHostUnregister, once.
+unsafe impl Send for HostRegistration {}
+
+impl Drop for HostRegistration {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: registered by pp_host_register; `host` (dropped after this) keeps the
+            // memory alive until then.
+            unsafe { ffi::pp_host_unregister(self.ptr) }
+        }
+    }
+}
+
+/// An MSM's bases, ready to run: resident, or a streaming engine and the host points; with
+/// the MSM's temporaries admitted in the ledger.
+enum Prepared {
+    Resident {
+        bases: Arc<Resident>,
+        _temp: Charge,
+    },
+    Streamed {
+        engine: Arc<StreamEngine>,
+        points: *const c_void,
+        _temp: Charge,
+    },
+}
 
 /// (host vector address, skip, points used): fixed per circuit and query.
 type ResidentKey = (usize, usize, usize);
@@ -126,9 +268,21 @@ trait GpuGroup: Send + Sync + Sized + 'static {
         split: bool,
         info: *mut ffi::MsmInfo,
     ) -> sppark::Error;
+    /// Makes a streaming engine for `np` points.
+    unsafe fn stream_new(dev: i32, np: usize, out: *mut *mut c_void) -> sppark::Error;
+    /// Runs the MSM of `n` scalars (as for `run`) over `n` page-locked host points.
+    unsafe fn run_streamed(
+        h: *mut c_void,
+        points: *const Self,
+        n: usize,
+        s: *const blst_fr,
+        on_device: bool,
+        out: *mut Self::Raw,
+    ) -> sppark::Error;
     /// The statistics the MSM counts in: all of its calls, and its split ones' ones and tail.
     fn stat(s: &mut Stats) -> &mut KernelStat;
     fn split_stats(s: &mut Stats) -> (&mut KernelStat, &mut KernelStat);
+    fn streamed_stat(s: &mut Stats) -> &mut KernelStat;
 }
 
 impl GpuGroup for G1Affine {
@@ -161,6 +315,22 @@ impl GpuGroup for G1Affine {
     }
     fn split_stats(s: &mut Stats) -> (&mut KernelStat, &mut KernelStat) {
         (&mut s.msm_g1_split_ones, &mut s.msm_g1_split_tail)
+    }
+    unsafe fn stream_new(dev: i32, np: usize, out: *mut *mut c_void) -> sppark::Error {
+        unsafe { ffi::pp_stream_g1_new(dev, np, out) }
+    }
+    unsafe fn run_streamed(
+        h: *mut c_void,
+        points: *const Self,
+        n: usize,
+        s: *const blst_fr,
+        on_device: bool,
+        out: *mut blst_p1,
+    ) -> sppark::Error {
+        unsafe { ffi::pp_msm_streamed_g1(h, points.cast(), n, s, on_device, out) }
+    }
+    fn streamed_stat(s: &mut Stats) -> &mut KernelStat {
+        &mut s.msm_g1_streamed
     }
 }
 
@@ -195,6 +365,22 @@ impl GpuGroup for G2Affine {
     fn split_stats(s: &mut Stats) -> (&mut KernelStat, &mut KernelStat) {
         (&mut s.msm_g2_split_ones, &mut s.msm_g2_split_tail)
     }
+    unsafe fn stream_new(dev: i32, np: usize, out: *mut *mut c_void) -> sppark::Error {
+        unsafe { ffi::pp_stream_g2_new(dev, np, out) }
+    }
+    unsafe fn run_streamed(
+        h: *mut c_void,
+        points: *const Self,
+        n: usize,
+        s: *const blst_fr,
+        on_device: bool,
+        out: *mut blst_p2,
+    ) -> sppark::Error {
+        unsafe { ffi::pp_msm_streamed_g2(h, points.cast(), n, s, on_device, out) }
+    }
+    fn streamed_stat(s: &mut Stats) -> &mut KernelStat {
+        &mut s.msm_g2_streamed
+    }
 }
 
 #[derive(Default)]
@@ -210,7 +396,12 @@ struct Stats {
     msm_g1_split_tail: KernelStat,
     msm_g2_split_ones: KernelStat,
     msm_g2_split_tail: KernelStat,
+    /// MSMs over streamed bases (their time is not in msm_g1 / msm_g2).
+    msm_g1_streamed: KernelStat,
+    msm_g2_streamed: KernelStat,
     upload: KernelStat,
+    /// Page-locking streamed host vectors (elements: points), outside the device lock.
+    host_register: KernelStat,
     /// Host work of the GPU stage outside the device: gathering a sparse query's scalars, and
     /// waiting for the device lock (calls: every lock taken).
     host_msm_gather: KernelStat,
@@ -221,12 +412,16 @@ struct Device {
     info: GpuDevice,
     /// Held while a kernel sequence runs: workers of one device take turns in memory.
     busy: Mutex<()>,
-    resident: Mutex<HashMap<ResidentKey, Resident>>,
+    resident: Mutex<HashMap<ResidentKey, ResidentSlot>>,
     /// Idle quotient workspaces (a stream and a/b/c buffers each); a worker takes one per
     /// quotient, so there are as many as workers ever ran one at once.
     quotient_workspaces: Mutex<Vec<QuotientWorkspace>>,
     /// Idle page-locked staging buffers for MSM scalars, one per worker that ran an MSM.
     pinned: Mutex<Vec<Pinned>>,
+    /// This device's memory as the backend counts it, against the cap.
+    ledger: Arc<Mutex<Ledger>>,
+    /// Streaming engines, G1 and G2, made on first use.
+    stream_engines: Mutex<[Option<Arc<StreamEngine>>; 2]>,
 }
 
 /// An MSM's scalars on the host: staged in a page-locked buffer (its first `n` elements), or
@@ -266,6 +461,7 @@ const STAGE_FROM: usize = 1 << 16;
 struct QuotientWorkspace {
     handle: *mut c_void,
     lg: u32,
+    _charge: Charge,
 }
 
 // SAFETY: a workspace is used by one thread at a time (taken out of the pool), through the
@@ -292,7 +488,10 @@ pub struct CudaBackend {
     next_device: AtomicUsize,
     stats: Mutex<Stats>,
     options: GpuOptions,
+    memory: GpuMemoryConfig,
     evaluations: Arc<EvalPool>,
+    /// Streamed host vectors, page-locked, by the vector's address.
+    registered: Mutex<HashMap<usize, HostRegistration>>,
 }
 
 thread_local! {
@@ -301,14 +500,29 @@ thread_local! {
 
 impl CudaBackend {
     /// Finds the usable devices (compute capability 7.0 or newer, cooperative launch), with
-    /// the options from the environment ([`GpuOptions::from_env`]). Fails, with the reason,
-    /// if there are none or no driver.
+    /// the options and memory settings from the environment ([`GpuOptions::from_env`],
+    /// [`GpuMemoryConfig::from_env`]). Fails, with the reason, if there are none or no
+    /// driver, or a setting does not parse.
     pub fn new() -> Result<Self, KernelError> {
         Self::with_options(GpuOptions::from_env())
     }
 
     /// As [`CudaBackend::new`], with these options.
     pub fn with_options(options: GpuOptions) -> Result<Self, KernelError> {
+        Self::with_memory(options, GpuMemoryConfig::from_env()?)
+    }
+
+    /// As [`CudaBackend::new`], with these options and memory settings: with a cap, every
+    /// device reports at most `cap` bytes and the backend's own allocations stay within it.
+    pub fn with_memory(options: GpuOptions, memory: GpuMemoryConfig) -> Result<Self, KernelError> {
+        if memory.stream_engine_points == 0 {
+            return Err(KernelError::BadSetting {
+                var: STREAM_ENGINE_POINTS_ENV,
+                value: "0".into(),
+                reason: "the streaming engine needs at least one point".into(),
+            });
+        }
+        let capped = |bytes: usize| memory.cap.map_or(bytes as u64, |c| c.min(bytes as u64));
         // SAFETY: plain query; sppark swallows a missing driver and reports 0 devices.
         let n = unsafe { ffi::pp_ngpus() };
         if n == 0 {
@@ -329,8 +543,8 @@ impl CudaBackend {
             devices.push(Device {
                 info: GpuDevice {
                     id,
-                    total_bytes: total as u64,
-                    free_bytes: free as u64,
+                    total_bytes: capped(total),
+                    free_bytes: capped(free),
                     compute_capability: (major as u32, minor as u32),
                     sm_count: sms as u32,
                 },
@@ -338,6 +552,8 @@ impl CudaBackend {
                 resident: Mutex::new(HashMap::new()),
                 quotient_workspaces: Mutex::new(Vec::new()),
                 pinned: Mutex::new(Vec::new()),
+                ledger: Arc::new(Mutex::new(Ledger::new(memory.cap, GPU_CONTEXT_BYTES))),
+                stream_engines: Mutex::new([None, None]),
             });
         }
         Ok(Self {
@@ -345,12 +561,97 @@ impl CudaBackend {
             next_device: AtomicUsize::new(0),
             stats: Mutex::new(Stats::default()),
             options,
+            memory,
             evaluations: Arc::new(EvalPool::default()),
+            registered: Mutex::new(HashMap::new()),
         })
     }
 
     pub fn options(&self) -> GpuOptions {
         self.options
+    }
+
+    pub fn memory_config(&self) -> GpuMemoryConfig {
+        self.memory
+    }
+
+    /// Each device's memory as the backend counts it.
+    pub fn ledger(&self) -> Vec<DeviceLedger> {
+        self.devices
+            .iter()
+            .map(|d| unpoisoned(&d.ledger).snapshot())
+            .collect()
+    }
+
+    /// Counts `bytes` of `kind` on `dev`'s ledger, evicting idle resident bases (least
+    /// recently used first) while that would pass the cap; fails with the cap error when
+    /// nothing is left to evict.
+    fn charge(
+        &self,
+        dev: usize,
+        kind: Held,
+        bytes: u64,
+        what: &'static str,
+    ) -> Result<Charge, KernelError> {
+        if let Ok(charge) = Charge::take(&self.devices[dev].ledger, kind, bytes) {
+            return Ok(charge);
+        }
+        let mut map = unpoisoned(&self.devices[dev].resident);
+        self.charge_in(dev, &mut map, kind, bytes, what)
+    }
+
+    /// [`CudaBackend::charge`] for a caller that holds `dev`'s resident map.
+    fn charge_in(
+        &self,
+        dev: usize,
+        map: &mut HashMap<ResidentKey, ResidentSlot>,
+        kind: Held,
+        bytes: u64,
+        what: &'static str,
+    ) -> Result<Charge, KernelError> {
+        let ledger = &self.devices[dev].ledger;
+        map.retain(|_, slot| slot.bases.host.strong_count() > 0 || !slot.idle());
+        loop {
+            let held = match Charge::take(ledger, kind, bytes) {
+                Ok(charge) => return Ok(charge),
+                Err(held) => held,
+            };
+            if !Self::evict_one(dev, map, bytes, "over the device-memory cap") {
+                return Err(KernelError::GpuMemoryCap {
+                    device: dev,
+                    what,
+                    asked: bytes,
+                    held,
+                    cap: self.memory.cap.unwrap_or(u64::MAX),
+                });
+            }
+        }
+    }
+
+    /// Frees the least recently used idle resident bases of `map`; false if none is idle.
+    fn evict_one(
+        dev: usize,
+        map: &mut HashMap<ResidentKey, ResidentSlot>,
+        needed: u64,
+        why: &str,
+    ) -> bool {
+        let oldest = map
+            .iter()
+            .filter(|(_, slot)| slot.idle())
+            .min_by_key(|(_, slot)| slot.last_used)
+            .map(|(key, slot)| (*key, slot.bases.bytes));
+        let Some((evicted, freed)) = oldest else {
+            return false;
+        };
+        tracing::info!(
+            device = dev,
+            needed,
+            freed,
+            why,
+            "evicting the least recently used idle base points"
+        );
+        map.remove(&evicted);
+        true
     }
 
     /// The device of the calling GPU-stage worker: round-robin on its first call.
@@ -381,27 +682,57 @@ impl CudaBackend {
     }
 
     /// The resident bases `points[skip..skip + n]` on device `dev`, uploaded on first use.
+    /// Bases whose host vector was dropped are freed first; when the device has no room for
+    /// the upload, idle bases are evicted, least recently used first, until it fits (a prover
+    /// that moves from one parameter set to another keeps proving instead of failing on
+    /// device memory the last set holds).
     fn resident<G: GpuGroup>(
         &self,
         dev: usize,
         points: &Arc<Vec<G>>,
         skip: usize,
         n: usize,
-    ) -> Result<*mut c_void, KernelError> {
+    ) -> Result<Arc<Resident>, KernelError> {
         let key = (Arc::as_ptr(points) as usize, skip, n);
         let mut map = unpoisoned(&self.devices[dev].resident);
-        if let Some(r) = map.get(&key) {
-            return Ok(r.handle);
+        map.retain(|_, slot| slot.bases.host.strong_count() > 0 || !slot.idle());
+        if let Some(slot) = map.get_mut(&key) {
+            slot.last_used = Instant::now();
+            return Ok(slot.bases.clone());
         }
         let range = &points[skip..skip + n];
         let bytes = std::mem::size_of_val(range);
+        // The points and the engine pp_bases makes for them.
+        let device_bytes = bytes as u64
+            + msm_engine_device_bytes(n, size_of::<G>(), self.devices[dev].info.sm_count);
+        let charge = self.charge_in(
+            dev,
+            &mut map,
+            Held::Resident,
+            device_bytes,
+            "uploading base points",
+        )?;
         let start = Instant::now();
-        let mut handle = std::ptr::null_mut();
         let busy = self.lock(dev);
-        // SAFETY: `range` is live host memory of n points; `handle` is an out-pointer.
-        check("uploading base points", dev, unsafe {
-            G::upload(dev as i32, range.as_ptr(), n, &mut handle)
-        })?;
+        let handle = loop {
+            let mut handle = std::ptr::null_mut();
+            // SAFETY: `range` is live host memory of n points; `handle` is an out-pointer.
+            let e = unsafe { G::upload(dev as i32, range.as_ptr(), n, &mut handle) };
+            if e.code == 0 {
+                break handle;
+            }
+            if e.code != CUDA_OUT_OF_MEMORY
+                || !Self::evict_one(dev, &mut map, device_bytes, "device memory full")
+            {
+                let message = e.to_string();
+                return Err(KernelError::cuda(
+                    "uploading base points",
+                    dev,
+                    e.code,
+                    message,
+                ));
+            }
+        };
         drop(busy);
         self.record(|s| &mut s.upload, start.elapsed(), n);
         tracing::debug!(
@@ -411,20 +742,26 @@ impl CudaBackend {
             n,
             "base points resident on the GPU"
         );
+        let host: Weak<Vec<G>> = Arc::downgrade(points);
+        let bases = Arc::new(Resident {
+            handle,
+            g2: G::G2,
+            bytes,
+            host,
+            _charge: charge,
+        });
         map.insert(
             key,
-            Resident {
-                handle,
-                g2: G::G2,
-                bytes,
-                _host: points.clone(),
+            ResidentSlot {
+                bases: bases.clone(),
+                last_used: Instant::now(),
             },
         );
-        Ok(handle)
+        Ok(bases)
     }
 
-    /// The MSM of G1 or G2: the used exponents over the resident bases, on the calling
-    /// worker's device. Large scalar sets go through a page-locked buffer of the worker's, so
+    /// The MSM of G1 or G2: the used exponents over the resident or streamed bases, on the
+    /// calling worker's device. Large scalar sets go through a page-locked buffer of the worker's, so
     /// the upload under the device lock is a full-speed DMA: a sparse query's used exponents
     /// are gathered straight into it, a full query's copied in (both in parallel on the GPU
     /// stage's host pool, outside the lock); small ones are read where they are.
@@ -484,16 +821,178 @@ impl CudaBackend {
             scalars.release(self, dev);
             return Ok(G::Projective::identity());
         }
-        let handle = self.resident(dev, &bases.points, bases.skip, n);
-        let result = handle.and_then(|handle| {
+        let prepared = self.prepare(dev, bases, n, false, true);
+        let result = prepared.and_then(|prepared| {
             let _busy = self.lock(dev);
-            // SAFETY: the resident buffer holds >= n points; `scalars.ptr()` points at n live
+            // SAFETY: the prepared bases hold >= n points; `scalars.ptr()` points at n live
             // host Fr (staged or in place), `#[repr(transparent)]` over blst_fr (Montgomery
-            // form, which pp_msm_g*_run tells sppark to convert).
-            unsafe { self.run_locked::<G>(dev, handle, scalars.ptr(), n, false, true) }
+            // form, which pp_msm_* tells sppark to convert).
+            unsafe { self.run_prepared::<G>(dev, &prepared, scalars.ptr(), n, false, true) }
         });
         scalars.release(self, dev);
         result
+    }
+
+    /// The bases of an `n`-point MSM on `dev`, ready to run: uploaded if resident and not
+    /// there yet; page-locked, with the streaming engine made, if streamed. Its temporaries
+    /// (plain Pippenger's; with `assignment_scalars` and split MSMs on, at most the split's)
+    /// are admitted in the ledger. Call without holding `dev`'s lock.
+    fn prepare<G: GpuGroup>(
+        &self,
+        dev: usize,
+        bases: &Bases<G>,
+        n: usize,
+        on_device: bool,
+        assignment_scalars: bool,
+    ) -> Result<Prepared, KernelError> {
+        self.sweep_registrations();
+        let point_bytes = size_of::<G>();
+        match bases.placement {
+            Placement::Resident => {
+                let resident = self.resident(dev, &bases.points, bases.skip, n)?;
+                let temp = if self.options.split_msm && assignment_scalars {
+                    split_msm_temp_bytes(n, point_bytes, on_device)
+                } else {
+                    msm_temp_device_bytes(n, n, point_bytes, false, on_device)
+                };
+                let temp = self.charge(dev, Held::MsmTemp, temp, "an MSM's temporaries")?;
+                Ok(Prepared::Resident {
+                    bases: resident,
+                    _temp: temp,
+                })
+            }
+            Placement::Streamed => {
+                let engine_points = self.memory.stream_engine_points;
+                if !stream_schedule_fits(n, engine_points) {
+                    return Err(KernelError::Msm {
+                        what: G::MSM,
+                        message: format!(
+                            "sppark's slices of a streamed MSM of {n} points on an engine of \
+                             {engine_points} would run past the points; raise \
+                             {STREAM_ENGINE_POINTS_ENV}"
+                        ),
+                    });
+                }
+                self.register_host(&bases.points);
+                let engine = self.stream_engine::<G>(dev)?;
+                let temp = msm_temp_device_bytes(n, engine_points, point_bytes, true, on_device);
+                let temp = self.charge(dev, Held::MsmTemp, temp, "a streamed MSM's temporaries")?;
+                Ok(Prepared::Streamed {
+                    engine,
+                    points: bases.points[bases.skip..].as_ptr().cast(),
+                    _temp: temp,
+                })
+            }
+        }
+    }
+
+    /// Runs a prepared MSM while the caller holds `dev`'s lock.
+    ///
+    /// # Safety
+    /// `prepared` came from [`CudaBackend::prepare`] for `G`, `dev` and at least `n` points,
+    /// and its host vector is alive; `scalars` as for [`CudaBackend::run_locked`].
+    unsafe fn run_prepared<G: GpuGroup>(
+        &self,
+        dev: usize,
+        prepared: &Prepared,
+        scalars: *const Fr,
+        n: usize,
+        on_device: bool,
+        assignment_scalars: bool,
+    ) -> Result<G::Projective, KernelError> {
+        match prepared {
+            Prepared::Resident { bases, .. } => unsafe {
+                self.run_locked::<G>(dev, bases.handle, scalars, n, on_device, assignment_scalars)
+            },
+            Prepared::Streamed { engine, points, .. } => {
+                let mut out = G::Raw::default();
+                let start = Instant::now();
+                // SAFETY: `points` are n live host points of G (page-locked where that
+                // worked); the engine is `dev`'s for G; scalars as the caller promises.
+                check(G::MSM, dev, unsafe {
+                    G::run_streamed(
+                        engine.handle,
+                        points.cast(),
+                        n,
+                        scalars.cast(),
+                        on_device,
+                        &mut out,
+                    )
+                })?;
+                self.record(G::streamed_stat, start.elapsed(), n);
+                let mut sum = G::Projective::identity();
+                *sum.as_mut() = out;
+                Ok(sum)
+            }
+        }
+    }
+
+    /// `dev`'s streaming engine for G, made on first use.
+    fn stream_engine<G: GpuGroup>(&self, dev: usize) -> Result<Arc<StreamEngine>, KernelError> {
+        let mut engines = unpoisoned(&self.devices[dev].stream_engines);
+        let slot = &mut engines[usize::from(G::G2)];
+        if let Some(engine) = slot {
+            return Ok(engine.clone());
+        }
+        let np = self.memory.stream_engine_points;
+        let bytes = msm_engine_device_bytes(np, size_of::<G>(), self.devices[dev].info.sm_count);
+        let charge = self.charge(dev, Held::StreamEngine, bytes, "the streaming MSM engine")?;
+        let mut handle = std::ptr::null_mut();
+        {
+            let _busy = self.lock(dev);
+            // SAFETY: `handle` is an out-pointer.
+            check("making the streaming MSM engine", dev, unsafe {
+                G::stream_new(dev as i32, np, &mut handle)
+            })?;
+        }
+        let engine = Arc::new(StreamEngine {
+            handle,
+            g2: G::G2,
+            _charge: charge,
+        });
+        *slot = Some(engine.clone());
+        Ok(engine)
+    }
+
+    /// Page-locks the host vector of streamed bases, once (the whole vector: ranges of it
+    /// may overlap, and a range cannot be registered twice). If that fails the MSM still
+    /// runs, its copies from pageable memory (slowly).
+    fn register_host<G: Send + Sync + 'static>(&self, points: &Arc<Vec<G>>) {
+        let key = Arc::as_ptr(points) as usize;
+        let mut map = unpoisoned(&self.registered);
+        if map.contains_key(&key) {
+            return;
+        }
+        let bytes = size_of_val(&points[..]);
+        let ptr = points.as_ptr().cast_mut().cast::<c_void>();
+        let start = Instant::now();
+        let owned = bytes > 0 && {
+            // SAFETY: `bytes` of live host memory, kept alive by the registration.
+            let e = unsafe { ffi::pp_host_register(ptr, bytes) };
+            if e.code != 0 && e.code != CUDA_HOST_MEMORY_ALREADY_REGISTERED {
+                tracing::warn!(
+                    bytes,
+                    error = %e,
+                    "cannot page-lock streamed base points: their copies will be slow"
+                );
+            }
+            e.code == 0
+        };
+        self.record(|s| &mut s.host_register, start.elapsed(), points.len());
+        map.insert(
+            key,
+            HostRegistration {
+                ptr,
+                owned,
+                host: points.clone(),
+            },
+        );
+    }
+
+    /// Unregisters streamed host vectors that only the backend still holds, then lets them
+    /// go (see [`HostRegistration`]).
+    fn sweep_registrations(&self) {
+        unpoisoned(&self.registered).retain(|_, r| Arc::strong_count(&r.host) > 1);
     }
 
     /// Runs one MSM on `dev` while the caller holds its lock, and records it.
@@ -576,12 +1075,18 @@ impl CudaBackend {
                 return Ok(ws);
             }
         }
+        let bytes = 3 * size_of::<Fr>() as u64 * (1u64 << lg);
+        let charge = self.charge(dev, Held::Workspace, bytes, "a quotient workspace")?;
         let mut handle = std::ptr::null_mut();
         // SAFETY: `handle` is an out-pointer.
         check("allocating the quotient's buffers", dev, unsafe {
             ffi::pp_quotient_ws_new(dev as i32, lg, &mut handle)
         })?;
-        Ok(QuotientWorkspace { handle, lg })
+        Ok(QuotientWorkspace {
+            handle,
+            lg,
+            _charge: charge,
+        })
     }
 
     fn return_workspace(&self, dev: usize, ws: QuotientWorkspace) {
@@ -657,7 +1162,7 @@ impl CudaBackend {
             .iter()
             .map(|d| {
                 let map = unpoisoned(&d.resident);
-                map.values().map(|r| r.bytes as u64).sum()
+                map.values().map(|slot| slot.bases.bytes as u64).sum()
             })
             .collect()
     }
@@ -666,18 +1171,20 @@ impl CudaBackend {
 impl Drop for CudaBackend {
     fn drop(&mut self) {
         for d in self.devices.iter_mut() {
-            let map = d.resident.get_mut().unwrap_or_else(|p| p.into_inner());
-            for (_, r) in map.drain() {
-                // SAFETY: made by pp_bases_g*_new, freed once.
-                unsafe {
-                    if r.g2 {
-                        ffi::pp_bases_g2_free(r.handle)
-                    } else {
-                        ffi::pp_bases_g1_free(r.handle)
-                    }
-                };
-            }
+            // Each Resident and StreamEngine frees its device memory as it drops.
+            d.resident
+                .get_mut()
+                .unwrap_or_else(|p| p.into_inner())
+                .clear();
+            *d.stream_engines
+                .get_mut()
+                .unwrap_or_else(|p| p.into_inner()) = [None, None];
         }
+        // Unregistered before the vectors they hold may be freed.
+        self.registered
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 }
 
@@ -739,16 +1246,17 @@ impl ProvingBackend for CudaBackend {
         // The h query has m - 1 points; the top coefficient of h is zero.
         let used = crate::domain_size(a.len()) - 1;
         check_bases(bases, used)?;
-        // Uploads on first use (under the lock itself), so before this worker takes it.
-        let handle = self.resident(dev, &bases.points, bases.skip, used)?;
+        // Uploads resident bases on first use (under the lock itself), so before this worker
+        // takes it.
+        let prepared = self.prepare(dev, bases, used, true, false)?;
         let up = self.upload_evaluations(dev, a, b, c)?;
         let h = {
             let _busy = self.lock(dev);
             self.compute_quotient_locked(dev, &up)?;
             // SAFETY: h is on `dev`, in the workspace we hold, with m >= used elements
-            // (Montgomery form); the resident bases hold `used` points.
+            // (Montgomery form); the prepared bases hold `used` points.
             let h = unsafe { ffi::pp_quotient_h(up.ws.handle) };
-            unsafe { self.run_locked::<G1Affine>(dev, handle, h.cast(), used, true, false)? }
+            unsafe { self.run_prepared::<G1Affine>(dev, &prepared, h.cast(), used, true, false)? }
         };
         self.record(
             |s| &mut s.quotient_transfers,
@@ -800,6 +1308,10 @@ impl ProvingBackend for CudaBackend {
             .collect()
     }
 
+    fn device_memory_held(&self) -> Vec<u64> {
+        self.ledger().iter().map(DeviceLedger::held).collect()
+    }
+
     fn kernel_stats(&self) -> Vec<(&'static str, KernelStat)> {
         let s = unpoisoned(&self.stats);
         vec![
@@ -812,7 +1324,10 @@ impl ProvingBackend for CudaBackend {
             ("msm_g1_split_tail", s.msm_g1_split_tail),
             ("msm_g2_split_ones", s.msm_g2_split_ones),
             ("msm_g2_split_tail", s.msm_g2_split_tail),
+            ("msm_g1_streamed", s.msm_g1_streamed),
+            ("msm_g2_streamed", s.msm_g2_streamed),
             ("upload_bases", s.upload),
+            ("host_register", s.host_register),
             ("host_msm_gather", s.host_msm_gather),
             ("host_device_lock_wait", s.host_device_lock_wait),
         ]

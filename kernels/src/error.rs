@@ -1,3 +1,4 @@
+use bytesize::ByteSize;
 use thiserror::Error;
 
 /// Errors of the proving backends.
@@ -44,6 +45,30 @@ pub enum KernelError {
     },
     #[error("no usable GPU: {0}")]
     NoGpu(String),
+    /// A setting from the environment that does not parse.
+    #[error("{var}={value:?} is not a valid setting: {reason}")]
+    BadSetting {
+        var: &'static str,
+        value: String,
+        reason: String,
+    },
+    /// An allocation of the backend's own that would pass the device-memory cap
+    /// (`PROOFPIPE_GPU_MEMORY`) even after evicting every idle resident base.
+    #[error(
+        "GPU {device}: {what} needs {} of device memory, but {} of the {} cap \
+         (PROOFPIPE_GPU_MEMORY) is held even after evicting idle resident bases; a smaller plan \
+         (fewer GPU-stage workers or smaller partitions) or streamed bases are needed",
+        ByteSize(*.asked),
+        ByteSize(*.held),
+        ByteSize(*.cap)
+    )]
+    GpuMemoryCap {
+        device: usize,
+        what: &'static str,
+        asked: u64,
+        held: u64,
+        cap: u64,
+    },
 }
 
 impl KernelError {

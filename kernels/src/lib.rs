@@ -10,6 +10,8 @@ mod cuda;
 mod error;
 mod gather;
 mod host_memory;
+mod ledger;
+mod stream;
 
 use std::sync::Arc;
 
@@ -24,6 +26,13 @@ pub(crate) use gather::used_exponents_map;
 pub use host_memory::{
     EvalAlloc, Evaluations, HostPool, evaluations, heap_evaluations, into_std_vec,
 };
+pub use ledger::DeviceLedger;
+pub use stream::{
+    DEFAULT_STREAM_ENGINE_POINTS, GPU_CONTEXT_BYTES, GPU_MEMORY_ENV, GpuMemoryConfig, MAX_SM_COUNT,
+    STREAM_ENGINE_POINTS_ENV, gpu_memory_cap_from_env, msm_engine_device_bytes,
+    msm_temp_device_bytes, msm_window_bits, parse_gpu_memory, stream_batches,
+    stream_engine_points_from_env, stream_schedule_fits, streamed_msm_device_bytes,
+};
 
 /// Which bases of a query take part in a multi-scalar multiplication.
 #[derive(Clone, Debug)]
@@ -34,16 +43,45 @@ pub enum Density {
     Sparse(Arc<DensityTracker>),
 }
 
+/// Where a query's base points are while a GPU backend runs an MSM over them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// Uploaded to the device on first use and kept there; every later MSM reads them in
+    /// place (device memory: the points, for as long as the host vector lives).
+    #[default]
+    Resident,
+    /// Copied from page-locked host memory by each MSM, slice by slice ([`stream_batches`]),
+    /// overlapping the kernels: device memory is only the streaming engine and two slices,
+    /// at the cost of a host-to-device copy of the points per MSM. The CPU backend sums the
+    /// same slices, so the schedule is exercised there too.
+    Streamed,
+}
+
 /// Base points of one query: the slice `bases[skip..]` is used.
 #[derive(Clone, Debug)]
 pub struct Bases<G> {
     pub points: Arc<Vec<G>>,
     pub skip: usize,
+    pub placement: Placement,
 }
 
 impl<G> Bases<G> {
+    /// Resident bases.
     pub fn new(points: Arc<Vec<G>>, skip: usize) -> Self {
-        Self { points, skip }
+        Self::with_placement(points, skip, Placement::Resident)
+    }
+
+    /// Streamed bases.
+    pub fn streamed(points: Arc<Vec<G>>, skip: usize) -> Self {
+        Self::with_placement(points, skip, Placement::Streamed)
+    }
+
+    pub fn with_placement(points: Arc<Vec<G>>, skip: usize, placement: Placement) -> Self {
+        Self {
+            points,
+            skip,
+            placement,
+        }
     }
 }
 
@@ -123,6 +161,12 @@ pub trait ProvingBackend: Send + Sync {
     /// Device memory in use now on each GPU (total minus free, every process's), for
     /// measuring the memory model; empty for the CPU backend.
     fn device_memory_used(&self) -> Vec<u64> {
+        Vec::new()
+    }
+
+    /// Device memory this backend's own allocations hold on each GPU, as its ledger counts
+    /// them (against `PROOFPIPE_GPU_MEMORY` where set); empty for the CPU backend.
+    fn device_memory_held(&self) -> Vec<u64> {
         Vec::new()
     }
 }
@@ -264,18 +308,34 @@ pub fn select_backend() -> (Arc<dyn ProvingBackend>, String) {
 
 /// [`select_backend`] with these GPU options.
 pub fn select_backend_with(options: GpuOptions) -> (Arc<dyn ProvingBackend>, String) {
+    select_backend_with_memory(options, None)
+}
+
+/// [`select_backend`] with these GPU options and, when given, these memory settings instead
+/// of the environment's (a benchmark that compares caps in one process).
+pub fn select_backend_with_memory(
+    options: GpuOptions,
+    memory: Option<GpuMemoryConfig>,
+) -> (Arc<dyn ProvingBackend>, String) {
     if std::env::var(BACKEND_ENV).is_ok_and(|v| v == "cpu") {
         return (
             Arc::new(CpuBackend::new()),
             format!("{BACKEND_ENV}=cpu; the GPU stage runs on the CPU"),
         );
     }
-    select_gpu_backend(options)
+    select_gpu_backend(options, memory)
 }
 
 #[cfg(feature = "cuda")]
-fn select_gpu_backend(options: GpuOptions) -> (Arc<dyn ProvingBackend>, String) {
-    match CudaBackend::with_options(options) {
+fn select_gpu_backend(
+    options: GpuOptions,
+    memory: Option<GpuMemoryConfig>,
+) -> (Arc<dyn ProvingBackend>, String) {
+    let made = match memory {
+        Some(memory) => CudaBackend::with_memory(options, memory),
+        None => CudaBackend::with_options(options),
+    };
+    match made {
         Ok(b) => {
             let devices = b.gpu_devices();
             let list = devices
@@ -292,10 +352,14 @@ fn select_gpu_backend(options: GpuOptions) -> (Arc<dyn ProvingBackend>, String) 
                 })
                 .collect::<Vec<_>>()
                 .join(", ");
+            let cap = match b.memory_config().cap {
+                Some(cap) => format!(" (capped by {GPU_MEMORY_ENV}={})", bytesize::ByteSize(cap)),
+                None => String::new(),
+            };
             (
                 Arc::new(b),
                 format!(
-                    "CUDA on {} GPU(s): {list}; GPU options {}",
+                    "CUDA on {} GPU(s): {list}{cap}; GPU options {}",
                     devices.len(),
                     options.name()
                 ),
@@ -311,7 +375,10 @@ fn select_gpu_backend(options: GpuOptions) -> (Arc<dyn ProvingBackend>, String) 
 }
 
 #[cfg(not(feature = "cuda"))]
-fn select_gpu_backend(_: GpuOptions) -> (Arc<dyn ProvingBackend>, String) {
+fn select_gpu_backend(
+    _: GpuOptions,
+    _: Option<GpuMemoryConfig>,
+) -> (Arc<dyn ProvingBackend>, String) {
     (
         Arc::new(CpuBackend::new()),
         "this build has no GPU backend (built without the `cuda` feature); the GPU stage runs on the CPU".into(),

@@ -672,6 +672,7 @@ mod tests {
             finalize_queue: 1,
             partition_budget: Some(2),
             g2: groth16::G2Placement::GpuStage,
+            bases: groth16::QueryPlacement::all_resident(),
             record_timeline: false,
             matrices: Default::default(),
         };

@@ -274,9 +274,9 @@ impl ProverError {
             } => FailureClass::InvalidInput,
             ProverError::Artifact { .. } => FailureClass::StorageUnavailable,
             ProverError::Sizing(SizingError::InvalidArgument { .. }) => FailureClass::InvalidInput,
-            ProverError::Sizing(SizingError::MemoryLimitTooSmall { .. }) => {
-                FailureClass::DoesNotFit
-            }
+            ProverError::Sizing(
+                SizingError::MemoryLimitTooSmall { .. } | SizingError::GpuMemoryTooSmall { .. },
+            ) => FailureClass::DoesNotFit,
             ProverError::MissingFilecoinParams { .. }
             | ProverError::FilecoinParamsMismatch { .. }
             | ProverError::CorruptParams { .. }
@@ -333,5 +333,17 @@ mod tests {
         );
         assert_eq!(call.lost_gpu(), None);
         assert_eq!(call.failure_class(), FailureClass::ProvingError);
+    }
+
+    #[test]
+    fn a_gpu_too_small_for_the_job_is_room_not_bad_input() {
+        let gpu = ProverError::Sizing(SizingError::GpuMemoryTooSmall {
+            memory: bytesize::ByteSize::gib(24),
+            resident: bytesize::ByteSize::gib(53),
+            per_worker: bytesize::ByteSize::gib(12),
+            constraints: 1 << 27,
+        });
+        assert_eq!(gpu.failure_class(), FailureClass::DoesNotFit);
+        assert!(gpu.to_string().contains("GPU"), "{gpu}");
     }
 }

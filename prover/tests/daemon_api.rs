@@ -429,6 +429,7 @@ async fn prove_one_partition(params_dir: &Path, partition: u32) -> PartitionProo
             finalize_queue: 1,
             partition_budget: None,
             g2: G2Placement::GpuStage,
+            bases: proofpipe_prover::groth16::QueryPlacement::all_resident(),
             record_timeline: false,
             matrices: Default::default(),
         };

@@ -46,6 +46,28 @@ unsafe extern "C" {
     ) -> sppark::Error;
     pub fn pp_bases_g1_free(h: *mut c_void);
     pub fn pp_bases_g2_free(h: *mut c_void);
+    pub fn pp_stream_g1_new(dev: i32, npoints: usize, out: *mut *mut c_void) -> sppark::Error;
+    pub fn pp_stream_g2_new(dev: i32, npoints: usize, out: *mut *mut c_void) -> sppark::Error;
+    pub fn pp_stream_g1_free(h: *mut c_void);
+    pub fn pp_stream_g2_free(h: *mut c_void);
+    pub fn pp_msm_streamed_g1(
+        h: *mut c_void,
+        points: *const blst_p1_affine,
+        n: usize,
+        s: *const blst_fr,
+        on_device: bool,
+        out: *mut blst_p1,
+    ) -> sppark::Error;
+    pub fn pp_msm_streamed_g2(
+        h: *mut c_void,
+        points: *const blst_p2_affine,
+        n: usize,
+        s: *const blst_fr,
+        on_device: bool,
+        out: *mut blst_p2,
+    ) -> sppark::Error;
+    pub fn pp_host_register(ptr: *mut c_void, bytes: usize) -> sppark::Error;
+    pub fn pp_host_unregister(ptr: *mut c_void);
     pub fn pp_pinned_alloc(bytes: usize, out: *mut *mut c_void) -> sppark::Error;
     pub fn pp_pinned_free(p: *mut c_void);
     pub fn pp_quotient_ws_new(dev: i32, lg: u32, out: *mut *mut c_void) -> sppark::Error;

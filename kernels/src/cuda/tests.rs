@@ -424,3 +424,282 @@ fn h_msm_matches_cpu() {
     let one = |n| ev(&EvalAlloc::heap(), &vec![Fr::ONE; n]);
     assert!(gpu.h_msm(one(64), one(64), one(64), &short).is_err());
 }
+
+/// An engine of 2^12 points (10-bit windows): from ~87k points on, a streamed MSM runs in
+/// several slices (2^18 points: 4, 2^20: 16).
+const SMALL_ENGINE: usize = 1 << 12;
+
+fn gpu_with(memory: crate::GpuMemoryConfig) -> Option<CudaBackend> {
+    gpu().map(|_| CudaBackend::with_memory(crate::GpuOptions::ALL, memory).unwrap())
+}
+
+fn small_engine(cap: Option<u64>) -> crate::GpuMemoryConfig {
+    crate::GpuMemoryConfig {
+        cap,
+        stream_engine_points: SMALL_ENGINE,
+    }
+}
+
+/// Streamed bases give what resident bases and the CPU (resident, and summed over the same
+/// slices) give, for G1 and G2, full and sparse, in one slice and in several with a short
+/// last one; and they are counted as streamed, page-locked once per vector.
+#[test]
+fn streamed_msm_matches_resident_and_cpu() {
+    let Some(gpu) = gpu_with(small_engine(None)) else {
+        return;
+    };
+    let cpu = CpuBackend::with_stream_engine_points(SMALL_ENGINE);
+    let mut rng = ChaCha8Rng::seed_from_u64(31);
+    let (mut g1_calls, mut g1_points) = (0, 0);
+    for n in [5000usize, (1 << 17) + 1001, 1 << 18, (1 << 20) - 3] {
+        let pts = Arc::new(points::<G1Projective>(&mut rng, n + 3));
+        let exps = scalars(&mut rng, n);
+        let slices = crate::stream_batches(n, SMALL_ENGINE).len();
+        let resident = Bases::new(pts.clone(), 3);
+        let streamed = Bases::streamed(pts.clone(), 3);
+        let want = cpu.msm_g1(&resident, &Density::Full, &exps).unwrap();
+        let cpu_streamed = cpu.msm_g1(&streamed, &Density::Full, &exps).unwrap();
+        let got_resident = gpu.msm_g1(&resident, &Density::Full, &exps).unwrap();
+        let got = gpu.msm_g1(&streamed, &Density::Full, &exps).unwrap();
+        assert_eq!(cpu_streamed.to_affine(), want.to_affine(), "CPU G1 n={n}");
+        assert_eq!(
+            got_resident.to_affine(),
+            want.to_affine(),
+            "G1 resident n={n}"
+        );
+        assert_eq!(got.to_affine(), want.to_affine(), "G1 streamed n={n}");
+        (g1_calls, g1_points) = (g1_calls + 1, g1_points + n as u64);
+        eprintln!("G1 streamed n={n} in {slices} slices: GPU = CPU");
+    }
+    // Sparse: the used scalars against bases[skip..skip + used], in several slices.
+    let n = 1 << 18;
+    let exps = scalars(&mut rng, n);
+    let (d, used) = sparse(n);
+    assert!(crate::stream_batches(used, SMALL_ENGINE).len() > 1);
+    let pts = Arc::new(points::<G1Projective>(&mut rng, used + 2));
+    let streamed = Bases::streamed(pts.clone(), 2);
+    let want = cpu
+        .msm_g1(&Bases::new(pts, 2), &Density::Sparse(d.clone()), &exps)
+        .unwrap();
+    let got = gpu
+        .msm_g1(&streamed, &Density::Sparse(d.clone()), &exps)
+        .unwrap();
+    assert_eq!(got.to_affine(), want.to_affine(), "G1 sparse streamed");
+    (g1_calls, g1_points) = (g1_calls + 1, g1_points + used as u64);
+
+    let (mut g2_calls, mut g2_points) = (0, 0);
+    for n in [3000usize, (1 << 17) + 5] {
+        let pts: Arc<Vec<G2Affine>> = Arc::new(points::<G2Projective>(&mut rng, n + 1));
+        let exps = scalars(&mut rng, n);
+        let want = cpu
+            .msm_g2(&Bases::new(pts.clone(), 1), &Density::Full, &exps)
+            .unwrap();
+        let got = gpu
+            .msm_g2(&Bases::streamed(pts.clone(), 1), &Density::Full, &exps)
+            .unwrap();
+        assert_eq!(got.to_affine(), want.to_affine(), "G2 streamed n={n}");
+        (g2_calls, g2_points) = (g2_calls + 1, g2_points + n as u64);
+        eprintln!("G2 streamed n={n}: GPU = CPU");
+    }
+    let pts: Arc<Vec<G2Affine>> = Arc::new(points::<G2Projective>(&mut rng, used));
+    let want = cpu
+        .msm_g2(
+            &Bases::new(pts.clone(), 0),
+            &Density::Sparse(d.clone()),
+            &exps,
+        )
+        .unwrap();
+    let got = gpu
+        .msm_g2(&Bases::streamed(pts, 0), &Density::Sparse(d), &exps)
+        .unwrap();
+    assert_eq!(got.to_affine(), want.to_affine(), "G2 sparse streamed");
+    (g2_calls, g2_points) = (g2_calls + 1, g2_points + used as u64);
+
+    let s1 = stat(&gpu, "msm_g1_streamed");
+    let s2 = stat(&gpu, "msm_g2_streamed");
+    assert_eq!((s1.calls, s1.elements), (g1_calls, g1_points));
+    assert_eq!((s2.calls, s2.elements), (g2_calls, g2_points));
+    // One registration per streamed vector (5 G1, 3 G2); the resident ones uploaded.
+    assert_eq!(stat(&gpu, "host_register").calls, 8);
+    assert_eq!(stat(&gpu, "upload_bases").calls, 4);
+    // Streaming engines held, no MSM temporaries left.
+    let ledger = gpu.ledger()[0];
+    let sms = gpu.gpu_devices()[0].sm_count;
+    assert_eq!(
+        ledger.stream_engine_bytes,
+        crate::msm_engine_device_bytes(SMALL_ENGINE, 96, sms)
+            + crate::msm_engine_device_bytes(SMALL_ENGINE, 192, sms)
+    );
+    assert_eq!(ledger.msm_temp_bytes, 0);
+    assert_eq!(gpu.device_memory_held()[0], ledger.held());
+}
+
+/// The H term over streamed h bases, with h on the device (device scalars against host
+/// points) and through the host, equals the CPU's.
+#[test]
+fn streamed_h_msm_matches_cpu() {
+    let Some(gpu) = gpu_with(small_engine(None)) else {
+        return;
+    };
+    let plain = CudaBackend::with_memory(crate::GpuOptions::NONE, small_engine(None)).unwrap();
+    let cpu = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(32);
+    for n in [(1usize << 12) - 7, 1 << 17] {
+        let m = crate::domain_size(n);
+        let a: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
+        let b: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
+        let c: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
+        let pts = Arc::new(points::<G1Projective>(&mut rng, m - 1));
+        let heap = EvalAlloc::heap();
+        let want = cpu
+            .h_msm(
+                ev(&heap, &a),
+                ev(&heap, &b),
+                ev(&heap, &c),
+                &Bases::new(pts.clone(), 0),
+            )
+            .unwrap();
+        let streamed = Bases::streamed(pts, 0);
+        let pinned = gpu.evaluation_alloc();
+        let got = gpu
+            .h_msm(ev(&pinned, &a), ev(&pinned, &b), ev(&pinned, &c), &streamed)
+            .unwrap();
+        assert_eq!(
+            got.to_affine(),
+            want.to_affine(),
+            "streamed h on device, n={n}"
+        );
+        let got = plain
+            .h_msm(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c), &streamed)
+            .unwrap();
+        assert_eq!(
+            got.to_affine(),
+            want.to_affine(),
+            "streamed h via host, n={n}"
+        );
+        eprintln!(
+            "streamed H n={n} in {} slices: GPU = CPU",
+            crate::stream_batches(m - 1, SMALL_ENGINE).len()
+        );
+    }
+    assert_eq!(stat(&gpu, "msm_g1_streamed").calls, 2);
+    assert_eq!(stat(&gpu, "upload_bases").calls, 0);
+}
+
+/// One backend, some queries resident and some streamed (also one vector both ways): every
+/// result is the CPU's, and only the resident ones take device memory for points.
+#[test]
+fn resident_and_streamed_queries_mix() {
+    let Some(gpu) = gpu_with(small_engine(None)) else {
+        return;
+    };
+    let cpu = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(33);
+    let n = (1 << 18) + 77;
+    let a = Arc::new(points::<G1Projective>(&mut rng, n));
+    let l = Arc::new(points::<G1Projective>(&mut rng, n));
+    let b2: Arc<Vec<G2Affine>> = Arc::new(points::<G2Projective>(&mut rng, 1 << 16));
+    for round in 0..2 {
+        let exps = scalars(&mut rng, n);
+        let queries = [
+            Bases::new(a.clone(), 0),
+            Bases::streamed(l.clone(), 0),
+            Bases::streamed(a.clone(), 0),
+        ];
+        for (i, bases) in queries.iter().enumerate() {
+            let want = cpu.msm_g1(&Bases::new(bases.points.clone(), 0), &Density::Full, &exps);
+            let got = gpu.msm_g1(bases, &Density::Full, &exps).unwrap();
+            assert_eq!(
+                got.to_affine(),
+                want.unwrap().to_affine(),
+                "round {round} query {i}"
+            );
+        }
+        let exps2 = scalars(&mut rng, 1 << 16);
+        let want = cpu.msm_g2(&Bases::new(b2.clone(), 0), &Density::Full, &exps2);
+        let got = gpu.msm_g2(&Bases::new(b2.clone(), 0), &Density::Full, &exps2);
+        assert_eq!(
+            got.unwrap().to_affine(),
+            want.unwrap().to_affine(),
+            "round {round} G2"
+        );
+    }
+    assert_eq!(stat(&gpu, "upload_bases").calls, 2, "a and b2, once each");
+    assert_eq!(stat(&gpu, "msm_g1_streamed").calls, 4);
+    assert_eq!(stat(&gpu, "host_register").calls, 2, "l and a, once each");
+    assert_eq!(
+        gpu.resident_bytes()[0],
+        (n * 96 + (1 << 16) * 192) as u64,
+        "streamed points take no resident memory"
+    );
+}
+
+/// Under a cap (PROOFPIPE_GPU_MEMORY), devices report the cap, a resident upload that would
+/// pass it is refused with the cap error (nothing left held), the same query streams within
+/// it, and an upload that fits only without idle bases evicts them.
+#[test]
+fn memory_cap_refuses_over_cap_uploads() {
+    let Some(probe) = gpu() else { return };
+    let sms = probe.gpu_devices()[0].sm_count;
+    drop(probe);
+    let mut rng = ChaCha8Rng::seed_from_u64(34);
+    let n = 1 << 18;
+    let cpu = CpuBackend::new();
+    // Room for the context, the G1 streaming engine and one streamed MSM's temporaries,
+    // not for 2^18 resident points (24 MiB).
+    let streamed_bytes = crate::msm_engine_device_bytes(SMALL_ENGINE, 96, sms)
+        + crate::msm_temp_device_bytes(n, SMALL_ENGINE, 96, true, false);
+    let cap = crate::GPU_CONTEXT_BYTES + streamed_bytes + (256 << 10);
+    assert!(cap < crate::GPU_CONTEXT_BYTES + (n as u64) * 96);
+    let gpu = gpu_with(small_engine(Some(cap))).unwrap();
+    assert!(
+        gpu.gpu_devices()
+            .iter()
+            .all(|d| d.total_bytes == cap && d.free_bytes <= cap)
+    );
+    let pts = Arc::new(points::<G1Projective>(&mut rng, n));
+    let exps = scalars(&mut rng, n);
+    let err = gpu
+        .msm_g1(&Bases::new(pts.clone(), 0), &Density::Full, &exps)
+        .unwrap_err();
+    assert!(
+        matches!(err, crate::KernelError::GpuMemoryCap { cap: c, .. } if c == cap),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("PROOFPIPE_GPU_MEMORY") && text.contains("stream"),
+        "{text}"
+    );
+    assert_eq!(gpu.device_memory_held()[0], crate::GPU_CONTEXT_BYTES);
+    assert_eq!(stat(&gpu, "upload_bases").calls, 0);
+    let want = cpu
+        .msm_g1(&Bases::new(pts.clone(), 0), &Density::Full, &exps)
+        .unwrap();
+    let got = gpu
+        .msm_g1(&Bases::streamed(pts, 0), &Density::Full, &exps)
+        .unwrap();
+    assert_eq!(got.to_affine(), want.to_affine(), "streamed under the cap");
+    assert!(gpu.device_memory_held()[0] <= cap);
+
+    // Room for one resident set of 2^14 points and its MSM, not two: the idle one goes.
+    let m = 1 << 14;
+    let one = m as u64 * 96
+        + crate::msm_engine_device_bytes(m, 96, sms)
+        + super::split_msm_temp_bytes(m, 96, false);
+    let gpu = gpu_with(small_engine(Some(
+        crate::GPU_CONTEXT_BYTES + one + (1 << 20),
+    )))
+    .unwrap();
+    let first = Arc::new(points::<G1Projective>(&mut rng, m));
+    let second = Arc::new(points::<G1Projective>(&mut rng, m));
+    let exps = scalars(&mut rng, m);
+    for (i, pts) in [&first, &second, &first].into_iter().enumerate() {
+        let bases = Bases::new(pts.clone(), 0);
+        let want = cpu.msm_g1(&bases, &Density::Full, &exps).unwrap();
+        let got = gpu.msm_g1(&bases, &Density::Full, &exps).unwrap();
+        assert_eq!(got.to_affine(), want.to_affine(), "eviction round {i}");
+        assert_eq!(gpu.resident_bytes()[0], m as u64 * 96, "one set resident");
+    }
+    assert_eq!(stat(&gpu, "upload_bases").calls, 3);
+}

@@ -77,6 +77,7 @@ pub fn fit(proof: &str, memory_limit: Option<u64>, overrides: Overrides) -> Fit 
         shape: row.shape,
         memory_limit: limit,
         params_bytes: row.params_bytes,
+        query_bytes: None,
         matrices_bytes: 0,
         headroom: PROVER_HEADROOM,
         cpu_cores: 1,
@@ -96,8 +97,11 @@ pub fn fit(proof: &str, memory_limit: Option<u64>, overrides: Overrides) -> Fit 
             params_bytes: row.params_bytes,
             fixed_partition_workers: overrides.partition_workers,
         }),
-        // Overrides the pool's schema refuses (zero counts): the provers will say so.
-        Err(SizingError::InvalidArgument { .. }) => Fit::Unknown,
+        // Overrides the pool's schema refuses (zero counts): the provers will say so. No GPU
+        // is planned here, so no GPU error either.
+        Err(SizingError::InvalidArgument { .. } | SizingError::GpuMemoryTooSmall { .. }) => {
+            Fit::Unknown
+        }
     }
 }
 

@@ -15,12 +15,18 @@
 
 mod fit;
 mod shapes;
+mod streamed;
 
 use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
 pub use fit::{Fit, PROVER_HEADROOM, TooLarge, fit};
 pub use shapes::{PARTITION_SHAPES, PartitionShapeRow, partition_shape};
+pub use streamed::{
+    BasesPlacement, MSM_SCALAR_BITS, MSM_SM_COUNT, MsmGroup, MsmWindows, PlacedBytes, QueryBytes,
+    QueryPlacement, STREAMED_MSM_ENGINE_POINTS, msm_engine_device_bytes, place_queries,
+    placed_bytes, streamed_msm_batches, streamed_msm_call_device_bytes, streamed_msm_device_bytes,
+};
 
 const SCALAR: u64 = 32;
 /// Bytes of an affine G1 point (blstrs' `G1Affine`) and G2 point (`G2Affine`); the prover
@@ -81,6 +87,23 @@ pub enum SizingError {
         limit: ByteSize,
         minimum: ByteSize,
         params: ByteSize,
+    },
+    /// The GPU cannot hold what must stay on it and one GPU-stage worker: a smaller GPU plan
+    /// may fit once what else is on the card has left (a job beside this one, another
+    /// resident set).
+    #[error(
+        "{memory} per GPU cannot hold one GPU-stage worker, whose quotient workspace alone \
+         needs {per_worker}, beside the {resident} that stays on the card (the bases not \
+         streamed from host memory, the CUDA context, MSM buffers) for {constraints} \
+         constraints; use a GPU with more memory"
+    )]
+    GpuMemoryTooSmall {
+        memory: ByteSize,
+        /// The least that stays on the device: with query sizes known, every query streamed.
+        resident: ByteSize,
+        /// One worker's quotient workspace.
+        per_worker: ByteSize,
+        constraints: usize,
     },
 }
 
@@ -144,6 +167,10 @@ pub struct SizingInput {
     pub memory_limit: u64,
     /// Proving-key bytes held in memory (measured once loaded, else estimated).
     pub params_bytes: u64,
+    /// Each query's share of the proving key, if known: a GPU too small for every base then
+    /// streams some queries' bases from host memory ([`place_queries`]). `None`: every base
+    /// is resident on the device, `params_bytes` of them.
+    pub query_bytes: Option<QueryBytes>,
     /// R1CS matrices held for two-pass synthesis (0 for one-pass), once per process.
     pub matrices_bytes: u64,
     /// Fraction of the limit kept free for allocator slack and the unexpected.
@@ -161,7 +188,8 @@ pub struct SizingInput {
     /// GPU devices in use (0: the GPU stage runs on the CPU backend).
     pub gpu_devices: usize,
     /// Memory of the smallest GPU in use, if known: the proving key's bases stay resident
-    /// on each device and every GPU-stage worker needs its own buffers there.
+    /// on each device (those that fit, with `query_bytes`) and every GPU-stage worker needs
+    /// its own buffers there.
     pub gpu_memory_bytes: Option<u64>,
     /// The most partitions that can be in flight at once (a single job's size), if known.
     pub max_parallel_partitions: Option<usize>,
@@ -202,9 +230,21 @@ pub struct GpuPlan {
     pub devices: usize,
     pub workers_per_device: usize,
     pub device_memory_bytes: u64,
-    /// What a device holds whatever its worker count: the proving key's base points (a
-    /// device copy of the host parameters), the CUDA context and NTT tables, and the
-    /// temporaries of the one MSM that runs at a time.
+    /// Which queries keep their bases on the device and which stream them from host memory
+    /// (all resident without [`SizingInput::query_bytes`]).
+    pub placement: QueryPlacement,
+    /// Host bytes of the streamed queries' bases (page-locked; 0 when all are resident).
+    /// The host plan counts them within `params_bytes`: the backend is expected to pin the
+    /// loaded bases where they lie, not to copy them.
+    pub streamed_bytes: u64,
+    /// Device bytes of the streamed MSMs: the streamed engines' buckets and the largest
+    /// streamed call's buffers (one MSM runs at a time per device); 0 when none streams.
+    /// Part of `resident_bytes`.
+    pub stream_buffer_bytes: u64,
+    /// What a device holds whatever its worker count: the resident queries' base points (a
+    /// device copy of the host parameters), the CUDA context and NTT tables, the
+    /// temporaries of the largest resident MSM (one MSM runs at a time), and the stream
+    /// buffers.
     pub resident_bytes: u64,
     /// One worker's device memory: its quotient workspace (a, b, c buffers, kept across
     /// partitions).
@@ -227,6 +267,7 @@ pub const GPU_MSM_BYTES_PER_POINT: u64 = 64;
 pub const GPU_WORKERS_PER_DEVICE: usize = 2;
 
 impl GpuPlan {
+    /// Every base resident: `params_bytes` of them.
     fn for_shape(
         shape: CircuitShape,
         params_bytes: u64,
@@ -234,14 +275,41 @@ impl GpuPlan {
         memory: u64,
         per_device: usize,
     ) -> Self {
-        let m = domain_size(shape.constraints) as u64;
-        // Quotient workspace: a, b, c on the device, kept by the worker.
-        let per_worker = 3 * SCALAR * m;
-        let resident = resident_device_bytes(shape, params_bytes);
+        let placed = PlacedBytes {
+            resident_bases: params_bytes,
+            resident_msm: resident_device_bytes(shape, params_bytes)
+                - params_bytes
+                - GPU_CONTEXT_BYTES,
+            stream_buffers: 0,
+            streamed: 0,
+        };
+        Self::placed(
+            shape,
+            QueryPlacement::all_resident(),
+            placed,
+            devices,
+            memory,
+            per_device,
+        )
+    }
+
+    fn placed(
+        shape: CircuitShape,
+        placement: QueryPlacement,
+        placed: PlacedBytes,
+        devices: usize,
+        memory: u64,
+        per_device: usize,
+    ) -> Self {
+        let per_worker = quotient_workspace_bytes(shape);
+        let resident = GPU_CONTEXT_BYTES + placed.device();
         Self {
             devices,
             workers_per_device: per_device,
             device_memory_bytes: memory,
+            placement,
+            streamed_bytes: placed.streamed,
+            stream_buffer_bytes: placed.stream_buffers,
             resident_bytes: resident,
             per_worker_bytes: per_worker,
             predicted_device_bytes: resident + per_device as u64 * per_worker,
@@ -249,8 +317,15 @@ impl GpuPlan {
     }
 }
 
-/// Device memory a process keeps on each GPU whatever its worker count: the proving key's
-/// bases, the CUDA context, the running MSM's temporaries (see the constants).
+/// A GPU-stage worker's device memory: its quotient workspace, a, b and c over the domain
+/// (kept by the worker across partitions).
+pub fn quotient_workspace_bytes(shape: CircuitShape) -> u64 {
+    3 * SCALAR * domain_size(shape.constraints) as u64
+}
+
+/// Device memory a process keeps on each GPU whatever its worker count, every base resident:
+/// the proving key's bases, the CUDA context, the running MSM's temporaries (see the
+/// constants). [`placed_bytes`] counts a placement that streams some.
 pub fn resident_device_bytes(shape: CircuitShape, params_bytes: u64) -> u64 {
     let m = domain_size(shape.constraints) as u64;
     let points = m.max((shape.inputs + shape.aux) as u64);
@@ -494,7 +569,9 @@ pub fn staging_bytes(shape: CircuitShape) -> u64 {
 
 /// GPU-stage workers (all devices together) and, for GPUs of known size, their device
 /// memory plan: as many workers per device as fit (at most [`GPU_WORKERS_PER_DEVICE`]),
-/// refused if not even the resident bases and one worker fit.
+/// refused if not even the resident bases and one worker fit. With the query sizes known,
+/// the placement is chosen first, for one worker (keeping as much resident as fits beside
+/// it); a second worker comes only if it fits beside that placement.
 fn gpu_workers(
     input: &SizingInput,
     max_per_device: Option<usize>,
@@ -514,26 +591,30 @@ fn gpu_workers(
             None,
         ));
     };
-    let fit = |k| {
-        GpuPlan::for_shape(input.shape, input.params_bytes, devices, memory, k)
-            .predicted_device_bytes
-            <= memory
+    let gpu_plan = |k| match &input.query_bytes {
+        None => GpuPlan::for_shape(input.shape, input.params_bytes, devices, memory, k),
+        Some(queries) => {
+            let room =
+                memory.saturating_sub(GPU_CONTEXT_BYTES + quotient_workspace_bytes(input.shape));
+            // Streaming everything when nothing fits: the least that stays, for the refusal.
+            let placement = place_queries(queries, input.shape, room)
+                .unwrap_or_else(QueryPlacement::all_streamed);
+            let placed = placed_bytes(queries, input.shape, placement);
+            GpuPlan::placed(input.shape, placement, placed, devices, memory, k)
+        }
     };
+    let fit = |k| gpu_plan(k).predicted_device_bytes <= memory;
     let mut per_device = wanted;
     while per_device > 1 && !fit(per_device) {
         per_device -= 1;
     }
-    let gpu = GpuPlan::for_shape(input.shape, input.params_bytes, devices, memory, per_device);
+    let gpu = gpu_plan(per_device);
     if !fit(per_device) {
-        return Err(SizingError::InvalidArgument {
-            what: "GPU memory",
-            reason: format!(
-                "{} per GPU cannot hold the resident parameters ({}) and one GPU-stage worker ({}) for {} constraints",
-                ByteSize(memory),
-                ByteSize(gpu.resident_bytes),
-                ByteSize(gpu.per_worker_bytes),
-                input.shape.constraints
-            ),
+        return Err(SizingError::GpuMemoryTooSmall {
+            memory: ByteSize(memory),
+            resident: ByteSize(gpu.resident_bytes),
+            per_worker: ByteSize(gpu.per_worker_bytes),
+            constraints: input.shape.constraints,
         });
     }
     let gw = match input.overrides.gpu_workers {

@@ -147,7 +147,7 @@ fn gpu_variants(list: &str) -> Result<Vec<(GpuOptions, usize)>, String> {
 }
 
 /// Median, minimum and maximum.
-fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
+pub(super) fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
     xs.sort_by(f64::total_cmp);
     let n = xs.len();
     let median = if n % 2 == 1 {
@@ -237,6 +237,19 @@ fn refuse_stock_run(args: &BenchArgs, flag: &str) -> Result<(), ProverError> {
 /// the timed run but the warm-up's and, with `--synthesis matrices`, the recording's).
 fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode, ProverError> {
     refuse_stock_run(args, "--porep-shape")?;
+    if let Some(post) = args.urgent_post_shape {
+        return super::bench_urgent::run(args, proof, post);
+    }
+    let run = prepare_porep_shape(args, proof, shape_backend())?;
+    run_shape(args, run)
+}
+
+/// The placeholder partitions and timing-only key of `--porep-shape`, planned for `backend`.
+pub(super) fn prepare_porep_shape(
+    args: &BenchArgs,
+    proof: RegisteredSealProof,
+    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Result<ShapeRun, ProverError> {
     let name = seal_proof_name(proof);
     let partition_shape = PartitionShape::of(proof)?;
     let counts = shape::counted(proof)?;
@@ -245,7 +258,6 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
         return Err(ProverError::ZeroPartitions);
     }
     let synthesis = SynthesisMode::from(args.synthesis.synthesis);
-    let backend = shape_backend();
     let query = counts.query_counts();
     let mut input = shape_sizing(
         args,
@@ -255,6 +267,7 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
         partitions,
     )?;
     input.params_bytes = query.params_heap_bytes();
+    input.query_bytes = Some(query.query_bytes());
     input.matrices_bytes = match synthesis {
         SynthesisMode::OnePass => 0,
         SynthesisMode::Matrices => R1csMatrices::predicted_heap_bytes(&counts),
@@ -294,18 +307,15 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
         },
         "stock_not_run": NO_STOCK_RUN,
     });
-    run_shape(
-        args,
-        ShapeRun {
-            name,
-            partitions,
-            input,
-            key,
-            source: job.source,
-            backend,
-            extra,
-        },
-    )
+    Ok(ShapeRun {
+        name,
+        partitions,
+        input,
+        key,
+        source: job.source,
+        backend,
+        extra,
+    })
 }
 
 /// `bench --post-shape`: placeholder partitions of the PoSt proof's exact circuit (one
@@ -313,7 +323,22 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
 /// committed counts.
 fn post_shape(args: &BenchArgs, proof: RegisteredPoStProof) -> Result<ExitCode, ProverError> {
     refuse_stock_run(args, "--post-shape")?;
-    if SynthesisMode::from(args.synthesis.synthesis) == SynthesisMode::Matrices {
+    // curio sends one WindowPoSt partition per request; a WinningPoSt is one partition.
+    let partitions = args.job.partitions.unwrap_or(1);
+    let run = prepare_post_shape(args, proof, partitions, shape_backend())?;
+    run_shape(args, run)
+}
+
+/// The placeholder partitions and timing-only key of `--post-shape`, planned for `backend`.
+pub(super) fn prepare_post_shape(
+    args: &BenchArgs,
+    proof: RegisteredPoStProof,
+    partitions: u32,
+    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Result<ShapeRun, ProverError> {
+    if args.post_shape.is_some()
+        && SynthesisMode::from(args.synthesis.synthesis) == SynthesisMode::Matrices
+    {
         return Err(ProverError::InvalidArgument {
             what: "--synthesis",
             reason: "--post-shape synthesizes in one pass (a PoSt partition's sectors already \
@@ -324,12 +349,9 @@ fn post_shape(args: &BenchArgs, proof: RegisteredPoStProof) -> Result<ExitCode, 
     let name = post_proof_name(proof);
     let post = PostShape::of(proof)?;
     let counts = post::shape::counted(proof)?;
-    // curio sends one WindowPoSt partition per request; a WinningPoSt is one partition.
-    let partitions = args.job.partitions.unwrap_or(1);
     if partitions == 0 {
         return Err(ProverError::ZeroPartitions);
     }
-    let backend = shape_backend();
     let query = counts.query_counts();
     let source = post::shape::placeholder_source(proof, 0)?;
     let mut input = shape_sizing(
@@ -340,6 +362,7 @@ fn post_shape(args: &BenchArgs, proof: RegisteredPoStProof) -> Result<ExitCode, 
         partitions,
     )?;
     input.params_bytes = query.params_heap_bytes();
+    input.query_bytes = Some(query.query_bytes());
     input.synthesis_threads = source.synthesis_threads();
     input.evaluations_held_twice =
         source.synthesizes_in_subsystems() && backend.evaluation_alloc().is_pooled();
@@ -359,21 +382,18 @@ fn post_shape(args: &BenchArgs, proof: RegisteredPoStProof) -> Result<ExitCode, 
         },
         "stock_not_run": NO_STOCK_RUN,
     });
-    run_shape(
-        args,
-        ShapeRun {
-            name,
-            partitions,
-            input,
-            key,
-            source,
-            backend,
-            extra,
-        },
-    )
+    Ok(ShapeRun {
+        name,
+        partitions,
+        input,
+        key,
+        source,
+        backend,
+        extra,
+    })
 }
 
-fn shape_backend() -> Arc<dyn proofpipe_kernels::ProvingBackend> {
+pub(super) fn shape_backend() -> Arc<dyn proofpipe_kernels::ProvingBackend> {
     let (backend, why) = proofpipe_kernels::select_backend_with(GpuOptions::from_env());
     tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
     backend
@@ -395,6 +415,7 @@ fn shape_sizing(
         shape,
         memory_limit: limit.bytes,
         params_bytes: 0,
+        query_bytes: None,
         matrices_bytes: 0,
         headroom: args.sizing.headroom,
         cpu_cores: cpu_cores(),
@@ -408,30 +429,20 @@ fn shape_sizing(
 }
 
 /// A shape benchmark, ready to run: placeholder partitions and the timing-only key.
-struct ShapeRun {
-    name: String,
-    partitions: u32,
-    input: SizingInput,
-    key: Arc<ProvingKey>,
-    source: Arc<dyn PartitionSource>,
-    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+pub(super) struct ShapeRun {
+    pub name: String,
+    pub partitions: u32,
+    pub input: SizingInput,
+    pub key: Arc<ProvingKey>,
+    pub source: Arc<dyn PartitionSource>,
+    pub backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
     /// Fields added to every run's JSON report.
-    extra: Value,
+    pub extra: Value,
 }
 
 /// Plans, then times `--runs` runs of the placeholder partitions (the first after a warm-up
 /// unless `--no-warmup`), each reported, and the summary.
 fn run_shape(args: &BenchArgs, run: ShapeRun) -> Result<ExitCode, ProverError> {
-    // What making the parameters cost is not the pipeline's: measure the peak from here.
-    rss::reset_peak_rss();
-    let plan = plan(&run.input)?;
-    tracing::info!(
-        partition_workers = plan.partition_workers,
-        channel_capacity = plan.channel_capacity,
-        gpu_workers = plan.gpu_workers,
-        predicted_peak = %bytesize::ByteSize(plan.predicted_peak_bytes),
-        "pipeline sized from the memory limit"
-    );
     // Replayed: partition 0 synthesized once (kept for every run), the rest copies of it.
     let source: Arc<dyn PartitionSource> = if args.replay_synthesis {
         Arc::new(ReplaySource::new(run.source))
@@ -443,25 +454,69 @@ fn run_shape(args: &BenchArgs, run: ShapeRun) -> Result<ExitCode, ProverError> {
         source,
         key: run.key,
     };
-    let config = with_replay_permit(PipelineConfig::from_plan(&plan), args);
     let options = GpuOptions::from_env();
-    let on_gpu = !run.backend.gpu_devices().is_empty();
+    let caps = match &args.gpu_memory_caps {
+        None => vec![None],
+        Some(list) => gpu_memory_caps(list).map_err(|reason| ProverError::InvalidArgument {
+            what: "--gpu-memory-caps",
+            reason,
+        })?,
+    };
+    let mut backend = Some(run.backend);
     let mut all_verified = true;
     let mut summary = Vec::new();
-    for index in 0..args.runs {
-        let mut report = bench_source(
-            &workload,
-            run.partitions,
-            config.clone(),
-            run.backend.clone(),
-            !args.no_warmup && index == 0,
-        )?;
-        report.gpu_options = on_gpu.then(|| options.name());
-        if args.replay_synthesis {
-            report.feed = FeedKind::Replay;
+    for (variant, cap) in caps.iter().enumerate() {
+        // One backend at a time: the previous one's bases and buffers leave the GPU first.
+        let backend = match (backend.take(), cap) {
+            (Some(b), None) => b,
+            (previous, cap) => {
+                drop(previous);
+                let memory = proofpipe_kernels::GpuMemoryConfig {
+                    cap: *cap,
+                    ..proofpipe_kernels::GpuMemoryConfig::from_env()
+                        .map_err(|e| ProverError::kernel(0, &e))?
+                };
+                let (b, why) = proofpipe_kernels::select_backend_with_memory(options, Some(memory));
+                tracing::info!(backend = b.name(), "GPU stage backend: {why}");
+                b
+            }
+        };
+        // The plan for the card as the backend reports it (at most the cap).
+        let mut input = run.input.clone();
+        input.gpu_memory_bytes = backend.gpu_devices().iter().map(|g| g.total_bytes).min();
+        // What making the parameters cost is not the pipeline's: measure the peak from here.
+        rss::reset_peak_rss();
+        let plan = plan(&input)?;
+        tracing::info!(
+            partition_workers = plan.partition_workers,
+            channel_capacity = plan.channel_capacity,
+            gpu_workers = plan.gpu_workers,
+            predicted_peak = %bytesize::ByteSize(plan.predicted_peak_bytes),
+            gpu_memory_cap = ?cap,
+            streamed = ?plan.gpu.as_ref().map(|g| g.placement),
+            "pipeline sized from the memory limit"
+        );
+        let config = with_replay_permit(PipelineConfig::from_plan(&plan), args);
+        let on_gpu = !backend.gpu_devices().is_empty();
+        let mut extra = run.extra.clone();
+        extra["gpu_memory_cap_bytes"] = json!(cap);
+        for index in 0..args.runs {
+            let mut report = bench_source(
+                &workload,
+                run.partitions,
+                config.clone(),
+                backend.clone(),
+                !args.no_warmup && index == 0,
+            )?;
+            report.gpu_options = on_gpu.then(|| options.name());
+            if args.replay_synthesis {
+                report.feed = FeedKind::Replay;
+            }
+            let mut extra = extra.clone();
+            extra["device_memory_held_bytes"] = json!(backend.device_memory_held());
+            all_verified &= print_report(args, &report, &plan, extra, variant, index)?;
+            summary.push(report);
         }
-        all_verified &= print_report(args, &report, &plan, run.extra.clone(), 0, index)?;
-        summary.push(report);
     }
     if summary.len() > 1 {
         print_summary(&summary);
@@ -471,6 +526,19 @@ fn run_shape(args: &BenchArgs, run: ShapeRun) -> Result<ExitCode, ProverError> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `--gpu-memory-caps`: sizes (`24GiB`) or `none` (the whole card), comma separated.
+fn gpu_memory_caps(list: &str) -> Result<Vec<Option<u64>>, String> {
+    list.split(',')
+        .map(str::trim)
+        .map(|cap| match cap {
+            "none" => Ok(None),
+            size => proofpipe_kernels::parse_gpu_memory(size)
+                .map(Some)
+                .map_err(|e| format!("{size:?}: {e}; give sizes such as 24GiB, or none")),
+        })
+        .collect()
 }
 
 /// Prints one run's report (text, then with `--json` one JSON object on the last line,

@@ -1,6 +1,7 @@
 //! Command-line interface: argument parsing and the commands, over the library.
 
 mod bench;
+mod bench_urgent;
 mod daemon;
 mod output;
 mod params;
@@ -322,6 +323,31 @@ struct BenchArgs {
     #[arg(long, value_name = "POST_PROOF", value_parser = post::parse_post_proof,
           conflicts_with_all = ["circuit", "constraints", "params_dir", "porep_shape"])]
     post_shape: Option<proofpipe_prover::filecoin::RegisteredPoStProof>,
+    /// With --porep-shape or --post-shape: run the timed runs once per GPU memory cap, each
+    /// with a fresh backend held to that cap (as PROOFPIPE_GPU_MEMORY holds a prover) and a
+    /// plan for it, comma separated: sizes such as 24GiB, or `none` for the whole card. A plan
+    /// for a cap too small for every base streams some from host memory.
+    #[arg(long, value_name = "CAPS")]
+    gpu_memory_caps: Option<String>,
+    /// With --porep-shape: urgent work beside the PoRep, as one prover serves it (ADR 0026).
+    /// Each run proves the PoRep alone, this PoSt partition alone, then the PoRep again with
+    /// the PoSt sent --urgent-after seconds into it, proved in a pipeline of its own planned
+    /// into what the PoRep's plan leaves (or, when it does not fit there, after the PoRep).
+    /// Reports the PoSt's latency and the PoRep's delay against the runs alone.
+    #[arg(long, value_name = "POST_PROOF", value_parser = post::parse_post_proof,
+          requires = "porep_shape")]
+    urgent_post_shape: Option<proofpipe_prover::filecoin::RegisteredPoStProof>,
+    /// Seconds into the PoRep at which the urgent PoSt is sent.
+    #[arg(long, default_value_t = 20.0, requires = "urgent_post_shape")]
+    urgent_after: f64,
+    /// Memory kept out of the PoRep's plan for urgent work, as PROOFPIPE_URGENT_RESERVE does
+    /// in a pool (default: that variable, else none).
+    #[arg(long, value_parser = parse_size, requires = "urgent_post_shape")]
+    urgent_reserve: Option<u64>,
+    /// Runs (of --runs) that also prove the PoRep and the PoSt alone: the baselines. Fewer
+    /// keep a long PoSt's call short; the delay is then taken against the median baseline.
+    #[arg(long, requires = "urgent_post_shape")]
+    urgent_baselines: Option<usize>,
     #[arg(long)]
     json: bool,
 }

@@ -11,7 +11,8 @@ use proofpipe_prover::filecoin::seal_proof_name;
 use proofpipe_prover::filecoin::shape::{self, PartitionShape};
 use proofpipe_prover::filecoin::snap::{self, shape::SnapShape, update_proof_name};
 use proofpipe_prover::groth16::R1csMatrices;
-use proofpipe_prover::params::estimated_params_bytes;
+use proofpipe_prover::params::{QueryCounts, estimated_params_bytes};
+use proofpipe_prover::sizing::QueryBytes;
 use proofpipe_prover::sizing::{SizingInput, detect_memory_limit, plan};
 use serde_json::json;
 
@@ -19,106 +20,113 @@ use super::{PlanArgs, Synthesis, cpu_cores};
 
 pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
     let limit = detect_memory_limit(args.sizing.memory_limit)?;
-    let (circuit, shape, params_bytes, matrices_bytes, partitions, synthesis_threads, subsystems) =
-        match (args.porep_shape, args.post_shape, args.snap_shape) {
-            (Some(proof), _, _) => {
-                // Exact, from the committed counts: the real parameters have these point counts.
-                let counts = shape::counted(proof)?;
-                let partition_shape = PartitionShape::of(proof)?;
-                // From the matrices a partition's challenges run on every core (ADR 0023).
-                let (matrices, threads) = match args.synthesis {
-                    Synthesis::OnePass => (0, 1),
-                    Synthesis::Matrices => (
-                        R1csMatrices::predicted_heap_bytes(&counts),
-                        partition_shape.challenges_per_partition,
-                    ),
-                };
-                let partitions = args.job.partitions.unwrap_or(partition_shape.partitions);
-                (
-                    format!("{} partition", seal_proof_name(proof)),
-                    counts.shape(),
-                    counts.query_counts().params_heap_bytes(),
-                    matrices,
-                    partitions,
-                    threads,
-                    false,
-                )
-            }
-            (None, None, Some(proof)) => {
-                if args.synthesis == Synthesis::Matrices {
-                    return Err(ProverError::InvalidArgument {
-                        what: "--synthesis",
-                        reason: "--snap-shape plans one pass, as the daemon proves SnapDeals \
+    let (
+        circuit,
+        shape,
+        (params_bytes, query_bytes),
+        matrices_bytes,
+        partitions,
+        synthesis_threads,
+        subsystems,
+    ) = match (args.porep_shape, args.post_shape, args.snap_shape) {
+        (Some(proof), _, _) => {
+            // Exact, from the committed counts: the real parameters have these point counts.
+            let counts = shape::counted(proof)?;
+            let partition_shape = PartitionShape::of(proof)?;
+            // From the matrices a partition's challenges run on every core (ADR 0023).
+            let (matrices, threads) = match args.synthesis {
+                Synthesis::OnePass => (0, 1),
+                Synthesis::Matrices => (
+                    R1csMatrices::predicted_heap_bytes(&counts),
+                    partition_shape.challenges_per_partition,
+                ),
+            };
+            let partitions = args.job.partitions.unwrap_or(partition_shape.partitions);
+            (
+                format!("{} partition", seal_proof_name(proof)),
+                counts.shape(),
+                with_queries(counts.query_counts()),
+                matrices,
+                partitions,
+                threads,
+                false,
+            )
+        }
+        (None, None, Some(proof)) => {
+            if args.synthesis == Synthesis::Matrices {
+                return Err(ProverError::InvalidArgument {
+                    what: "--synthesis",
+                    reason: "--snap-shape plans one pass, as the daemon proves SnapDeals \
                              (one core per partition); leave --synthesis out"
-                            .into(),
-                    });
-                }
-                // Exact, from the committed counts.
-                let counts = snap::shape::counted(proof)?;
-                let snap_shape = SnapShape::of(proof);
-                (
-                    format!("{} SnapDeals partition", update_proof_name(proof)),
-                    counts.shape(),
-                    counts.query_counts().params_heap_bytes(),
-                    0,
-                    // curio sends every partition of the update in one request.
-                    args.job.partitions.unwrap_or(snap_shape.partitions as u32),
-                    1,
-                    false,
-                )
+                        .into(),
+                });
             }
-            (None, Some(proof), _) => {
-                if args.synthesis == Synthesis::Matrices {
-                    return Err(ProverError::InvalidArgument {
-                        what: "--synthesis",
-                        reason: "--post-shape plans one pass (a PoSt partition's sectors already \
+            // Exact, from the committed counts.
+            let counts = snap::shape::counted(proof)?;
+            let snap_shape = SnapShape::of(proof);
+            (
+                format!("{} SnapDeals partition", update_proof_name(proof)),
+                counts.shape(),
+                with_queries(counts.query_counts()),
+                0,
+                // curio sends every partition of the update in one request.
+                args.job.partitions.unwrap_or(snap_shape.partitions as u32),
+                1,
+                false,
+            )
+        }
+        (None, Some(proof), _) => {
+            if args.synthesis == Synthesis::Matrices {
+                return Err(ProverError::InvalidArgument {
+                    what: "--synthesis",
+                    reason: "--post-shape plans one pass (a PoSt partition's sectors already \
                              synthesize on every core); leave --synthesis out"
-                            .into(),
-                    });
-                }
-                // Exact, from the committed counts; the sectors synthesize on every core.
-                let counts = post::shape::counted(proof)?;
-                let post_shape = PostShape::of(proof)?;
-                (
-                    format!("{} partition", post_proof_name(proof)),
-                    counts.shape(),
-                    counts.query_counts().params_heap_bytes(),
-                    0,
-                    // curio sends one WindowPoSt partition per request.
-                    args.job.partitions.unwrap_or(1),
-                    post_shape.sectors_per_partition,
-                    // FallbackPoSt collects its sectors' sub-systems before extending.
-                    true,
-                )
+                        .into(),
+                });
             }
-            (None, None, None) => {
-                if args.synthesis == Synthesis::Matrices {
-                    return Err(ProverError::InvalidArgument {
-                        what: "--synthesis",
-                        reason:
-                            "plan knows the R1CS matrices' size only for --porep-shape (from its \
+            // Exact, from the committed counts; the sectors synthesize on every core.
+            let counts = post::shape::counted(proof)?;
+            let post_shape = PostShape::of(proof)?;
+            (
+                format!("{} partition", post_proof_name(proof)),
+                counts.shape(),
+                with_queries(counts.query_counts()),
+                0,
+                // curio sends one WindowPoSt partition per request.
+                args.job.partitions.unwrap_or(1),
+                post_shape.sectors_per_partition,
+                // FallbackPoSt collects its sectors' sub-systems before extending.
+                true,
+            )
+        }
+        (None, None, None) => {
+            if args.synthesis == Synthesis::Matrices {
+                return Err(ProverError::InvalidArgument {
+                    what: "--synthesis",
+                    reason: "plan knows the R1CS matrices' size only for --porep-shape (from its \
                              committed counts); for a synthetic circuit, prove or bench it with \
                              --synthesis matrices, which log their size"
-                                .into(),
-                    });
-                }
-                let shape = args.job.circuit.shape(args.job.constraints)?;
-                (
-                    args.job.circuit.to_string(),
-                    shape,
-                    estimated_params_bytes(shape),
-                    0,
-                    args.job.partitions(),
-                    1,
-                    false,
-                )
+                        .into(),
+                });
             }
-        };
+            let shape = args.job.circuit.shape(args.job.constraints)?;
+            (
+                args.job.circuit.to_string(),
+                shape,
+                (estimated_params_bytes(shape), None),
+                0,
+                args.job.partitions(),
+                1,
+                false,
+            )
+        }
+    };
     let input = SizingInput {
         circuit: circuit.clone(),
         shape,
         memory_limit: limit.bytes,
         params_bytes,
+        query_bytes,
         matrices_bytes,
         headroom: args.sizing.headroom,
         cpu_cores: args.cores.unwrap_or_else(cpu_cores),
@@ -234,4 +242,9 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
         println!("{k:<27} {v}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A proving key's bytes from its query counts, and each query's (for the GPU placement).
+fn with_queries(counts: QueryCounts) -> (u64, Option<QueryBytes>) {
+    (counts.params_heap_bytes(), Some(counts.query_bytes()))
 }

@@ -158,6 +158,7 @@ pub(super) fn prove_partitions(
         shape: key.shape,
         memory_limit,
         params_bytes: key.heap_bytes(),
+        query_bytes: Some(key.query_bytes()),
         matrices_bytes,
         headroom: sizing.headroom,
         cpu_cores: cpu_cores(),

@@ -67,6 +67,7 @@ pub fn prepare(
         shape,
         memory_limit: limit.bytes,
         params_bytes: proofpipe_prover::params::estimated_params_bytes(shape),
+        query_bytes: None,
         matrices_bytes: matrices.as_ref().map_or(0, |m| m.heap_bytes()),
         headroom: sizing.headroom,
         cpu_cores: cpu_cores(),
@@ -91,6 +92,7 @@ pub fn prepare(
     // The generation's transient memory is not the pipeline's: measure the peak from here.
     rss::reset_peak_rss();
     input.params_bytes = params.heap_bytes();
+    input.query_bytes = Some(params.key.query_bytes());
     let plan = plan(&input)?;
     tracing::info!(
         partition_workers = plan.partition_workers,

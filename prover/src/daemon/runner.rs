@@ -348,7 +348,7 @@ fn start_main_filecoin(
     ) {
         // What this prover keeps from other jobs leaves this one no room: drop it (freed
         // now: the previous job's pipeline has stopped) and plan without.
-        Err(ProverError::Sizing(SizingError::MemoryLimitTooSmall { .. })) if others > 0 => {
+        Err(e) if others > 0 && does_not_fit(&e) => {
             tracing::info!(
                 others,
                 "dropping the other resident Filecoin parameter sets and R1CS matrices: the job's pipeline does not fit beside them"
@@ -359,6 +359,17 @@ fn start_main_filecoin(
         }
         started => started,
     }
+}
+
+/// Whether a plan failed for room alone (host memory, or GPU memory for the bases and one
+/// worker): room other sets or the main job hold may be given back; any other error stands.
+fn does_not_fit(e: &ProverError) -> bool {
+    matches!(
+        e,
+        ProverError::Sizing(
+            SizingError::MemoryLimitTooSmall { .. } | SizingError::GpuMemoryTooSmall { .. }
+        )
+    )
 }
 
 /// The pipeline of an urgent job: beside the main job, in what its plan leaves; when that is
@@ -386,10 +397,12 @@ async fn start_urgent(
             synthesis,
         };
         match start_pipeline(daemon, sized, &prepared.key, (others, 0)) {
-            Err(ProverError::Sizing(SizingError::MemoryLimitTooSmall { .. })) if !alone => {
+            Err(e) if !alone && does_not_fit(&e) => {
                 tracing::info!(
                     job = %work,
                     main_peak = beside.memory_bytes,
+                    main_device = beside.device_bytes,
+                    why = %e,
                     "the urgent job does not fit beside the running job; it starts when that one ends"
                 );
                 urgent::until_idle(&mut lane).await;
@@ -466,7 +479,7 @@ fn start_pipeline(
         Lane::Urgent => urgent::room_beside(daemon.memory_limit, beside),
     };
     let params_bytes = key.heap_bytes().saturating_add(other_bytes);
-    let plan = plan(&daemon.sizing_input(
+    let mut input = daemon.sizing_input(
         limit,
         beside,
         work,
@@ -474,7 +487,12 @@ fn start_pipeline(
         key.shape,
         (params_bytes, matrices_bytes),
         synthesis,
-    ))?;
+    );
+    // The GPU holds this job's bases, or streams those that do not fit: other sets' device
+    // copies go when an upload finds the card full (or over PROOFPIPE_GPU_MEMORY); their
+    // host copies stay, counted in `params_bytes`.
+    input.query_bytes = Some(key.query_bytes());
+    let plan = plan(&input)?;
     let sizing = reported_sizing(&plan);
     tracing::info!(
         lane = lane.as_str(),

@@ -31,6 +31,7 @@ pub fn sizing_input(
         shape,
         memory_limit,
         params_bytes,
+        query_bytes: None,
         matrices_bytes,
         headroom: HEADROOM,
         cpu_cores,

@@ -15,7 +15,7 @@ pub use assignment::{Synthesized, synthesize, synthesize_into};
 pub use matrices::{
     R1csMatrices, file as matrices_file, synthesize_from_matrices, synthesize_from_matrices_into,
 };
-pub use prove::{G2Placement, Started, finalize, prove_start};
+pub use prove::{BasesPlacement, G2Placement, QueryPlacement, Started, finalize, prove_start};
 pub use split::synthesize_split_from_matrices_into;
 
 use bellperson::groth16::{PreparedVerifyingKey, Proof, verify_proof};

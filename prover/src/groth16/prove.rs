@@ -7,12 +7,13 @@ use bellperson::groth16::{Parameters, Proof};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
 use group::Curve;
 use group::prime::PrimeCurveAffine;
-use proofpipe_kernels::{Bases, Density, DensityTracker, KernelError, ProvingBackend};
+use proofpipe_kernels::{Bases, Density, DensityTracker, KernelError, Placement, ProvingBackend};
 
 use super::Synthesized;
 
-/// Where the G2 MSM runs: the model's, since a plan chooses it.
-pub use proofpipe_model::sizing::G2Placement;
+/// Where the G2 MSM runs, and where each query's bases are: the model's, since a plan
+/// chooses them.
+pub use proofpipe_model::sizing::{BasesPlacement, G2Placement, QueryPlacement};
 
 /// A partition after the GPU stage: the a/b/c evaluations are gone; what remains is the
 /// assignment (for a G2 MSM still to run) and the G1 results.
@@ -27,6 +28,8 @@ pub struct Started {
     b_input_density: Arc<DensityTracker>,
     b_aux_density: Arc<DensityTracker>,
     public_inputs: Vec<Fr>,
+    /// Where the bases are, for the G2 MSM if finalize runs it.
+    placement: QueryPlacement,
 }
 
 impl Started {
@@ -79,6 +82,7 @@ pub fn prove_start(
     params: &Parameters<Bls12>,
     s: Synthesized,
     g2: G2Placement,
+    placement: QueryPlacement,
 ) -> Result<Started, KernelError> {
     check_params(params, &s)?;
     let Synthesized {
@@ -93,13 +97,13 @@ pub fn prove_start(
     } = s;
     let public_inputs = inputs[1..].to_vec();
     // The quotient and its MSM in one call: a GPU backend keeps h on the device.
-    let h = backend.h_msm(a, b, c, &Bases::new(params.h.clone(), 0))?;
+    let h = backend.h_msm(a, b, c, &placed(&params.h, 0, placement.h))?;
     // The exponents stay field elements (Montgomery form): the backend converts them where
     // it must (the GPU on the device, the CPU backend while gathering), not here.
     let inputs = Arc::new(inputs);
     let aux = Arc::new(aux);
 
-    let l = backend.msm_g1(&Bases::new(params.l.clone(), 0), &Density::Full, &aux)?;
+    let l = backend.msm_g1(&placed(&params.l, 0, placement.l), &Density::Full, &aux)?;
 
     let a_aux_density = Density::Sparse(Arc::new(a_aux_density));
     let b_input_density = Arc::new(b_input_density);
@@ -110,11 +114,13 @@ pub fn prove_start(
     );
     let n_in = inputs.len();
 
-    let mut a_sum = backend.msm_g1(&Bases::new(params.a.clone(), 0), &Density::Full, &inputs)?;
-    a_sum += backend.msm_g1(&Bases::new(params.a.clone(), n_in), &a_aux_density, &aux)?;
+    let a_bases = |skip| placed(&params.a, skip, placement.a);
+    let mut a_sum = backend.msm_g1(&a_bases(0), &Density::Full, &inputs)?;
+    a_sum += backend.msm_g1(&a_bases(n_in), &a_aux_density, &aux)?;
     let b_in_count = b_input_density.get_total_density();
-    let mut b_g1 = backend.msm_g1(&Bases::new(params.b_g1.clone(), 0), &b_in, &inputs)?;
-    b_g1 += backend.msm_g1(&Bases::new(params.b_g1.clone(), b_in_count), &b_aux, &aux)?;
+    let b_bases = |skip| placed(&params.b_g1, skip, placement.b_g1);
+    let mut b_g1 = backend.msm_g1(&b_bases(0), &b_in, &inputs)?;
+    b_g1 += backend.msm_g1(&b_bases(b_in_count), &b_aux, &aux)?;
 
     let mut started = Started {
         h,
@@ -127,6 +133,7 @@ pub fn prove_start(
         b_input_density,
         b_aux_density,
         public_inputs,
+        placement,
     };
     if g2 == G2Placement::GpuStage {
         started.b_g2 = Some(msm_b_g2(backend, params, &started)?);
@@ -141,16 +148,26 @@ fn msm_b_g2(
 ) -> Result<G2Projective, KernelError> {
     let b_in_count = s.b_input_density.get_total_density();
     let mut sum = backend.msm_g2(
-        &Bases::new(params.b_g2.clone(), 0),
+        &placed(&params.b_g2, 0, s.placement.b_g2),
         &Density::Sparse(s.b_input_density.clone()),
         &s.inputs,
     )?;
     sum += backend.msm_g2(
-        &Bases::new(params.b_g2.clone(), b_in_count),
+        &placed(&params.b_g2, b_in_count, s.placement.b_g2),
         &Density::Sparse(s.b_aux_density.clone()),
         &s.aux,
     )?;
     Ok(sum)
+}
+
+/// The bases `points[skip..]` where the plan put them: on the device, or streamed from host
+/// memory to a GPU too small to hold every query.
+fn placed<G>(points: &Arc<Vec<G>>, skip: usize, placement: BasesPlacement) -> Bases<G> {
+    let placement = match placement {
+        BasesPlacement::Resident => Placement::Resident,
+        BasesPlacement::Streamed => Placement::Streamed,
+    };
+    Bases::with_placement(points.clone(), skip, placement)
 }
 
 /// Finalize: the G2 MSM if the GPU stage left it, then the proof from the MSM results and

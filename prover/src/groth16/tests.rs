@@ -17,6 +17,16 @@ enum Pass {
 }
 
 fn prove_one(kind: CircuitKind, n: usize, g2: G2Placement, pass: Pass) {
+    prove_placed(kind, n, g2, pass, QueryPlacement::all_resident());
+}
+
+fn prove_placed(
+    kind: CircuitKind,
+    n: usize,
+    g2: G2Placement,
+    pass: Pass,
+    placement: QueryPlacement,
+) {
     let mut rng = ChaCha20Rng::seed_from_u64(1);
     let params =
         generate_random_parameters::<Bls12, _, _>(kind.partition(n, 0, 0).unwrap(), &mut rng)
@@ -34,7 +44,7 @@ fn prove_one(kind: CircuitKind, n: usize, g2: G2Placement, pass: Pass) {
         }
     };
     assert_eq!(synthesized.a.len(), n);
-    let started = prove_start(&backend, &params, synthesized, g2).unwrap();
+    let started = prove_start(&backend, &params, synthesized, g2, placement).unwrap();
     let (proof, inputs) = finalize(
         &backend,
         &params,
@@ -79,6 +89,28 @@ fn g2_in_finalize_gives_a_valid_proof() {
 }
 
 #[test]
+fn streamed_bases_give_a_valid_proof() {
+    // Every query streamed, the G2 MSM in finalize (which reads the placement the GPU stage
+    // kept); then only h streamed, as a GPU a little too small would have it.
+    prove_placed(
+        CircuitKind::MulChain,
+        1 << 10,
+        G2Placement::Finalize,
+        Pass::One,
+        QueryPlacement::all_streamed(),
+    );
+    let mut h_only = QueryPlacement::all_resident();
+    h_only.h = BasesPlacement::Streamed;
+    prove_placed(
+        CircuitKind::MerkleSha256,
+        CircuitKind::MerkleSha256.min_constraints(),
+        G2Placement::GpuStage,
+        Pass::One,
+        h_only,
+    );
+}
+
+#[test]
 fn merkle_proof_verifies_and_binds_its_input() {
     prove_one(
         CircuitKind::MerkleSha256,
@@ -102,6 +134,7 @@ fn parameters_of_another_size_are_refused() {
         &params,
         synthesized,
         G2Placement::GpuStage,
+        QueryPlacement::all_resident(),
     )
     .err()
     .expect("mismatched parameters must fail");

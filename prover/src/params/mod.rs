@@ -64,6 +64,19 @@ impl ProvingKey {
         }
     }
 
+    /// Each query's bases in bytes: what the planner places on the GPU or streams.
+    pub fn query_bytes(&self) -> proofpipe_model::sizing::QueryBytes {
+        let p = &self.params;
+        let g1 = |n: usize| (n * size_of::<G1Affine>()) as u64;
+        proofpipe_model::sizing::QueryBytes {
+            h: g1(p.h.len()),
+            l: g1(p.l.len()),
+            a: g1(p.a.len()),
+            b_g1: g1(p.b_g1.len()),
+            b_g2: (p.b_g2.len() * size_of::<G2Affine>()) as u64,
+        }
+    }
+
     /// Heap bytes of the proving key's points.
     pub fn heap_bytes(&self) -> u64 {
         let p = &self.params;

@@ -51,6 +51,16 @@ impl QueryCounts {
 
     /// Heap bytes of a proving key with these counts, as [`ProvingKey::heap_bytes`] reports
     /// them: exact, before any point is made.
+    /// Each query's bases in bytes, as the planner places them on the GPU or streams them.
+    pub fn query_bytes(&self) -> proofpipe_model::sizing::QueryBytes {
+        proofpipe_model::sizing::QueryBytes::from_counts(
+            self.h as u64,
+            self.l as u64,
+            self.a as u64,
+            self.b as u64,
+        )
+    }
+
     pub fn params_heap_bytes(&self) -> u64 {
         let g1 = self.h + self.l + self.a + self.b;
         (g1 * size_of::<G1Affine>() + self.b * size_of::<G2Affine>()) as u64

@@ -35,7 +35,7 @@ pub use tracker::{BufferSnapshot, BufferTracker, Stage, TimelinePoint};
 
 use crate::circuits::CircuitKind;
 use crate::error::ProverError;
-use crate::groth16::{G2Placement, R1csMatrices};
+use crate::groth16::{G2Placement, QueryPlacement, R1csMatrices};
 use crate::metrics::PipelineMetrics;
 use crate::params::{CircuitParams, ProvingKey};
 use crate::sizing::Plan;
@@ -55,6 +55,8 @@ pub struct PipelineConfig {
     /// leaves the GPU stage. `None`: bounded by the workers and the channel alone.
     pub partition_budget: Option<usize>,
     pub g2: G2Placement,
+    /// Which queries' bases stay on the GPU and which stream from host memory.
+    pub bases: QueryPlacement,
     /// Keep every buffer transition and busy span for plots (bench).
     pub record_timeline: bool,
     /// R1CS matrices for two-pass synthesis, by circuit and constraints
@@ -74,6 +76,10 @@ impl PipelineConfig {
             finalize_queue: plan.finalize_queue,
             partition_budget: Some(plan.partition_budget),
             g2: plan.g2,
+            bases: plan
+                .gpu
+                .as_ref()
+                .map_or_else(QueryPlacement::all_resident, |gpu| gpu.placement),
             record_timeline: false,
             matrices: BTreeMap::new(),
         }

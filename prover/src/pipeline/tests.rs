@@ -24,6 +24,7 @@ fn config(pw: usize, cap: usize) -> PipelineConfig {
         finalize_queue: 1,
         partition_budget: None,
         g2: G2Placement::GpuStage,
+        bases: crate::groth16::QueryPlacement::all_resident(),
         record_timeline: false,
         matrices: Default::default(),
     }

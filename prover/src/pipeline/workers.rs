@@ -223,6 +223,7 @@ fn gpu_worker(
                     &job.params.params,
                     data,
                     shared.config.g2,
+                    shared.config.bases,
                 )
                 .map_err(|e| ProverError::kernel(partition, &e))
             },

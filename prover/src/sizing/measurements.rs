@@ -138,6 +138,7 @@ mod tests {
             shape: run.circuit.shape(run.constraints).unwrap(),
             memory_limit,
             params_bytes: run.params_bytes,
+            query_bytes: None,
             matrices_bytes: 0,
             headroom: 0.1,
             cpu_cores: CORES,
@@ -221,6 +222,7 @@ mod tests {
             memory_limit: MEMORY_LIMIT,
             // The report's `plan.breakdown.params_bytes`.
             params_bytes: 60_777_892_704,
+            query_bytes: None,
             matrices_bytes: 0,
             headroom: 0.1,
             cpu_cores: CORES,

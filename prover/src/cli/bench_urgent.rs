@@ -1,0 +1,302 @@
+//! `bench --porep-shape P --urgent-post-shape Q`: a PoSt sent while a PoRep proves on the same
+//! prover, planned as the daemon's urgent lane plans it (ADR 0026): the PoRep's plan is made
+//! first (less `--urgent-reserve`), the PoSt's pipeline takes only what that plan leaves of
+//! host and GPU memory, and the two GPU stages take turns on the device. When the PoSt does
+//! not fit beside the PoRep it is proved once the PoRep has ended, as the daemon does. What
+//! it answers: how long the PoSt waits, and how much later the PoRep ends because of it.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use proofpipe_prover::ProverError;
+use proofpipe_prover::bench::{PipelineRun, SourceWorkload, run_source_pipeline};
+use proofpipe_prover::daemon::config::URGENT_RESERVE_VAR;
+use proofpipe_prover::daemon::urgent::{Footprint, room_beside};
+use proofpipe_prover::filecoin::{RegisteredPoStProof, RegisteredSealProof};
+use proofpipe_prover::pipeline::PipelineConfig;
+use proofpipe_prover::sizing::{Plan, SizingError, SizingInput, parse_memory_size, plan};
+use serde::Serialize;
+use serde_json::json;
+
+use super::BenchArgs;
+use super::bench::{ShapeRun, prepare_porep_shape, prepare_post_shape, shape_backend, spread};
+
+/// The three plans of one prover serving a PoRep and an urgent PoSt.
+#[derive(Debug, Serialize)]
+struct Plans {
+    /// The PoRep's, in the limit less the reserve.
+    porep: Plan,
+    /// The PoSt's when the prover is otherwise idle.
+    post_alone: Plan,
+    /// The PoSt's beside the running PoRep (`Ok`), or why it does not fit there (`Err`: it
+    /// then waits for the PoRep to end).
+    post_beside: Result<Plan, String>,
+}
+
+/// One run: the baselines (when this run makes them) and the PoRep with the PoSt beside it.
+#[derive(Debug, Serialize)]
+struct UrgentRun {
+    run: usize,
+    porep_alone_seconds: Option<f64>,
+    post_alone_seconds: Option<f64>,
+    /// The PoRep's wall time with the PoSt sent into it.
+    porep_with_post_seconds: f64,
+    /// From sending the PoSt to its proof, waiting included.
+    post_latency_seconds: f64,
+    /// Whether the PoSt ran beside the PoRep (false: it waited for the PoRep to end).
+    post_beside: bool,
+    /// Sampled every 20 ms over the PoRep run with the PoSt: the process's RSS and the
+    /// device memory in use at their highest.
+    peak_rss_bytes: u64,
+    peak_device_bytes: u64,
+    porep_run: PipelineRun,
+    post_run: PipelineRun,
+}
+
+pub fn run(
+    args: &BenchArgs,
+    porep: RegisteredSealProof,
+    post: RegisteredPoStProof,
+) -> Result<ExitCode, ProverError> {
+    if args.replay_synthesis {
+        return Err(ProverError::InvalidArgument {
+            what: "--replay-synthesis",
+            reason: "--urgent-post-shape measures what a PoSt waits for, synthesis included; \
+                     leave --replay-synthesis out"
+                .into(),
+        });
+    }
+    if !(args.urgent_after.is_finite() && args.urgent_after >= 0.0) {
+        return Err(ProverError::InvalidArgument {
+            what: "--urgent-after",
+            reason: format!("{} is not a number of seconds", args.urgent_after),
+        });
+    }
+    let reserve = match args.urgent_reserve {
+        Some(bytes) => bytes,
+        None => match std::env::var(URGENT_RESERVE_VAR) {
+            Ok(v) if !v.trim().is_empty() => parse_memory_size(v.trim())?,
+            _ => 0,
+        },
+    };
+    let baselines = args.urgent_baselines.unwrap_or(args.runs).min(args.runs);
+    let backend = shape_backend();
+    let main = prepare_porep_shape(args, porep, backend.clone())?;
+    let urgent = prepare_post_shape(args, post, 1, backend.clone())?;
+    let plans = plans(&main, &urgent, reserve)?;
+    tracing::info!(
+        porep_peak = %bytesize::ByteSize(plans.porep.predicted_peak_bytes),
+        beside = plans.post_beside.is_ok(),
+        refused = plans.post_beside.as_ref().err().map_or("", String::as_str),
+        "plans made: the PoRep's first, the PoSt's into what it leaves"
+    );
+    let porep_config = PipelineConfig::from_plan(&plans.porep);
+    let alone_config = PipelineConfig::from_plan(&plans.post_alone);
+    let beside_config = plans
+        .post_beside
+        .as_ref()
+        .ok()
+        .map(PipelineConfig::from_plan);
+    let porep_work = workload(&main);
+    let post_work = workload(&urgent);
+    if !args.no_warmup {
+        // Pays each set's first base uploads and the CUDA context outside the timed runs.
+        run_source_pipeline(&porep_work, 1, porep_config.clone(), backend.clone())?;
+        run_source_pipeline(&post_work, 1, alone_config.clone(), backend.clone())?;
+    }
+    let after = Duration::from_secs_f64(args.urgent_after);
+    let mut runs = Vec::new();
+    for index in 0..args.runs {
+        let baseline = index < baselines;
+        let porep_alone = baseline
+            .then(|| {
+                run_source_pipeline(
+                    &porep_work,
+                    main.partitions,
+                    porep_config.clone(),
+                    backend.clone(),
+                )
+            })
+            .transpose()?;
+        let post_alone = baseline
+            .then(|| run_source_pipeline(&post_work, 1, alone_config.clone(), backend.clone()))
+            .transpose()?;
+        let (porep_run, (post_run, latency, beside)) = std::thread::scope(|scope| {
+            let porep_thread = scope.spawn(|| {
+                run_source_pipeline(
+                    &porep_work,
+                    main.partitions,
+                    porep_config.clone(),
+                    backend.clone(),
+                )
+            });
+            std::thread::sleep(after);
+            let sent = Instant::now();
+            let (post_run, beside) = match &beside_config {
+                Some(config) => (
+                    run_source_pipeline(&post_work, 1, config.clone(), backend.clone()),
+                    true,
+                ),
+                None => {
+                    // The daemon's urgent lane waits for the main job to end, then has the
+                    // whole prover: so does this.
+                    while !porep_thread.is_finished() {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    (
+                        run_source_pipeline(&post_work, 1, alone_config.clone(), backend.clone()),
+                        false,
+                    )
+                }
+            };
+            let latency = sent.elapsed().as_secs_f64();
+            let porep_run = porep_thread.join().expect("the PoRep thread panicked");
+            (porep_run, (post_run, latency, beside))
+        });
+        let (porep_run, post_run) = (porep_run?, post_run?);
+        let run = UrgentRun {
+            run: index + 1,
+            porep_alone_seconds: porep_alone.map(|r| r.result.seconds),
+            post_alone_seconds: post_alone.map(|r| r.result.seconds),
+            porep_with_post_seconds: porep_run.result.seconds,
+            post_latency_seconds: latency,
+            post_beside: beside,
+            peak_rss_bytes: porep_run.memory.at_peak_rss.rss_bytes,
+            peak_device_bytes: porep_run.memory.at_peak_device.device_bytes,
+            porep_run,
+            post_run,
+        };
+        print_run(args, &main, &urgent, &plans, reserve, &run);
+        runs.push(run);
+    }
+    print_summary(&main.name, &urgent.name, &runs);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn workload(run: &ShapeRun) -> SourceWorkload {
+    SourceWorkload {
+        name: format!("{} (placeholder)", run.name),
+        source: run.source.clone(),
+        key: run.key.clone(),
+    }
+}
+
+/// The PoRep's plan in the limit less `reserve`, with the PoSt's key resident beside it (as a
+/// pool that preloads its PoSt parameters holds it); the PoSt's alone; and the PoSt's in what
+/// the PoRep's plan leaves of the host's memory and of the GPU.
+fn plans(main: &ShapeRun, urgent: &ShapeRun, reserve: u64) -> Result<Plans, ProverError> {
+    let mut porep_input = main.input.clone();
+    porep_input.memory_limit = porep_input.memory_limit.saturating_sub(reserve);
+    porep_input.params_bytes += urgent.input.params_bytes;
+    let porep = plan(&porep_input)?;
+    let post_alone = plan(&urgent.input)?;
+    let taken = Footprint {
+        memory_bytes: porep.predicted_peak_bytes,
+        device_bytes: porep.gpu.as_ref().map_or(0, |g| g.predicted_device_bytes),
+    };
+    let post_beside = match plan(&beside(&urgent.input, main.input.memory_limit, taken)) {
+        Ok(plan) => Ok(plan),
+        Err(
+            e @ (SizingError::MemoryLimitTooSmall { .. } | SizingError::GpuMemoryTooSmall { .. }),
+        ) => Err(e.to_string()),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Plans {
+        porep,
+        post_alone,
+        post_beside,
+    })
+}
+
+/// The urgent job's sizing input beside a main plan that takes `taken` of `limit`: the
+/// daemon's (`urgent::room_beside`, each GPU less the main plan's device bytes).
+fn beside(urgent: &SizingInput, limit: u64, taken: Footprint) -> SizingInput {
+    let mut input = urgent.clone();
+    input.memory_limit = room_beside(limit, taken);
+    input.gpu_memory_bytes = input
+        .gpu_memory_bytes
+        .map(|bytes| bytes.saturating_sub(taken.device_bytes));
+    input
+}
+
+fn print_run(
+    args: &BenchArgs,
+    main: &ShapeRun,
+    urgent: &ShapeRun,
+    plans: &Plans,
+    reserve: u64,
+    run: &UrgentRun,
+) {
+    let secs = |s: Option<f64>| s.map_or("-".into(), |s| format!("{s:.2}s"));
+    println!(
+        "run {}: {} alone {}, {} alone {}; {} sent {:.1}s into the PoRep: answered in {:.2}s ({}), PoRep {:.2}s; peak RSS {:.1} GiB, device {:.1} GiB",
+        run.run,
+        main.name,
+        secs(run.porep_alone_seconds),
+        urgent.name,
+        secs(run.post_alone_seconds),
+        urgent.name,
+        args.urgent_after,
+        run.post_latency_seconds,
+        if run.post_beside {
+            "beside the PoRep"
+        } else {
+            "after the PoRep: it does not fit beside"
+        },
+        run.porep_with_post_seconds,
+        run.peak_rss_bytes as f64 / (1u64 << 30) as f64,
+        run.peak_device_bytes as f64 / (1u64 << 30) as f64,
+    );
+    if args.json {
+        let report = json!({
+            "urgent_beside": {
+                "porep": main.extra,
+                "post": urgent.extra,
+                "urgent_after_seconds": args.urgent_after,
+                "urgent_reserve_bytes": reserve,
+                "cpu_cores": main.input.cpu_cores,
+                "gpus": main.backend.gpu_devices().iter().map(|g| g.total_bytes).collect::<Vec<_>>(),
+                "plans": plans,
+                "run": run,
+            }
+        });
+        println!("{report}");
+    }
+}
+
+/// Medians and spreads of the runs; the PoRep's delay against the median PoRep alone.
+fn print_summary(porep: &str, post: &str, runs: &[UrgentRun]) {
+    let collect =
+        |f: &dyn Fn(&UrgentRun) -> Option<f64>| -> Vec<f64> { runs.iter().filter_map(f).collect() };
+    let show = |xs: Vec<f64>| {
+        if xs.is_empty() {
+            return "-".to_string();
+        }
+        let (median, min, max) = spread(xs);
+        format!("{median:.2}s ({min:.2}-{max:.2})")
+    };
+    let porep_alone = collect(&|r| r.porep_alone_seconds);
+    let delay = (!porep_alone.is_empty()).then(|| spread(porep_alone.clone()).0);
+    println!("summary over {} run(s): median (min-max)", runs.len());
+    println!("  {porep} alone: {}", show(porep_alone));
+    println!(
+        "  {post} alone: {}",
+        show(collect(&|r| r.post_alone_seconds))
+    );
+    println!(
+        "  {post} latency sent into the PoRep: {}; beside it in {} of {} run(s)",
+        show(collect(&|r| Some(r.post_latency_seconds))),
+        runs.iter().filter(|r| r.post_beside).count(),
+        runs.len()
+    );
+    println!(
+        "  {porep} with the PoSt: {}",
+        show(collect(&|r| Some(r.porep_with_post_seconds)))
+    );
+    if let Some(alone) = delay {
+        println!(
+            "  PoRep delay against its median alone: {}",
+            show(collect(&|r| Some(r.porep_with_post_seconds - alone)))
+        );
+    }
+}

@@ -10,8 +10,8 @@
 # 2. The 32 GiB PoRep shape's GPU stage (replayed synthesis, timing-only parameters) at each cap
 #    of CAPS, one bench call (parameters made once), RUNS runs each, with an nvidia-smi trace.
 #
-# Env: CAPS ("none,24GiB,16GiB"), RUNS (3), PROOF (32GiB), PROVER, FEED (--replay-synthesis;
-# empty to synthesize each partition).
+# Env: CAPS ("none,24GiB,16GiB"), RUNS (3), PROOF (32GiB), PARTITIONS (the proof's: 10),
+# PROVER, FEED (--replay-synthesis; empty to synthesize each partition).
 set -uo pipefail
 out=${1:?usage: scripts/gpu-streamed.sh OUT_DIR}
 prover=${PROVER:-device-bin/proofpipe-prover}
@@ -46,6 +46,7 @@ smi=$!
 started=$(date +%s)
 # shellcheck disable=SC2086
 "$prover" bench --porep-shape "$proof" --synthesis matrices $feed --gpu-memory-caps "$caps" \
+    ${PARTITIONS:+--partitions "$PARTITIONS"} \
     --runs "$runs" --json > "$out/bench.txt" 2> "$out/bench.log"
 rc=$?
 kill $smi 2>/dev/null

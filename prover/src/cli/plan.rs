@@ -12,7 +12,7 @@ use proofpipe_prover::filecoin::shape::{self, PartitionShape};
 use proofpipe_prover::filecoin::snap::{self, shape::SnapShape, update_proof_name};
 use proofpipe_prover::groth16::R1csMatrices;
 use proofpipe_prover::params::{QueryCounts, estimated_params_bytes};
-use proofpipe_prover::sizing::QueryBytes;
+use proofpipe_prover::sizing::{BasesPlacement, QueryBytes};
 use proofpipe_prover::sizing::{SizingInput, detect_memory_limit, plan};
 use serde_json::json;
 
@@ -218,7 +218,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
                 .as_ref()
                 .map_or("not planned (no --gpu-memory)".into(), |g| {
                     format!(
-                        "{} of {}: resident bases {} + {} worker(s) x {}",
+                        "{} of {}: resident {} + {} worker(s) x {}",
                         ByteSize(g.predicted_device_bytes),
                         ByteSize(g.device_memory_bytes),
                         ByteSize(g.resident_bytes),
@@ -226,6 +226,12 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
                         ByteSize(g.per_worker_bytes)
                     )
                 }),
+        ),
+        (
+            "GPU bases",
+            plan.gpu
+                .as_ref()
+                .map_or("not planned (no --gpu-memory)".into(), gpu_bases),
         ),
         ("finalize", ByteSize(b.finalize_bytes).to_string()),
         (
@@ -247,4 +253,35 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
 /// A proving key's bytes from its query counts, and each query's (for the GPU placement).
 fn with_queries(counts: QueryCounts) -> (u64, Option<QueryBytes>) {
     (counts.params_heap_bytes(), Some(counts.query_bytes()))
+}
+
+/// Which queries' bases stay on the card and which stream from page-locked host memory.
+fn gpu_bases(gpu: &proofpipe_prover::sizing::GpuPlan) -> String {
+    let p = gpu.placement;
+    let queries = [
+        ("h", p.h),
+        ("l", p.l),
+        ("a", p.a),
+        ("b_g1", p.b_g1),
+        ("b_g2", p.b_g2),
+    ];
+    let named = |placement| {
+        queries
+            .iter()
+            .filter(|(_, p)| *p == placement)
+            .map(|(name, _)| *name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !p.any_streamed() {
+        return "all resident".into();
+    }
+    let resident = named(BasesPlacement::Resident);
+    format!(
+        "streamed from host memory: {} ({} page-locked, {} of stream buffers on the card); resident: {}",
+        named(BasesPlacement::Streamed),
+        ByteSize(gpu.streamed_bytes),
+        ByteSize(gpu.stream_buffer_bytes),
+        if resident.is_empty() { "none".into() } else { resident }
+    )
 }

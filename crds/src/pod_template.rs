@@ -26,8 +26,9 @@ pub const RESERVED_ENV_PREFIX: &str = "PROOFPIPE_";
 
 /// The `PROOFPIPE_*` variables a template may still set: prover settings the operator does
 /// not set and that have no part in the operator-prover contract. (`PROOFPIPE_BACKEND`,
-/// `PROOFPIPE_REQUIRE_GPU`, `PROOFPIPE_URGENT_RESERVE` and `PROOFPIPE_PRELOAD_PARAMS` have no
-/// flag; `--log` and `--params-dir` in `args` do the same as the first two.)
+/// `PROOFPIPE_REQUIRE_GPU`, `PROOFPIPE_URGENT_RESERVE`, `PROOFPIPE_PRELOAD_PARAMS` and
+/// `PROOFPIPE_GPU_MEMORY` have no flag; `--log` and `--params-dir` in `args` do the same as
+/// the first two.)
 pub const USER_PROVER_ENV: &[&str] = &[
     "PROOFPIPE_LOG",
     "PROOFPIPE_PARAMS_DIR",
@@ -35,6 +36,7 @@ pub const USER_PROVER_ENV: &[&str] = &[
     "PROOFPIPE_REQUIRE_GPU",
     "PROOFPIPE_URGENT_RESERVE",
     "PROOFPIPE_PRELOAD_PARAMS",
+    "PROOFPIPE_GPU_MEMORY",
 ];
 
 /// Label keys the operator puts on prover pods; a template may not set them.
@@ -302,7 +304,7 @@ mod tests {
             text,
             "!self.startsWith('PROOFPIPE_') || self in ['PROOFPIPE_LOG', \
              'PROOFPIPE_PARAMS_DIR', 'PROOFPIPE_BACKEND', 'PROOFPIPE_REQUIRE_GPU', \
-             'PROOFPIPE_URGENT_RESERVE', 'PROOFPIPE_PRELOAD_PARAMS']"
+             'PROOFPIPE_URGENT_RESERVE', 'PROOFPIPE_PRELOAD_PARAMS', 'PROOFPIPE_GPU_MEMORY']"
         );
     }
 

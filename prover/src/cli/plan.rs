@@ -282,6 +282,10 @@ fn gpu_bases(gpu: &proofpipe_prover::sizing::GpuPlan) -> String {
         named(BasesPlacement::Streamed),
         ByteSize(gpu.streamed_bytes),
         ByteSize(gpu.stream_buffer_bytes),
-        if resident.is_empty() { "none".into() } else { resident }
+        if resident.is_empty() {
+            "none".into()
+        } else {
+            resident
+        }
     )
 }

@@ -20,15 +20,7 @@ prover=${PROVER:-device-bin/proofpipe-prover}
 proofs=${PROOFS:-StackedDrgWinning32GiBV1 StackedDrgWindow32GiBV1_2}
 runs=${RUNS:-3}
 mkdir -p "$out"
-export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/usr/local/nvidia/lib64"
-export RUST_LOG=${RUST_LOG:-info}
-{
-    date -u
-    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv
-    nproc
-    cat /sys/fs/cgroup/memory.max 2>/dev/null
-} > "$out/machine.txt" 2>&1
-cat "$out/machine.txt"
+source "$(dirname "$0")/gpu-machine.sh" "$out"
 
 status=0
 for proof in $proofs; do

@@ -25,15 +25,7 @@ case $which in
 esac
 [[ -n "${RESERVE:-}" ]] && extra+=(--urgent-reserve "$RESERVE")
 mkdir -p "$out"
-export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/usr/local/nvidia/lib64"
-export RUST_LOG=${RUST_LOG:-info}
-{
-    date -u
-    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv
-    nproc
-    cat /sys/fs/cgroup/memory.max 2>/dev/null
-} > "$out/machine.txt" 2>&1
-cat "$out/machine.txt"
+source "$(dirname "$0")/gpu-machine.sh" "$out"
 
 # GPU memory every second beside the run: what the card held, whatever the plans said.
 nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader -l 1 > "$out/nvidia-smi-$which.csv" 2>&1 &

@@ -610,6 +610,7 @@ impl CudaBackend {
         what: &'static str,
     ) -> Result<Charge, KernelError> {
         let ledger = &self.devices[dev].ledger;
+        // Bases of host vectors the prover dropped go first.
         map.retain(|_, slot| slot.bases.host.strong_count() > 0 || !slot.idle());
         loop {
             let held = match Charge::take(ledger, kind, bytes) {
@@ -695,7 +696,7 @@ impl CudaBackend {
     ) -> Result<Arc<Resident>, KernelError> {
         let key = (Arc::as_ptr(points) as usize, skip, n);
         let mut map = unpoisoned(&self.devices[dev].resident);
-        map.retain(|_, slot| slot.bases.host.strong_count() > 0 || !slot.idle());
+        // A hit needs no room; a miss frees the bases of dropped vectors in `charge_in`.
         if let Some(slot) = map.get_mut(&key) {
             slot.last_used = Instant::now();
             return Ok(slot.bases.clone());

@@ -228,6 +228,15 @@ impl QueryPlacement {
         Query::ALL.iter().any(|&q| self.streams(q))
     }
 
+    /// The names (`h`, `l`, `a`, `b_g1`, `b_g2`, as the fields) of the queries placed so.
+    pub fn queries(&self, placement: BasesPlacement) -> Vec<&'static str> {
+        Query::ALL
+            .into_iter()
+            .filter(|&q| self.get(q) == placement)
+            .map(Query::name)
+            .collect()
+    }
+
     fn get(&self, q: Query) -> BasesPlacement {
         match q {
             Query::H => self.h,
@@ -265,6 +274,16 @@ enum Query {
 
 impl Query {
     const ALL: [Self; 5] = [Self::H, Self::L, Self::A, Self::BG1, Self::BG2];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::H => "h",
+            Self::L => "l",
+            Self::A => "a",
+            Self::BG1 => "b_g1",
+            Self::BG2 => "b_g2",
+        }
+    }
 
     fn group(self) -> MsmGroup {
         if self == Self::BG2 {

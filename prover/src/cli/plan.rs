@@ -258,34 +258,19 @@ fn with_queries(counts: QueryCounts) -> (u64, Option<QueryBytes>) {
 /// Which queries' bases stay on the card and which stream from page-locked host memory.
 fn gpu_bases(gpu: &proofpipe_prover::sizing::GpuPlan) -> String {
     let p = gpu.placement;
-    let queries = [
-        ("h", p.h),
-        ("l", p.l),
-        ("a", p.a),
-        ("b_g1", p.b_g1),
-        ("b_g2", p.b_g2),
-    ];
-    let named = |placement| {
-        queries
-            .iter()
-            .filter(|(_, p)| *p == placement)
-            .map(|(name, _)| *name)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     if !p.any_streamed() {
         return "all resident".into();
     }
-    let resident = named(BasesPlacement::Resident);
+    let resident = p.queries(BasesPlacement::Resident);
     format!(
         "streamed from host memory: {} ({} page-locked, {} of stream buffers on the card); resident: {}",
-        named(BasesPlacement::Streamed),
+        p.queries(BasesPlacement::Streamed).join(", "),
         ByteSize(gpu.streamed_bytes),
         ByteSize(gpu.stream_buffer_bytes),
         if resident.is_empty() {
             "none".into()
         } else {
-            resident
+            resident.join(", ")
         }
     )
 }

@@ -363,3 +363,12 @@ fn without_query_sizes_every_base_stays_resident_as_before() {
         }
     }
 }
+
+#[test]
+fn queries_are_named_by_placement_in_field_order() {
+    let mut p = QueryPlacement::all_resident();
+    p.h = BasesPlacement::Streamed;
+    p.b_g2 = BasesPlacement::Streamed;
+    assert_eq!(p.queries(BasesPlacement::Streamed), ["h", "b_g2"]);
+    assert_eq!(p.queries(BasesPlacement::Resident), ["l", "a", "b_g1"]);
+}

@@ -11,7 +11,9 @@
 #    of CAPS, one bench call (parameters made once), RUNS runs each, with an nvidia-smi trace.
 #
 # Env: CAPS ("none,24GiB,16GiB"), RUNS (3), PROOF (32GiB), PARTITIONS (the proof's: 10),
-# PROVER, FEED (--replay-synthesis; empty to synthesize each partition).
+# PROVER, FEED (--replay-synthesis; empty to synthesize each partition), KERNEL_TESTS (1; 0
+# skips step 1), BENCH_TIMEOUT (seconds, 0 for none: a bench cut short still leaves the runs it
+# finished, and their table, in OUT_DIR).
 set -uo pipefail
 out=${1:?usage: scripts/gpu-streamed.sh OUT_DIR}
 prover=${PROVER:-device-bin/proofpipe-prover}
@@ -23,7 +25,7 @@ mkdir -p "$out"
 source "$(dirname "$0")/gpu-machine.sh" "$out"
 
 status=0
-if [[ -x device-bin/kernels-tests ]]; then
+if [[ ${KERNEL_TESTS:-1} != 0 && -x device-bin/kernels-tests ]]; then
     started=$(date +%s)
     PROOFPIPE_REQUIRE_GPU=1 device-bin/kernels-tests --test-threads=1 cuda:: \
         > "$out/kernels-tests.txt" 2>&1
@@ -37,7 +39,7 @@ nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader -l 1 > "$out/
 smi=$!
 started=$(date +%s)
 # shellcheck disable=SC2086
-"$prover" bench --porep-shape "$proof" --synthesis matrices $feed --gpu-memory-caps "$caps" \
+timeout "${BENCH_TIMEOUT:-0}" "$prover" bench --porep-shape "$proof" --synthesis matrices $feed --gpu-memory-caps "$caps" \
     ${PARTITIONS:+--partitions "$PARTITIONS"} \
     --runs "$runs" --json > "$out/bench.txt" 2> "$out/bench.log"
 rc=$?

@@ -8,6 +8,9 @@
 #   scripts/gpu-urgent.sh OUT_DIR winning   # WinningPoSt, 3 runs, each with both baselines
 #   scripts/gpu-urgent.sh OUT_DIR window    # a WindowPoSt partition, 3 runs, 1 with baselines
 #                                           # (a run takes ~2 min: the call stays under 10)
+# The window case needs a host that holds both keys beside the PoRep's pipeline (44 + 57 GiB:
+# about 200 GiB); on a 128 GiB one the bench refuses at once and says why (the daemon would
+# serve that WindowPoSt only after the PoRep, loading its key in the PoRep's place).
 # Env: RUNS (3), AFTER (seconds into the PoRep the PoSt is sent, 20), RESERVE (--urgent-reserve,
 # none), PROVER (device-bin/proofpipe-prover from scripts/cuda-build.sh).
 set -uo pipefail

@@ -35,6 +35,7 @@ impl ProverLimits {
                 partition_workers: fixed(&pipeline.partition_workers),
                 channel_capacity: fixed(&pipeline.channel_capacity),
                 gpu_workers: fixed(&pipeline.gpu_workers),
+                stream_bases: false,
             },
         }
     }

@@ -26,8 +26,8 @@ pub const RESERVED_ENV_PREFIX: &str = "PROOFPIPE_";
 
 /// The `PROOFPIPE_*` variables a template may still set: prover settings the operator does
 /// not set and that have no part in the operator-prover contract. (`PROOFPIPE_BACKEND`,
-/// `PROOFPIPE_REQUIRE_GPU`, `PROOFPIPE_URGENT_RESERVE`, `PROOFPIPE_PRELOAD_PARAMS` and
-/// `PROOFPIPE_GPU_MEMORY` have no flag; `--log` and `--params-dir` in `args` do the same as
+/// `PROOFPIPE_REQUIRE_GPU`, `PROOFPIPE_URGENT_RESERVE`, `PROOFPIPE_URGENT_GPU_RESERVE`,
+/// `PROOFPIPE_PRELOAD_PARAMS` and `PROOFPIPE_GPU_MEMORY` have no flag; `--log` and `--params-dir` in `args` do the same as
 /// the first two.)
 pub const USER_PROVER_ENV: &[&str] = &[
     "PROOFPIPE_LOG",
@@ -35,6 +35,7 @@ pub const USER_PROVER_ENV: &[&str] = &[
     "PROOFPIPE_BACKEND",
     "PROOFPIPE_REQUIRE_GPU",
     "PROOFPIPE_URGENT_RESERVE",
+    "PROOFPIPE_URGENT_GPU_RESERVE",
     "PROOFPIPE_PRELOAD_PARAMS",
     "PROOFPIPE_GPU_MEMORY",
 ];
@@ -304,7 +305,8 @@ mod tests {
             text,
             "!self.startsWith('PROOFPIPE_') || self in ['PROOFPIPE_LOG', \
              'PROOFPIPE_PARAMS_DIR', 'PROOFPIPE_BACKEND', 'PROOFPIPE_REQUIRE_GPU', \
-             'PROOFPIPE_URGENT_RESERVE', 'PROOFPIPE_PRELOAD_PARAMS', 'PROOFPIPE_GPU_MEMORY']"
+             'PROOFPIPE_URGENT_RESERVE', 'PROOFPIPE_URGENT_GPU_RESERVE', \
+             'PROOFPIPE_PRELOAD_PARAMS', 'PROOFPIPE_GPU_MEMORY']"
         );
     }
 

@@ -309,6 +309,15 @@ pub struct PipelineSizing {
     pub memory_limit_bytes: Option<i64>,
     /// Predicted peak against the limit, e.g. `41.2GiB/64GiB`, for `kubectl get`.
     pub memory_estimate: String,
+    /// Predicted GPU memory of each device with this sizing, in bytes; unset when the GPU
+    /// stage runs on the CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_device_bytes: Option<i64>,
+    /// The proving key's queries (`h`, `l`, `a`, `b_g1`, `b_g2`) whose base points the GPU
+    /// cannot hold beside its workers (its memory, or `PROOFPIPE_GPU_MEMORY`), so each MSM
+    /// streams them from page-locked host memory; empty when every base is on the GPU.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streamed_queries: Vec<String>,
 }
 
 /// One prover pod as it last reported.

@@ -319,6 +319,8 @@ async fn prover_pool_status_and_scale_subresource() {
             predicted_peak_bytes: 44_236_390_400,
             memory_limit_bytes: Some(68_719_476_736),
             memory_estimate: "41.2GiB/64GiB".into(),
+            predicted_device_bytes: Some(16_106_127_360),
+            streamed_queries: vec!["h".into(), "b_g2".into()],
         }),
         queued_jobs: Some(3),
         queued_partitions: Some(12),

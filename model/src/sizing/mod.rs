@@ -202,6 +202,9 @@ pub struct Overrides {
     pub partition_workers: Option<usize>,
     pub channel_capacity: Option<usize>,
     pub gpu_workers: Option<usize>,
+    /// Stream every query's bases from host memory whatever the GPU could hold: to run and
+    /// measure the streamed path on any card (the planner streams only what does not fit).
+    pub stream_bases: bool,
 }
 
 /// The pipeline's shape and its predicted peak memory.
@@ -597,8 +600,11 @@ fn gpu_workers(
             let room =
                 memory.saturating_sub(GPU_CONTEXT_BYTES + quotient_workspace_bytes(input.shape));
             // Streaming everything when nothing fits: the least that stays, for the refusal.
-            let placement = place_queries(queries, input.shape, room)
-                .unwrap_or_else(QueryPlacement::all_streamed);
+            let placement = match input.overrides.stream_bases {
+                true => QueryPlacement::all_streamed(),
+                false => place_queries(queries, input.shape, room)
+                    .unwrap_or_else(QueryPlacement::all_streamed),
+            };
             let placed = placed_bytes(queries, input.shape, placement);
             GpuPlan::placed(input.shape, placement, placed, devices, memory, k)
         }

@@ -365,6 +365,8 @@ mod tests {
                 predicted_peak_bytes,
                 memory_limit_bytes: Some(64 << 30),
                 memory_estimate: format!("{predicted_peak_bytes}B/64GiB"),
+                predicted_device_bytes: None,
+                streamed_queries: Vec::new(),
             }),
             stage: None,
             last_progress_time: None,

@@ -1,7 +1,7 @@
 //! `bench`: the pipeline against bellperson's stock batch prover, same circuit, parameters
-//! and machine, in one run; or, with `--porep-shape` / `--post-shape`, the pipeline alone over
-//! placeholder Filecoin PoRep or PoSt partitions of a proof's exact shape, with timing-only
-//! parameters.
+//! and machine, in one run; or, with `--porep-shape` / `--post-shape` / `--snap-shape`, the
+//! pipeline alone over placeholder Filecoin PoRep, PoSt or SnapDeals partitions of a proof's
+//! exact shape, with timing-only parameters.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,7 +13,10 @@ use proofpipe_prover::bench::{BenchReport, Feed, FeedKind, SourceWorkload, bench
 use proofpipe_prover::filecoin::shape::{self, PartitionShape, Placeholder};
 
 use proofpipe_prover::filecoin::post::{self, post_proof_name, shape::PostShape};
-use proofpipe_prover::filecoin::{RegisteredPoStProof, RegisteredSealProof, seal_proof_name};
+use proofpipe_prover::filecoin::snap::{self, shape::SnapShape, update_proof_name};
+use proofpipe_prover::filecoin::{
+    RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof, seal_proof_name,
+};
 use proofpipe_prover::groth16::{R1csMatrices, SynthesisMode};
 use proofpipe_prover::params::ProvingKey;
 use proofpipe_prover::pipeline::{PartitionSource, PipelineConfig, ReplaySource};
@@ -37,6 +40,9 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     }
     if let Some(proof) = args.post_shape {
         return post_shape(&args, proof);
+    }
+    if let Some(proof) = args.snap_shape {
+        return snap_shape(&args, proof);
     }
     let store = store(args.params_dir.clone());
     let variants = match &args.gpu_variants {
@@ -244,6 +250,36 @@ fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode,
     run_shape(args, run)
 }
 
+/// The sizing input of `--porep-shape` from the committed counts alone (the parameters' and
+/// matrices' bytes predicted, before either is made), and its partitions.
+pub(super) fn porep_shape_input(
+    args: &BenchArgs,
+    proof: RegisteredSealProof,
+    backend: &Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Result<(SizingInput, u32), ProverError> {
+    let partition_shape = PartitionShape::of(proof)?;
+    let counts = shape::counted(proof)?;
+    let partitions = args.job.partitions.unwrap_or(partition_shape.partitions);
+    if partitions == 0 {
+        return Err(ProverError::ZeroPartitions);
+    }
+    let query = counts.query_counts();
+    let mut input = shape_sizing(
+        args,
+        format!("{} partition", seal_proof_name(proof)),
+        counts.shape(),
+        backend,
+        partitions,
+    )?;
+    input.params_bytes = query.params_heap_bytes();
+    input.query_bytes = Some(query.query_bytes());
+    input.matrices_bytes = match SynthesisMode::from(args.synthesis.synthesis) {
+        SynthesisMode::OnePass => 0,
+        SynthesisMode::Matrices => R1csMatrices::predicted_heap_bytes(&counts),
+    };
+    Ok((input, partitions))
+}
+
 /// The placeholder partitions and timing-only key of `--porep-shape`, planned for `backend`.
 pub(super) fn prepare_porep_shape(
     args: &BenchArgs,
@@ -253,25 +289,9 @@ pub(super) fn prepare_porep_shape(
     let name = seal_proof_name(proof);
     let partition_shape = PartitionShape::of(proof)?;
     let counts = shape::counted(proof)?;
-    let partitions = args.job.partitions.unwrap_or(partition_shape.partitions);
-    if partitions == 0 {
-        return Err(ProverError::ZeroPartitions);
-    }
     let synthesis = SynthesisMode::from(args.synthesis.synthesis);
     let query = counts.query_counts();
-    let mut input = shape_sizing(
-        args,
-        format!("{name} partition"),
-        counts.shape(),
-        &backend,
-        partitions,
-    )?;
-    input.params_bytes = query.params_heap_bytes();
-    input.query_bytes = Some(query.query_bytes());
-    input.matrices_bytes = match synthesis {
-        SynthesisMode::OnePass => 0,
-        SynthesisMode::Matrices => R1csMatrices::predicted_heap_bytes(&counts),
-    };
+    let (mut input, partitions) = porep_shape_input(args, proof, &backend)?;
     // Refuse a hopeless limit before a minute of parameters.
     plan(&input)?;
     // The matrices are recorded on one thread (about one partition's synthesis) while the
@@ -329,6 +349,31 @@ fn post_shape(args: &BenchArgs, proof: RegisteredPoStProof) -> Result<ExitCode, 
     run_shape(args, run)
 }
 
+/// The sizing input of `--post-shape` from the committed counts alone (the parameters' bytes
+/// predicted, before they are made).
+pub(super) fn post_shape_input(
+    args: &BenchArgs,
+    proof: RegisteredPoStProof,
+    partitions: u32,
+    backend: &Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Result<SizingInput, ProverError> {
+    if partitions == 0 {
+        return Err(ProverError::ZeroPartitions);
+    }
+    let counts = post::shape::counted(proof)?;
+    let query = counts.query_counts();
+    let mut input = shape_sizing(
+        args,
+        format!("{} partition", post_proof_name(proof)),
+        counts.shape(),
+        backend,
+        partitions,
+    )?;
+    input.params_bytes = query.params_heap_bytes();
+    input.query_bytes = Some(query.query_bytes());
+    Ok(input)
+}
+
 /// The placeholder partitions and timing-only key of `--post-shape`, planned for `backend`.
 pub(super) fn prepare_post_shape(
     args: &BenchArgs,
@@ -349,20 +394,9 @@ pub(super) fn prepare_post_shape(
     let name = post_proof_name(proof);
     let post = PostShape::of(proof)?;
     let counts = post::shape::counted(proof)?;
-    if partitions == 0 {
-        return Err(ProverError::ZeroPartitions);
-    }
     let query = counts.query_counts();
     let source = post::shape::placeholder_source(proof, 0)?;
-    let mut input = shape_sizing(
-        args,
-        format!("{name} partition"),
-        counts.shape(),
-        &backend,
-        partitions,
-    )?;
-    input.params_bytes = query.params_heap_bytes();
-    input.query_bytes = Some(query.query_bytes());
+    let mut input = post_shape_input(args, proof, partitions, &backend)?;
     input.synthesis_threads = source.synthesis_threads();
     input.evaluations_held_twice =
         source.synthesizes_in_subsystems() && backend.evaluation_alloc().is_pooled();
@@ -377,6 +411,95 @@ pub(super) fn prepare_post_shape(
         "post_shape": {
             "post_proof": name,
             "partition": post,
+            "counts": counts,
+            "query_counts": query,
+        },
+        "stock_not_run": NO_STOCK_RUN,
+    });
+    Ok(ShapeRun {
+        name,
+        partitions,
+        input,
+        key,
+        source,
+        backend,
+        extra,
+    })
+}
+
+/// `bench --snap-shape`: placeholder partitions of the update proof's exact circuit,
+/// timing-only parameters of its committed counts.
+fn snap_shape(args: &BenchArgs, proof: RegisteredUpdateProof) -> Result<ExitCode, ProverError> {
+    refuse_stock_run(args, "--snap-shape")?;
+    // curio sends every partition of an update in one request.
+    let partitions = args.job.partitions.unwrap_or(snap::partitions(proof));
+    let run = prepare_snap_shape(args, proof, partitions, shape_backend())?;
+    run_shape(args, run)
+}
+
+/// The sizing input of `--snap-shape` from the committed counts alone (the parameters' bytes
+/// predicted, before they are made).
+pub(super) fn snap_shape_input(
+    args: &BenchArgs,
+    proof: RegisteredUpdateProof,
+    partitions: u32,
+    backend: &Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Result<SizingInput, ProverError> {
+    if partitions == 0 {
+        return Err(ProverError::ZeroPartitions);
+    }
+    let counts = snap::shape::counted(proof)?;
+    let query = counts.query_counts();
+    let mut input = shape_sizing(
+        args,
+        format!("{} SnapDeals partition", update_proof_name(proof)),
+        counts.shape(),
+        backend,
+        partitions,
+    )?;
+    input.params_bytes = query.params_heap_bytes();
+    input.query_bytes = Some(query.query_bytes());
+    Ok(input)
+}
+
+/// The placeholder partitions and timing-only key of `--snap-shape`, planned for `backend`.
+pub(super) fn prepare_snap_shape(
+    args: &BenchArgs,
+    proof: RegisteredUpdateProof,
+    partitions: u32,
+    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Result<ShapeRun, ProverError> {
+    if args.snap_shape.is_some()
+        && SynthesisMode::from(args.synthesis.synthesis) == SynthesisMode::Matrices
+    {
+        return Err(ProverError::InvalidArgument {
+            what: "--synthesis",
+            reason: "--snap-shape synthesizes in one pass, as the daemon proves SnapDeals \
+                     partitions; leave --synthesis out"
+                .into(),
+        });
+    }
+    let update_proof = update_proof_name(proof);
+    let name = format!("{update_proof} SnapDeals");
+    let counts = snap::shape::counted(proof)?;
+    let query = counts.query_counts();
+    let source = snap::shape::placeholder_source(proof, 0)?;
+    let mut input = snap_shape_input(args, proof, partitions, &backend)?;
+    input.synthesis_threads = source.synthesis_threads();
+    input.evaluations_held_twice =
+        source.synthesizes_in_subsystems() && backend.evaluation_alloc().is_pooled();
+    // Refuse a hopeless limit before the parameters are made.
+    plan(&input)?;
+    let started = Instant::now();
+    let key = Arc::new(ProvingKey::timing_only(&name, counts.shape(), query));
+    let params_seconds = started.elapsed().as_secs_f64();
+    input.params_bytes = key.heap_bytes();
+    let extra = json!({
+        "params_bytes": key.heap_bytes(),
+        "params_seconds": params_seconds,
+        "snap_shape": {
+            "update_proof": update_proof,
+            "partition": SnapShape::of(proof),
             "counts": counts,
             "query_counts": query,
         },
@@ -600,7 +723,7 @@ fn print_report(
             "REPLAYED SYNTHESIS: every partition is a copy of one synthesized partition; the stages after synthesis are measured, synthesis is not"
         );
     }
-    if args.porep_shape.is_some() || args.post_shape.is_some() {
+    if args.porep_shape.is_some() || args.post_shape.is_some() || args.snap_shape.is_some() {
         println!("{NO_STOCK_RUN}");
     } else {
         println!("stock prover: {}", report.stock_prover);

@@ -1,16 +1,17 @@
 //! `bench --porep-shape P --urgent-post-shape Q`: a PoSt sent while a PoRep proves on the same
 //! prover, planned as the daemon's urgent lane plans it (ADR 0026): the PoRep's plan is made
-//! first (less `--urgent-reserve`), the PoSt's pipeline takes only what that plan leaves of
-//! host and GPU memory, and the two GPU stages take turns on the device. When the PoSt does
-//! not fit beside the PoRep it is proved once the PoRep has ended, as the daemon does. What
-//! it answers: how long the PoSt waits, and how much later the PoRep ends because of it.
+//! first (less `--urgent-reserve` and `--urgent-gpu-reserve`), the PoSt's pipeline takes only
+//! what that plan leaves of host and GPU memory, and the two GPU stages take turns on the
+//! device. When the PoSt does not fit beside the PoRep it is proved once the PoRep has ended,
+//! as the daemon does. What it answers: how long the PoSt waits, and how much later the PoRep
+//! ends because of it.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use proofpipe_prover::ProverError;
 use proofpipe_prover::bench::{PipelineRun, SourceWorkload, run_source_pipeline};
-use proofpipe_prover::daemon::config::URGENT_RESERVE_VAR;
+use proofpipe_prover::daemon::config::{URGENT_GPU_RESERVE_VAR, URGENT_RESERVE_VAR};
 use proofpipe_prover::daemon::urgent::{Footprint, room_beside};
 use proofpipe_prover::filecoin::{RegisteredPoStProof, RegisteredSealProof};
 use proofpipe_prover::pipeline::PipelineConfig;
@@ -19,7 +20,10 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::BenchArgs;
-use super::bench::{ShapeRun, prepare_porep_shape, prepare_post_shape, shape_backend, spread};
+use super::bench::{
+    ShapeRun, porep_shape_input, post_shape_input, prepare_porep_shape, prepare_post_shape,
+    shape_backend, spread,
+};
 
 /// The three plans of one prover serving a PoRep and an urgent PoSt.
 #[derive(Debug, Serialize)]
@@ -72,18 +76,31 @@ pub fn run(
             reason: format!("{} is not a number of seconds", args.urgent_after),
         });
     }
-    let reserve = match args.urgent_reserve {
-        Some(bytes) => bytes,
-        None => match std::env::var(URGENT_RESERVE_VAR) {
-            Ok(v) if !v.trim().is_empty() => parse_memory_size(v.trim())?,
-            _ => 0,
-        },
+    // The flags, else the pool's variables, as the daemon reads them.
+    let size = |flag: Option<u64>, var: &str| -> Result<u64, ProverError> {
+        match (flag, std::env::var(var)) {
+            (Some(bytes), _) => Ok(bytes),
+            (None, Ok(v)) if !v.trim().is_empty() => Ok(parse_memory_size(v.trim())?),
+            _ => Ok(0),
+        }
+    };
+    let reserve = Footprint {
+        memory_bytes: size(args.urgent_reserve, URGENT_RESERVE_VAR)?,
+        device_bytes: size(args.urgent_gpu_reserve, URGENT_GPU_RESERVE_VAR)?,
     };
     let baselines = args.urgent_baselines.unwrap_or(args.runs).min(args.runs);
     let backend = shape_backend();
+    // Planned from the committed counts first: a PoSt that cannot be served beside the PoRep
+    // is refused before minutes of parameters are made.
+    let (porep_input, _) = porep_shape_input(args, porep, &backend)?;
+    plans(
+        &porep_input,
+        &post_shape_input(args, post, 1, &backend)?,
+        reserve,
+    )?;
     let main = prepare_porep_shape(args, porep, backend.clone())?;
     let urgent = prepare_post_shape(args, post, 1, backend.clone())?;
-    let plans = plans(&main, &urgent, reserve)?;
+    let plans = plans(&main.input, &urgent.input, reserve)?;
     tracing::info!(
         porep_peak = %bytesize::ByteSize(plans.porep.predicted_peak_bytes),
         beside = plans.post_beside.is_ok(),
@@ -181,20 +198,48 @@ fn workload(run: &ShapeRun) -> SourceWorkload {
     }
 }
 
-/// The PoRep's plan in the limit less `reserve`, with the PoSt's key resident beside it (as a
-/// pool that preloads its PoSt parameters holds it); the PoSt's alone; and the PoSt's in what
-/// the PoRep's plan leaves of the host's memory and of the GPU.
-fn plans(main: &ShapeRun, urgent: &ShapeRun, reserve: u64) -> Result<Plans, ProverError> {
-    let mut porep_input = main.input.clone();
-    porep_input.memory_limit = porep_input.memory_limit.saturating_sub(reserve);
-    porep_input.params_bytes += urgent.input.params_bytes;
-    let porep = plan(&porep_input)?;
-    let post_alone = plan(&urgent.input)?;
+/// The PoRep's plan in the limit and GPUs less `reserve`, with the PoSt's key resident beside
+/// it (as a pool that preloads its PoSt parameters holds it); the PoSt's alone; and the PoSt's
+/// in what the PoRep's plan leaves of the host's memory and of the GPU.
+///
+/// Refused when the PoRep cannot be planned with the PoSt's key beside it: the daemon's main
+/// lane would then drop the PoSt's set for the PoRep, and the PoSt would wait for the PoRep to
+/// end and load its parameters in the PoRep's place. This bench holds both keys in memory and
+/// cannot measure that swap; it says so and what to do instead.
+fn plans(
+    main: &SizingInput,
+    urgent: &SizingInput,
+    reserve: Footprint,
+) -> Result<Plans, ProverError> {
+    let mut porep_input = main.clone();
+    porep_input.memory_limit = porep_input
+        .memory_limit
+        .saturating_sub(reserve.memory_bytes);
+    porep_input.gpu_memory_bytes = porep_input
+        .gpu_memory_bytes
+        .map(|bytes| bytes.saturating_sub(reserve.device_bytes));
+    porep_input.params_bytes += urgent.params_bytes;
+    let porep = plan(&porep_input).map_err(|e| match e {
+        SizingError::MemoryLimitTooSmall { .. } | SizingError::GpuMemoryTooSmall { .. } => {
+            ProverError::InvalidArgument {
+                what: "--urgent-post-shape",
+                reason: format!(
+                    "{} cannot be planned with the {} parameters ({}) held beside its own ({}):                      {e}. A prover this size serves that PoSt only after the PoRep ends, loading                      its parameters in the PoRep's place; serve it from a pool of its own (the                      gateway's --pool KIND=POOL) or give the prover more memory",
+                    main.circuit,
+                    urgent.circuit,
+                    bytesize::ByteSize(urgent.params_bytes),
+                    bytesize::ByteSize(main.params_bytes),
+                ),
+            }
+        }
+        e => e.into(),
+    })?;
+    let post_alone = plan(urgent)?;
     let taken = Footprint {
         memory_bytes: porep.predicted_peak_bytes,
         device_bytes: porep.gpu.as_ref().map_or(0, |g| g.predicted_device_bytes),
     };
-    let post_beside = match plan(&beside(&urgent.input, main.input.memory_limit, taken)) {
+    let post_beside = match plan(&beside(urgent, main.memory_limit, taken)) {
         Ok(plan) => Ok(plan),
         Err(
             e @ (SizingError::MemoryLimitTooSmall { .. } | SizingError::GpuMemoryTooSmall { .. }),
@@ -224,7 +269,7 @@ fn print_run(
     main: &ShapeRun,
     urgent: &ShapeRun,
     plans: &Plans,
-    reserve: u64,
+    reserve: Footprint,
     run: &UrgentRun,
 ) {
     let secs = |s: Option<f64>| s.map_or("-".into(), |s| format!("{s:.2}s"));
@@ -253,7 +298,8 @@ fn print_run(
                 "porep": main.extra,
                 "post": urgent.extra,
                 "urgent_after_seconds": args.urgent_after,
-                "urgent_reserve_bytes": reserve,
+                "urgent_reserve_bytes": reserve.memory_bytes,
+                "urgent_gpu_reserve_bytes": reserve.device_bytes,
                 "cpu_cores": main.input.cpu_cores,
                 "gpus": main.backend.gpu_devices().iter().map(|g| g.total_bytes).collect::<Vec<_>>(),
                 "plans": plans,

@@ -122,6 +122,10 @@ struct SizingArgs {
     /// Fixed number of GPU-stage workers instead of the planner's choice.
     #[arg(long)]
     gpu_workers: Option<usize>,
+    /// Stream every query's bases from page-locked host memory, whatever the GPU could hold:
+    /// runs the streamed path on any card (the planner streams only what does not fit).
+    #[arg(long)]
+    stream_bases: bool,
 }
 
 impl SizingArgs {
@@ -130,6 +134,7 @@ impl SizingArgs {
             partition_workers: self.partition_workers,
             channel_capacity: self.channel_capacity,
             gpu_workers: self.gpu_workers,
+            stream_bases: self.stream_bases,
         }
     }
 }
@@ -323,10 +328,18 @@ struct BenchArgs {
     #[arg(long, value_name = "POST_PROOF", value_parser = post::parse_post_proof,
           conflicts_with_all = ["circuit", "constraints", "params_dir", "porep_shape"])]
     post_shape: Option<proofpipe_prover::filecoin::RegisteredPoStProof>,
-    /// With --porep-shape or --post-shape: run the timed runs once per GPU memory cap, each
-    /// with a fresh backend held to that cap (as PROOFPIPE_GPU_MEMORY holds a prover) and a
-    /// plan for it, comma separated: sizes such as 24GiB, or `none` for the whole card. A plan
-    /// for a cap too small for every base streams some from host memory.
+    /// Benchmark the Filecoin SnapDeals (EmptySectorUpdate) proof of this registered update
+    /// proof (a sector size, 32GiB, or its name, StackedDrg32GiBV1) instead of a synthetic
+    /// circuit: placeholder vanilla proofs of its exact shape and timing-only parameters of its
+    /// committed counts. All its partitions (16 at 32 GiB) unless --partitions. No proof
+    /// verifies; no stock run.
+    #[arg(long, value_name = "UPDATE_PROOF", value_parser = snap::parse_update_proof,
+          conflicts_with_all = ["circuit", "constraints", "params_dir", "porep_shape", "post_shape"])]
+    snap_shape: Option<proofpipe_prover::filecoin::RegisteredUpdateProof>,
+    /// With --porep-shape, --post-shape or --snap-shape: run the timed runs once per GPU memory
+    /// cap, each with a fresh backend held to that cap (as PROOFPIPE_GPU_MEMORY holds a prover)
+    /// and a plan for it, comma separated: sizes such as 24GiB, or `none` for the whole card. A
+    /// plan for a cap too small for every base streams some from host memory.
     #[arg(long, value_name = "CAPS")]
     gpu_memory_caps: Option<String>,
     /// With --porep-shape: urgent work beside the PoRep, as one prover serves it (ADR 0026).
@@ -344,6 +357,10 @@ struct BenchArgs {
     /// in a pool (default: that variable, else none).
     #[arg(long, value_parser = parse_size, requires = "urgent_post_shape")]
     urgent_reserve: Option<u64>,
+    /// GPU memory (each GPU) kept out of the PoRep's plan for urgent work, as
+    /// PROOFPIPE_URGENT_GPU_RESERVE does in a pool (default: that variable, else none).
+    #[arg(long, value_parser = parse_size, requires = "urgent_post_shape")]
+    urgent_gpu_reserve: Option<u64>,
     /// Runs (of --runs) that also prove the PoRep and the PoSt alone: the baselines. Fewer
     /// keep a long PoSt's call short; the delay is then taken against the median baseline.
     #[arg(long, requires = "urgent_post_shape")]

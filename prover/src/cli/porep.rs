@@ -17,7 +17,7 @@ use proofpipe_prover::pipeline::{
     BufferSnapshot, JobEvent, JobOutcome, PartitionProof, PartitionSource, Pipeline, PipelineConfig,
 };
 use proofpipe_prover::rss;
-use proofpipe_prover::sizing::{Plan, SizingInput, detect_memory_limit, plan};
+use proofpipe_prover::sizing::{Plan, QueryPlacement, SizingInput, detect_memory_limit, plan};
 use serde::Serialize;
 
 use super::{SizingArgs, cpu_cores};
@@ -102,6 +102,9 @@ struct Summary {
     constraints_domain: usize,
     peak_rss_bytes: Option<u64>,
     predicted_peak_bytes: u64,
+    /// Which queries' bases stayed on the GPU and which streamed from host memory (none on
+    /// the CPU backend).
+    gpu_placement: Option<QueryPlacement>,
     memory_limit_bytes: u64,
     partition_workers: usize,
     channel_capacity: usize,
@@ -294,6 +297,7 @@ pub fn prove(
         constraints_domain: key.shape.constraints,
         peak_rss_bytes,
         predicted_peak_bytes: plan.predicted_peak_bytes,
+        gpu_placement: plan.gpu.as_ref().map(|g| g.placement),
         memory_limit_bytes: limit.bytes,
         partition_workers: plan.partition_workers,
         channel_capacity: plan.channel_capacity,

@@ -16,7 +16,7 @@ use proofpipe_prover::filecoin::snap::{self, SnapInput, update_proof_name};
 use proofpipe_prover::filecoin::{RegisteredUpdateProof, testdata};
 use proofpipe_prover::pipeline::JobOutcome;
 use proofpipe_prover::rss;
-use proofpipe_prover::sizing::detect_memory_limit;
+use proofpipe_prover::sizing::{QueryPlacement, detect_memory_limit};
 use serde::Serialize;
 
 use super::SizingArgs;
@@ -41,6 +41,9 @@ struct Summary {
     constraints_domain: usize,
     peak_rss_bytes: Option<u64>,
     predicted_peak_bytes: u64,
+    /// Which queries' bases stayed on the GPU and which streamed from host memory (none on
+    /// the CPU backend).
+    gpu_placement: Option<QueryPlacement>,
     memory_limit_bytes: u64,
     partition_workers: usize,
     channel_capacity: usize,
@@ -154,6 +157,7 @@ pub fn prove(
         constraints_domain: key.shape.constraints,
         peak_rss_bytes,
         predicted_peak_bytes: plan.predicted_peak_bytes,
+        gpu_placement: plan.gpu.as_ref().map(|g| g.placement),
         memory_limit_bytes: limit.bytes,
         partition_workers: plan.partition_workers,
         channel_capacity: plan.channel_capacity,

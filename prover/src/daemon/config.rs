@@ -30,6 +30,9 @@ pub const REQUIRE_GPU_VAR: &str = "PROOFPIPE_REQUIRE_GPU";
 /// Set in a pool's template (e.g. `8GiB`) to keep that much memory out of every main job's
 /// plan, so that urgent work (PoSt) fits beside a long job (ADR 0026).
 pub const URGENT_RESERVE_VAR: &str = "PROOFPIPE_URGENT_RESERVE";
+/// GPU memory (each GPU) main jobs leave unplanned for urgent work, as
+/// [`URGENT_RESERVE_VAR`] leaves host memory.
+pub const URGENT_GPU_RESERVE_VAR: &str = "PROOFPIPE_URGENT_GPU_RESERVE";
 /// Set in a pool's template (e.g. `post:StackedDrgWinning32GiBV1`, comma separated) to load
 /// those Filecoin parameter sets at start, before the prover is ready: the first job of that
 /// kind (a WinningPoSt, due within seconds) does not wait for a load.
@@ -71,6 +74,9 @@ pub struct EnvSettings {
     /// Bytes main jobs leave unplanned for urgent work beside them (0: none reserved; urgent
     /// work then uses what a main plan leaves by chance).
     pub urgent_reserve: u64,
+    /// The same for each GPU's memory: a main job's plan streams what no longer fits, so
+    /// that an urgent job's workspace (and its streamed bases) fit beside it.
+    pub urgent_gpu_reserve: u64,
     /// Filecoin parameter sets loaded at start, before the prover is ready.
     pub preload: Vec<ParamSet>,
 }
@@ -108,18 +114,22 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<EnvSettings, Pro
             }),
         }
     };
+    let size = |name: &'static str| -> Result<u64, ProverError> {
+        match var(name).filter(|v| !v.trim().is_empty()) {
+            None => Ok(0),
+            Some(value) => {
+                parse_memory_size(value.trim()).map_err(|err| ProverError::InvalidArgument {
+                    what: name,
+                    reason: format!("{err}; give a size such as 8GiB"),
+                })
+            }
+        }
+    };
     Ok(EnvSettings {
         gpu_expected: flag(GPU_EXPECTED_VAR)?,
         require_gpu: flag(REQUIRE_GPU_VAR)?,
-        urgent_reserve: match var(URGENT_RESERVE_VAR).filter(|v| !v.trim().is_empty()) {
-            None => 0,
-            Some(value) => {
-                parse_memory_size(value.trim()).map_err(|err| ProverError::InvalidArgument {
-                    what: URGENT_RESERVE_VAR,
-                    reason: format!("{err}; give a size such as 8GiB"),
-                })?
-            }
-        },
+        urgent_reserve: size(URGENT_RESERVE_VAR)?,
+        urgent_gpu_reserve: size(URGENT_GPU_RESERVE_VAR)?,
         preload: var(PRELOAD_PARAMS_VAR)
             .unwrap_or_default()
             .split(',')
@@ -131,6 +141,7 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<EnvSettings, Pro
             partition_workers: count(PARTITION_WORKERS_VAR)?,
             channel_capacity: count(CHANNEL_CAPACITY_VAR)?,
             gpu_workers: count(GPU_WORKERS_VAR)?,
+            stream_bases: false,
         },
         memory_limit: var(MEMORY_LIMIT_VAR).filter(|value| !value.is_empty()),
         progress_deadline: match var(PROGRESS_DEADLINE_VAR).filter(|v| !v.is_empty()) {
@@ -328,18 +339,29 @@ mod tests {
     }
 
     #[test]
-    fn the_urgent_reserve_is_a_size_and_none_by_default() {
-        assert_eq!(from_env(env(&IDENTITY)).unwrap().urgent_reserve, 0);
+    fn the_urgent_reserves_are_sizes_and_none_by_default() {
+        let settings = from_env(env(&IDENTITY)).unwrap();
+        assert_eq!(
+            (settings.urgent_reserve, settings.urgent_gpu_reserve),
+            (0, 0)
+        );
         let mut pairs = IDENTITY.to_vec();
         pairs.push((URGENT_RESERVE_VAR, "8GiB"));
-        assert_eq!(from_env(env(&pairs)).unwrap().urgent_reserve, 8 << 30);
-        pairs.pop();
-        pairs.push((URGENT_RESERVE_VAR, "lots"));
-        let message = from_env(env(&pairs)).unwrap_err().to_string();
-        assert!(
-            message.contains(URGENT_RESERVE_VAR) && message.contains("8GiB"),
-            "{message}"
+        pairs.push((URGENT_GPU_RESERVE_VAR, "16GiB"));
+        let settings = from_env(env(&pairs)).unwrap();
+        assert_eq!(
+            (settings.urgent_reserve, settings.urgent_gpu_reserve),
+            (8 << 30, 16 << 30)
         );
+        for var in [URGENT_RESERVE_VAR, URGENT_GPU_RESERVE_VAR] {
+            let mut pairs = IDENTITY.to_vec();
+            pairs.push((var, "lots"));
+            let message = from_env(env(&pairs)).unwrap_err().to_string();
+            assert!(
+                message.contains(var) && message.contains("8GiB"),
+                "{message}"
+            );
+        }
     }
 
     #[test]

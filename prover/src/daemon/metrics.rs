@@ -10,6 +10,7 @@ use prometheus::{
 
 use crate::metrics::PipelineMetrics;
 use crate::pipeline::JobOutcome;
+use crate::sizing::Plan;
 
 /// Which status a write went to.
 #[derive(Clone, Copy, Debug)]
@@ -38,6 +39,8 @@ pub struct DaemonMetrics {
     pipeline: PipelineMetrics,
     resident_memory: IntGauge,
     predicted_peak: IntGauge,
+    predicted_device: IntGauge,
+    streamed_bases: IntGauge,
     job_failures: IntCounterVec,
     parameter_loads: IntCounterVec,
     gpu_devices: IntGauge,
@@ -63,10 +66,23 @@ impl DaemonMetrics {
             "The planner's predicted peak memory for the current (or last) job's pipeline; 0 \
              before the first job",
         )?;
+        let predicted_device = IntGauge::new(
+            "proofpipe_prover_predicted_device_bytes",
+            "The planner's predicted GPU memory per device for the current (or last) job's \
+             pipeline; 0 before the first job and on the CPU backend",
+        )?;
+        let streamed_bases = IntGauge::new(
+            "proofpipe_prover_streamed_bases_bytes",
+            "Host bytes of the base points the current (or last) job's MSMs stream from \
+             page-locked memory because the GPU cannot hold them (its memory or \
+             PROOFPIPE_GPU_MEMORY); 0 when every base is on the GPU",
+        )?;
         memory_limit_bytes.set(i64::try_from(memory_limit).unwrap_or(i64::MAX));
         registry.register(Box::new(resident_memory.clone()))?;
         registry.register(Box::new(memory_limit_bytes))?;
         registry.register(Box::new(predicted_peak.clone()))?;
+        registry.register(Box::new(predicted_device.clone()))?;
+        registry.register(Box::new(streamed_bases.clone()))?;
         let jobs_started = IntCounter::new(
             "proofpipe_daemon_jobs_started_total",
             "ProofJobs this daemon started proving",
@@ -158,6 +174,8 @@ impl DaemonMetrics {
             pipeline,
             resident_memory,
             predicted_peak,
+            predicted_device,
+            streamed_bases,
             job_failures,
             parameter_loads,
         })
@@ -189,9 +207,15 @@ impl DaemonMetrics {
         self.pipeline.clone()
     }
 
-    pub fn pipeline_planned(&self, predicted_peak_bytes: u64) {
-        self.predicted_peak
-            .set(i64::try_from(predicted_peak_bytes).unwrap_or(i64::MAX));
+    /// The main lane's plan: its predicted host peak, GPU memory and streamed bases.
+    pub fn pipeline_planned(&self, plan: &Plan) {
+        let gauge = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.predicted_peak.set(gauge(plan.predicted_peak_bytes));
+        let gpu = plan.gpu.as_ref();
+        self.predicted_device
+            .set(gauge(gpu.map_or(0, |g| g.predicted_device_bytes)));
+        self.streamed_bases
+            .set(gauge(gpu.map_or(0, |g| g.streamed_bytes)));
     }
 
     pub fn job_started(&self) {
@@ -291,16 +315,28 @@ mod tests {
     #[test]
     fn memory_gauges_show_the_limit_the_plan_and_this_process() {
         let metrics = DaemonMetrics::new(1 << 30).unwrap();
-        metrics.pipeline_planned(700 << 20);
+        let plan = crate::daemon::sizing::plan_that_streams();
+        metrics.pipeline_planned(&plan);
         let text = metrics.text();
-        assert!(
-            text.contains("proofpipe_prover_memory_limit_bytes 1073741824"),
-            "{text}"
-        );
-        assert!(
-            text.contains("proofpipe_prover_predicted_peak_bytes 734003200"),
-            "{text}"
-        );
+        let gpu = plan.gpu.as_ref().unwrap();
+        assert!(gpu.streamed_bytes > 0, "{gpu:?}");
+        for line in [
+            "proofpipe_prover_memory_limit_bytes 1073741824".to_string(),
+            format!(
+                "proofpipe_prover_predicted_peak_bytes {}",
+                plan.predicted_peak_bytes
+            ),
+            format!(
+                "proofpipe_prover_predicted_device_bytes {}",
+                gpu.predicted_device_bytes
+            ),
+            format!(
+                "proofpipe_prover_streamed_bases_bytes {}",
+                gpu.streamed_bytes
+            ),
+        ] {
+            assert!(text.contains(&line), "{line} missing from\n{text}");
+        }
         let resident: u64 = text
             .lines()
             .find_map(|line| line.strip_prefix("proofpipe_prover_resident_memory_bytes "))

@@ -109,9 +109,9 @@ pub struct Daemon {
     gpu: GpuReport,
     /// What the main lane's job takes, for the urgent lane to plan beside it.
     main_lane: watch::Sender<urgent::MainLane>,
-    /// Memory main jobs leave unplanned, so that urgent work fits beside them
-    /// (`PROOFPIPE_URGENT_RESERVE`).
-    urgent_reserve: u64,
+    /// Host memory and each GPU's memory main jobs leave unplanned, so that urgent work fits
+    /// beside them (`PROOFPIPE_URGENT_RESERVE`, `PROOFPIPE_URGENT_GPU_RESERVE`).
+    urgent_reserve: urgent::Footprint,
     kube: KubeWriter,
     state: ProverState,
     metrics: DaemonMetrics,
@@ -139,30 +139,39 @@ impl Daemon {
 
     /// The memory a main-lane job plans into: the limit less the urgent reserve.
     fn main_limit(&self) -> u64 {
-        self.memory_limit.saturating_sub(self.urgent_reserve)
+        self.memory_limit
+            .saturating_sub(self.urgent_reserve.memory_bytes)
     }
 
-    /// The planner's input for a job proving `work` under `memory_limit`, beside `beside` (the
-    /// main lane's plan, for an urgent job), `todo` partitions left, with `params_bytes` of
-    /// parameters and `matrices_bytes` of R1CS matrices resident.
+    /// What else holds each GPU as a lane plans: the urgent reserve for the main lane, the
+    /// main plan's device memory (`beside`) for the urgent lane.
+    fn gpu_taken(&self, lane: Lane, beside: urgent::Footprint) -> u64 {
+        match lane {
+            Lane::Main => self.urgent_reserve.device_bytes,
+            Lane::Urgent => beside.device_bytes,
+        }
+    }
+
+    /// The planner's input for a job proving `work` under `memory_limit`, with `gpu_taken`
+    /// bytes of each GPU held by something else ([`Daemon::gpu_taken`]), `todo` partitions
+    /// left, with `params_bytes` of parameters and `matrices_bytes` of R1CS matrices resident.
     #[allow(clippy::too_many_arguments)]
     fn sizing_input(
         &self,
         memory_limit: u64,
-        beside: urgent::Footprint,
+        gpu_taken: u64,
         work: String,
         todo: usize,
         shape: CircuitShape,
         (params_bytes, matrices_bytes): (u64, u64),
         synthesis: SynthesisProfile,
     ) -> SizingInput {
-        // Each GPU holds the main plan's bases and workspaces already.
         let gpus: Vec<_> = self
             .backend
             .gpu_devices()
             .into_iter()
             .map(|mut gpu| {
-                gpu.total_bytes = gpu.total_bytes.saturating_sub(beside.device_bytes);
+                gpu.total_bytes = gpu.total_bytes.saturating_sub(gpu_taken);
                 gpu
             })
             .collect();
@@ -232,7 +241,10 @@ pub async fn run(
         backend,
         gpu,
         main_lane: watch::channel(urgent::MainLane::Idle).0,
-        urgent_reserve: settings.urgent_reserve,
+        urgent_reserve: urgent::Footprint {
+            memory_bytes: settings.urgent_reserve,
+            device_bytes: settings.urgent_gpu_reserve,
+        },
         kube: KubeWriter::new(client, identity.clone()),
         identity,
         overrides: settings.overrides,

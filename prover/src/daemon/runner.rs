@@ -420,7 +420,7 @@ async fn load_params(
     let shape = spec.circuit.shape(spec.constraints)?;
     plan(&daemon.sizing_input(
         daemon.main_limit(),
-        Footprint::default(),
+        daemon.gpu_taken(Lane::Main, Footprint::default()),
         spec.circuit.to_string(),
         spec.todo().len(),
         shape,
@@ -481,7 +481,7 @@ fn start_pipeline(
     let params_bytes = key.heap_bytes().saturating_add(other_bytes);
     let mut input = daemon.sizing_input(
         limit,
-        beside,
+        daemon.gpu_taken(lane, beside),
         work,
         todo,
         key.shape,
@@ -500,6 +500,7 @@ fn start_pipeline(
         channel_capacity = plan.channel_capacity,
         gpu_workers = plan.gpu_workers,
         memory = %sizing.memory_estimate,
+        streamed = ?sizing.streamed_queries,
         "pipeline sized for the job"
     );
     let pipeline = Pipeline::start_with_metrics(
@@ -508,7 +509,7 @@ fn start_pipeline(
         daemon.metrics.pipeline(),
     )?;
     if lane == Lane::Main {
-        daemon.metrics.pipeline_planned(plan.predicted_peak_bytes);
+        daemon.metrics.pipeline_planned(&plan);
         daemon.main_lane.send_replace(MainLane::Running(Footprint {
             memory_bytes: plan.predicted_peak_bytes,
             device_bytes: plan

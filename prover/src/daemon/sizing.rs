@@ -5,7 +5,7 @@ use proofpipe_crds::PipelineSizing;
 use proofpipe_kernels::GpuDevice;
 
 use crate::circuits::CircuitShape;
-use crate::sizing::{Overrides, Plan, SizingInput, SynthesisProfile};
+use crate::sizing::{BasesPlacement, Overrides, Plan, SizingInput, SynthesisProfile};
 
 /// The fraction of the memory limit kept free, as `prove` does by default.
 pub const HEADROOM: f64 = proofpipe_model::sizing::PROVER_HEADROOM;
@@ -55,6 +55,14 @@ pub fn reported_sizing(plan: &Plan) -> PipelineSizing {
         predicted_peak_bytes: bytes(plan.predicted_peak_bytes),
         memory_limit_bytes: Some(bytes(plan.memory_limit)),
         memory_estimate: memory_estimate(plan.predicted_peak_bytes, plan.memory_limit),
+        predicted_device_bytes: plan.gpu.as_ref().map(|g| bytes(g.predicted_device_bytes)),
+        streamed_queries: plan.gpu.as_ref().map_or_else(Vec::new, |g| {
+            g.placement
+                .queries(BasesPlacement::Streamed)
+                .into_iter()
+                .map(String::from)
+                .collect()
+        }),
     }
 }
 
@@ -70,6 +78,39 @@ fn gib(bytes: u64) -> String {
     } else {
         format!("{}.{}GiB", tenths / 10, tenths % 10)
     }
+}
+
+/// A plan for one 2^24-constraint partition on a 6 GiB GPU: some of its 9 GiB of bases
+/// stream (tests of what the status and the metrics show of it).
+#[cfg(test)]
+pub(crate) fn plan_that_streams() -> Plan {
+    use crate::circuits::CircuitKind;
+    use crate::sizing::{QueryBytes, plan};
+    let constraints = 1 << 24;
+    let shape = CircuitKind::MulChain.shape(constraints).unwrap();
+    let gpu = GpuDevice {
+        id: 0,
+        total_bytes: 6 << 30,
+        free_bytes: 6 << 30,
+        compute_capability: (9, 0),
+        sm_count: 132,
+    };
+    let n = constraints as u64;
+    let queries = QueryBytes::from_counts(n, n, n, n);
+    let mut input = sizing_input(
+        "test".into(),
+        1,
+        shape,
+        64 << 30,
+        (queries.total(), 0),
+        16,
+        SynthesisProfile::ONE_CORE,
+        &[gpu],
+        false,
+        Overrides::default(),
+    );
+    input.query_bytes = Some(queries);
+    plan(&input).unwrap()
 }
 
 #[cfg(test)]
@@ -113,5 +154,23 @@ mod tests {
             "{}",
             sizing.memory_estimate
         );
+        // On the CPU backend: no GPU figures.
+        assert_eq!(sizing.predicted_device_bytes, None);
+        assert!(sizing.streamed_queries.is_empty());
+    }
+
+    #[test]
+    fn the_status_names_the_queries_that_stream_and_the_gpu_memory() {
+        let plan = plan_that_streams();
+        let gpu = plan.gpu.clone().unwrap();
+        let streamed = gpu.placement.queries(BasesPlacement::Streamed);
+        assert!(!streamed.is_empty() && streamed[0] == "h", "{gpu:?}");
+        let sizing = reported_sizing(&plan);
+        assert_eq!(sizing.streamed_queries, streamed);
+        assert_eq!(
+            sizing.predicted_device_bytes,
+            Some(gpu.predicted_device_bytes as i64)
+        );
+        assert!(gpu.predicted_device_bytes <= 6 << 30);
     }
 }

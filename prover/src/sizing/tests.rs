@@ -84,6 +84,7 @@ fn overrides_are_respected_or_refused() {
         partition_workers: Some(3),
         channel_capacity: Some(5),
         gpu_workers: Some(1),
+        stream_bases: false,
     };
     let p = plan(&i).unwrap();
     assert_eq!(

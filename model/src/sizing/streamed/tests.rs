@@ -372,3 +372,78 @@ fn queries_are_named_by_placement_in_field_order() {
     assert_eq!(p.queries(BasesPlacement::Streamed), ["h", "b_g2"]);
     assert_eq!(p.queries(BasesPlacement::Resident), ["l", "a", "b_g1"]);
 }
+
+/// A 32 GiB WindowPoSt sent to a prover busy with a 32 GiB PoRep, planned as the daemon's
+/// urgent lane plans it (ADR 0026): the PoRep's plan holds both sets' parameters; the PoSt's
+/// pipeline gets what that plan leaves of the host and of the card.
+#[test]
+fn a_32gib_window_post_beside_a_32gib_porep_needs_a_larger_host_and_room_on_the_card() {
+    let (porep, pq) = porep_32gib();
+    let (window, wq) = window_32gib();
+    // What `bench --porep-shape 32GiB --synthesis matrices` predicts for its matrices.
+    const MATRICES_32GIB: u64 = 13_238_467_926;
+    let porep_with_window_key = |limit: u64, card: u64| SizingInput {
+        memory_limit: limit,
+        params_bytes: pq.total() + wq.total(),
+        matrices_bytes: MATRICES_32GIB,
+        synthesis_threads: 16,
+        ..input(porep, Some(pq), card)
+    };
+    let window_beside = |porep_plan: &super::super::Plan, limit: u64, card: u64| {
+        let taken = porep_plan.gpu.as_ref().unwrap().predicted_device_bytes;
+        plan(&SizingInput {
+            memory_limit: limit - porep_plan.predicted_peak_bytes,
+            // Its key is held already, within the PoRep's plan.
+            params_bytes: 0,
+            ..input(window, Some(wq), card - taken)
+        })
+    };
+
+    // The lent host (128 GiB): the two keys (44 + 57 GiB) do not fit beside the PoRep's
+    // pipeline, so the WindowPoSt waits for the PoRep to end and loads its key in its place.
+    let refused = plan(&porep_with_window_key(128 * GIB, 80 * GIB));
+    assert!(
+        matches!(refused, Err(SizingError::MemoryLimitTooSmall { .. })),
+        "{refused:?}"
+    );
+
+    // 256 GiB holds both keys, but the PoRep's plan takes the 80 GiB card (every base
+    // resident, two workers): 2.9 GiB are left, not the 12 GiB workspace of one worker.
+    let porep_plan = plan(&porep_with_window_key(256 * GIB, 80 * GIB)).unwrap();
+    let g = porep_plan.gpu.as_ref().unwrap();
+    assert_eq!(
+        (g.placement, g.workers_per_device),
+        (QueryPlacement::all_resident(), 2)
+    );
+    let waits = window_beside(&porep_plan, 256 * GIB, 80 * GIB);
+    assert!(
+        matches!(waits, Err(SizingError::GpuMemoryTooSmall { .. })),
+        "{waits:?}"
+    );
+
+    // Planned for a card 16 GiB smaller (as a GPU memory cap holds it), the PoRep streams h
+    // and keeps one worker, and the WindowPoSt fits in the 16 GiB left, every base streamed.
+    let porep_plan = plan(&porep_with_window_key(256 * GIB, 64 * GIB)).unwrap();
+    let g = porep_plan.gpu.as_ref().unwrap();
+    assert!(g.placement.h == S && g.workers_per_device == 1, "{g:?}");
+    let w = window_beside(&porep_plan, 256 * GIB, 80 * GIB).unwrap();
+    assert_eq!(
+        w.gpu.as_ref().unwrap().placement,
+        QueryPlacement::all_streamed()
+    );
+}
+
+#[test]
+fn streaming_every_base_can_be_asked_for_on_any_card() {
+    let (shape, q) = winning_32gib();
+    let mut i = input(shape, Some(q), 80 * GIB);
+    i.overrides.stream_bases = true;
+    let g = plan(&i).unwrap().gpu.unwrap();
+    assert_eq!(g.placement, QueryPlacement::all_streamed());
+    assert_eq!(g.streamed_bytes, q.total());
+    assert!(g.stream_buffer_bytes > 0, "{g:?}");
+    // Without the override the same card keeps every base.
+    i.overrides.stream_bases = false;
+    let g = plan(&i).unwrap().gpu.unwrap();
+    assert_eq!(g.placement, QueryPlacement::all_resident());
+}

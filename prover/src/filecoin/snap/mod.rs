@@ -17,6 +17,7 @@
 //!  "vanilla_proofs": ["<base64 of bincode(PartitionProof)>", ...]}
 //! ```
 
+mod placeholder;
 pub mod shape;
 
 use std::path::Path;

@@ -8,6 +8,9 @@
 //! the inputs. A test holds the 2 KiB count to a real partition's, built from real vanilla
 //! proofs, and to the real parameters' query counts. The counts are committed
 //! ([`COUNTED_SNAP_SHAPES`]), so a plan has the 32 GiB shape without synthesizing first.
+//!
+//! `bench --snap-shape` proves placeholder partitions of that exact circuit
+//! ([`placeholder_source`], in `snap/placeholder.rs`) with timing-only parameters of these counts.
 
 use filecoin_proofs::with_shape;
 use filecoin_proofs_api::{MerkleTreeTrait, RegisteredUpdateProof};
@@ -22,6 +25,8 @@ use super::update_proof_name;
 use crate::circuits::{R1csCounts, count_r1cs_structure};
 use crate::error::ProverError;
 use crate::filecoin::counted::{Counted, committed};
+
+pub use super::placeholder::placeholder_source;
 
 /// What fixes a SnapDeals partition's circuit structure: the sector size (its trees' shapes)
 /// and the public parameters' counts.

@@ -12,6 +12,7 @@ use proofpipe_prover::ProverError;
 use proofpipe_prover::bench::{BenchReport, Feed, FeedKind, SourceWorkload, bench_source, compare};
 use proofpipe_prover::filecoin::shape::{self, PartitionShape, Placeholder};
 
+use proofpipe_prover::circuits::R1csCounts;
 use proofpipe_prover::filecoin::post::{self, post_proof_name, shape::PostShape};
 use proofpipe_prover::filecoin::snap::{self, shape::SnapShape, update_proof_name};
 use proofpipe_prover::filecoin::{
@@ -257,22 +258,13 @@ pub(super) fn porep_shape_input(
     proof: RegisteredSealProof,
     backend: &Arc<dyn proofpipe_kernels::ProvingBackend>,
 ) -> Result<(SizingInput, u32), ProverError> {
-    let partition_shape = PartitionShape::of(proof)?;
     let counts = shape::counted(proof)?;
-    let partitions = args.job.partitions.unwrap_or(partition_shape.partitions);
-    if partitions == 0 {
-        return Err(ProverError::ZeroPartitions);
-    }
-    let query = counts.query_counts();
-    let mut input = shape_sizing(
-        args,
-        format!("{} partition", seal_proof_name(proof)),
-        counts.shape(),
-        backend,
-        partitions,
-    )?;
-    input.params_bytes = query.params_heap_bytes();
-    input.query_bytes = Some(query.query_bytes());
+    let partitions = args
+        .job
+        .partitions
+        .unwrap_or(PartitionShape::of(proof)?.partitions);
+    let circuit = format!("{} partition", seal_proof_name(proof));
+    let mut input = counted_sizing(args, circuit, &counts, partitions, backend)?;
     input.matrices_bytes = match SynthesisMode::from(args.synthesis.synthesis) {
         SynthesisMode::OnePass => 0,
         SynthesisMode::Matrices => R1csMatrices::predicted_heap_bytes(&counts),
@@ -357,21 +349,14 @@ pub(super) fn post_shape_input(
     partitions: u32,
     backend: &Arc<dyn proofpipe_kernels::ProvingBackend>,
 ) -> Result<SizingInput, ProverError> {
-    if partitions == 0 {
-        return Err(ProverError::ZeroPartitions);
-    }
-    let counts = post::shape::counted(proof)?;
-    let query = counts.query_counts();
-    let mut input = shape_sizing(
+    let circuit = format!("{} partition", post_proof_name(proof));
+    counted_sizing(
         args,
-        format!("{} partition", post_proof_name(proof)),
-        counts.shape(),
-        backend,
+        circuit,
+        &post::shape::counted(proof)?,
         partitions,
-    )?;
-    input.params_bytes = query.params_heap_bytes();
-    input.query_bytes = Some(query.query_bytes());
-    Ok(input)
+        backend,
+    )
 }
 
 /// The placeholder partitions and timing-only key of `--post-shape`, planned for `backend`.
@@ -392,30 +377,57 @@ pub(super) fn prepare_post_shape(
         });
     }
     let name = post_proof_name(proof);
-    let post = PostShape::of(proof)?;
     let counts = post::shape::counted(proof)?;
-    let query = counts.query_counts();
+    let report = json!({
+        "post_shape": {
+            "post_proof": name,
+            "partition": PostShape::of(proof)?,
+            "counts": counts,
+            "query_counts": counts.query_counts(),
+        },
+    });
     let source = post::shape::placeholder_source(proof, 0)?;
-    let mut input = post_shape_input(args, proof, partitions, &backend)?;
+    let circuit = format!("{name} partition");
+    one_pass_shape(
+        args,
+        (name, circuit),
+        &counts,
+        source,
+        partitions,
+        backend,
+        report,
+    )
+}
+
+/// A one-pass shape benchmark (PoSt, SnapDeals): the sizing input from `counts`, planned
+/// before the timing-only key is made; `report` joins every run's JSON.
+fn one_pass_shape(
+    args: &BenchArgs,
+    (name, circuit): (String, String),
+    counts: &R1csCounts,
+    source: Arc<dyn PartitionSource>,
+    partitions: u32,
+    backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
+    mut report: Value,
+) -> Result<ShapeRun, ProverError> {
+    let mut input = counted_sizing(args, circuit, counts, partitions, &backend)?;
     input.synthesis_threads = source.synthesis_threads();
     input.evaluations_held_twice =
         source.synthesizes_in_subsystems() && backend.evaluation_alloc().is_pooled();
+    // Refuse a hopeless limit before the parameters are made.
     plan(&input)?;
     let started = Instant::now();
-    let key = Arc::new(ProvingKey::timing_only(&name, counts.shape(), query));
+    let key = Arc::new(ProvingKey::timing_only(
+        &name,
+        counts.shape(),
+        counts.query_counts(),
+    ));
     let params_seconds = started.elapsed().as_secs_f64();
     input.params_bytes = key.heap_bytes();
-    let extra = json!({
-        "params_bytes": key.heap_bytes(),
-        "params_seconds": params_seconds,
-        "post_shape": {
-            "post_proof": name,
-            "partition": post,
-            "counts": counts,
-            "query_counts": query,
-        },
-        "stock_not_run": NO_STOCK_RUN,
-    });
+    let fields = report.as_object_mut().expect("the report is a JSON object");
+    fields.insert("params_bytes".into(), key.heap_bytes().into());
+    fields.insert("params_seconds".into(), params_seconds.into());
+    fields.insert("stock_not_run".into(), NO_STOCK_RUN.into());
     Ok(ShapeRun {
         name,
         partitions,
@@ -423,7 +435,7 @@ pub(super) fn prepare_post_shape(
         key,
         source,
         backend,
-        extra,
+        extra: report,
     })
 }
 
@@ -435,31 +447,6 @@ fn snap_shape(args: &BenchArgs, proof: RegisteredUpdateProof) -> Result<ExitCode
     let partitions = args.job.partitions.unwrap_or(snap::partitions(proof));
     let run = prepare_snap_shape(args, proof, partitions, shape_backend())?;
     run_shape(args, run)
-}
-
-/// The sizing input of `--snap-shape` from the committed counts alone (the parameters' bytes
-/// predicted, before they are made).
-pub(super) fn snap_shape_input(
-    args: &BenchArgs,
-    proof: RegisteredUpdateProof,
-    partitions: u32,
-    backend: &Arc<dyn proofpipe_kernels::ProvingBackend>,
-) -> Result<SizingInput, ProverError> {
-    if partitions == 0 {
-        return Err(ProverError::ZeroPartitions);
-    }
-    let counts = snap::shape::counted(proof)?;
-    let query = counts.query_counts();
-    let mut input = shape_sizing(
-        args,
-        format!("{} SnapDeals partition", update_proof_name(proof)),
-        counts.shape(),
-        backend,
-        partitions,
-    )?;
-    input.params_bytes = query.params_heap_bytes();
-    input.query_bytes = Some(query.query_bytes());
-    Ok(input)
 }
 
 /// The placeholder partitions and timing-only key of `--snap-shape`, planned for `backend`.
@@ -480,40 +467,40 @@ pub(super) fn prepare_snap_shape(
         });
     }
     let update_proof = update_proof_name(proof);
-    let name = format!("{update_proof} SnapDeals");
     let counts = snap::shape::counted(proof)?;
-    let query = counts.query_counts();
-    let source = snap::shape::placeholder_source(proof, 0)?;
-    let mut input = snap_shape_input(args, proof, partitions, &backend)?;
-    input.synthesis_threads = source.synthesis_threads();
-    input.evaluations_held_twice =
-        source.synthesizes_in_subsystems() && backend.evaluation_alloc().is_pooled();
-    // Refuse a hopeless limit before the parameters are made.
-    plan(&input)?;
-    let started = Instant::now();
-    let key = Arc::new(ProvingKey::timing_only(&name, counts.shape(), query));
-    let params_seconds = started.elapsed().as_secs_f64();
-    input.params_bytes = key.heap_bytes();
-    let extra = json!({
-        "params_bytes": key.heap_bytes(),
-        "params_seconds": params_seconds,
+    let report = json!({
         "snap_shape": {
             "update_proof": update_proof,
             "partition": SnapShape::of(proof),
             "counts": counts,
-            "query_counts": query,
+            "query_counts": counts.query_counts(),
         },
-        "stock_not_run": NO_STOCK_RUN,
     });
-    Ok(ShapeRun {
-        name,
-        partitions,
-        input,
-        key,
-        source,
-        backend,
-        extra,
-    })
+    let source = snap::shape::placeholder_source(proof, 0)?;
+    let names = (
+        format!("{update_proof} SnapDeals"),
+        format!("{update_proof} SnapDeals partition"),
+    );
+    one_pass_shape(args, names, &counts, source, partitions, backend, report)
+}
+
+/// The sizing input of a shape benchmark from its committed counts alone: the parameters'
+/// bytes predicted, before they are made.
+fn counted_sizing(
+    args: &BenchArgs,
+    circuit: String,
+    counts: &R1csCounts,
+    partitions: u32,
+    backend: &Arc<dyn proofpipe_kernels::ProvingBackend>,
+) -> Result<SizingInput, ProverError> {
+    if partitions == 0 {
+        return Err(ProverError::ZeroPartitions);
+    }
+    let query = counts.query_counts();
+    let mut input = shape_sizing(args, circuit, counts.shape(), backend, partitions)?;
+    input.params_bytes = query.params_heap_bytes();
+    input.query_bytes = Some(query.query_bytes());
+    Ok(input)
 }
 
 pub(super) fn shape_backend() -> Arc<dyn proofpipe_kernels::ProvingBackend> {

@@ -224,7 +224,10 @@ fn plans(
             ProverError::InvalidArgument {
                 what: "--urgent-post-shape",
                 reason: format!(
-                    "{} cannot be planned with the {} parameters ({}) held beside its own ({}):                      {e}. A prover this size serves that PoSt only after the PoRep ends, loading                      its parameters in the PoRep's place; serve it from a pool of its own (the                      gateway's --pool KIND=POOL) or give the prover more memory",
+                    "{} cannot be planned with the {} parameters ({}) held beside its own ({}): \
+                     {e}. A prover this size serves that PoSt only after the PoRep ends, \
+                     loading its parameters in the PoRep's place; serve it from a pool of its \
+                     own (the gateway's --pool KIND=POOL) or give the prover more memory",
                     main.circuit,
                     urgent.circuit,
                     bytesize::ByteSize(urgent.params_bytes),
@@ -344,5 +347,67 @@ fn print_summary(porep: &str, post: &str, runs: &[UrgentRun]) {
             "  PoRep delay against its median alone: {}",
             show(collect(&|r| Some(r.porep_with_post_seconds - alone)))
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proofpipe_prover::circuits::R1csCounts;
+    use proofpipe_prover::filecoin::post;
+    use proofpipe_prover::filecoin::shape::counted;
+    use proofpipe_prover::sizing::Overrides;
+
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    /// A 16-core host of `limit` with one 80 GiB GPU, planning `counts`' partition.
+    fn input(circuit: &str, counts: R1csCounts, limit: u64) -> SizingInput {
+        let query = counts.query_counts();
+        SizingInput {
+            circuit: circuit.into(),
+            shape: counts.shape(),
+            memory_limit: limit,
+            params_bytes: query.params_heap_bytes(),
+            query_bytes: Some(query.query_bytes()),
+            matrices_bytes: 0,
+            headroom: 0.1,
+            cpu_cores: 16,
+            synthesis_threads: 1,
+            evaluations_held_twice: false,
+            gpu_devices: 1,
+            gpu_memory_bytes: Some(80 * GIB),
+            max_parallel_partitions: Some(10),
+            overrides: Overrides::default(),
+        }
+    }
+
+    #[test]
+    fn a_post_whose_key_cannot_be_held_beside_the_porep_s_is_refused_with_the_way_out() {
+        let porep = counted(RegisteredSealProof::StackedDrg32GiBV1_1).unwrap();
+        let window = post::shape::counted(RegisteredPoStProof::StackedDrgWindow32GiBV1_2).unwrap();
+        let winning = post::shape::counted(RegisteredPoStProof::StackedDrgWinning32GiBV1).unwrap();
+        let main = input("PoRep", porep, 128 * GIB);
+        let message = plans(
+            &main,
+            &input("WindowPoSt", window, 128 * GIB),
+            Footprint::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            message.contains("WindowPoSt parameters")
+                && message.contains("pool of its own")
+                && !message.contains("  "),
+            "{message}"
+        );
+        // A WinningPoSt's key fits, and its pipeline beside the PoRep's.
+        let plans = plans(
+            &main,
+            &input("WinningPoSt", winning, 128 * GIB),
+            Footprint::default(),
+        )
+        .unwrap();
+        assert!(plans.post_beside.is_ok(), "{:?}", plans.post_beside);
     }
 }

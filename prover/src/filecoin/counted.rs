@@ -47,6 +47,24 @@ pub(crate) fn assert_recount<S: Debug>(
     );
 }
 
+/// Holds a synthesized partition to `counts`: its constraints, variables and densities (the
+/// matrices' nonzeros need a count of their own).
+#[cfg(test)]
+pub(crate) fn assert_synthesized_as_counted(
+    synthesized: &crate::groth16::Synthesized,
+    counts: &R1csCounts,
+) {
+    let s = synthesized;
+    assert_eq!(s.a.len(), counts.constraints);
+    assert_eq!((s.inputs.len(), s.aux.len()), (counts.inputs, counts.aux));
+    assert_eq!(s.a_aux_density.get_total_density(), counts.a_aux_density);
+    assert_eq!(
+        s.b_input_density.get_total_density(),
+        counts.b_input_density
+    );
+    assert_eq!(s.b_aux_density.get_total_density(), counts.b_aux_density);
+}
+
 /// The counts of every registered proof a ProofJob may name, by the model's kinds' tables:
 /// `None` for a proof whose shape no table commits.
 #[cfg(test)]

@@ -465,7 +465,7 @@ mod tests {
     use proofpipe_kernels::EvalAlloc;
 
     use super::*;
-    use crate::filecoin::counted::assert_recount;
+    use crate::filecoin::counted::{assert_recount, assert_synthesized_as_counted};
     use crate::groth16::R1csMatrices;
 
     /// Recounts `proof`'s placeholder partition and holds the table to it.
@@ -571,14 +571,7 @@ mod tests {
             .source
             .synthesize(0, counts.shape(), &EvalAlloc::heap())
             .unwrap();
-        assert_eq!(a.a.len(), counts.constraints);
-        assert_eq!((a.inputs.len(), a.aux.len()), (counts.inputs, counts.aux));
-        assert_eq!(a.a_aux_density.get_total_density(), counts.a_aux_density);
-        assert_eq!(
-            a.b_input_density.get_total_density(),
-            counts.b_input_density
-        );
-        assert_eq!(a.b_aux_density.get_total_density(), counts.b_aux_density);
+        assert_synthesized_as_counted(&a, &counts);
 
         let two_pass = placeholder_job(Placeholder::of(proof), SynthesisMode::Matrices).unwrap();
         let matrices = two_pass.matrices.clone().unwrap();

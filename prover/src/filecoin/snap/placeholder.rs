@@ -170,6 +170,7 @@ mod tests {
 
     use super::*;
     use crate::circuits::{R1csCounts, count_r1cs};
+    use crate::filecoin::counted::assert_synthesized_as_counted;
     use crate::filecoin::snap::partitions;
     use crate::filecoin::snap::shape::{count, counted};
 
@@ -198,14 +199,7 @@ mod tests {
         let a = source
             .synthesize(0, counts.shape(), &EvalAlloc::heap())
             .unwrap();
-        assert_eq!(a.a.len(), counts.constraints);
-        assert_eq!((a.inputs.len(), a.aux.len()), (counts.inputs, counts.aux));
-        assert_eq!(a.a_aux_density.get_total_density(), counts.a_aux_density);
-        assert_eq!(
-            a.b_input_density.get_total_density(),
-            counts.b_input_density
-        );
-        assert_eq!(a.b_aux_density.get_total_density(), counts.b_aux_density);
+        assert_synthesized_as_counted(&a, &counts);
         // The matrices' nonzeros too, which the densities above do not see.
         assert_eq!(count_placeholder::<SectorShape2KiB>(proof, 0), counts);
 

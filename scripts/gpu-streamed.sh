@@ -9,8 +9,11 @@
 #    cap refusing an over-cap upload.
 # 2. The 32 GiB PoRep shape's GPU stage (replayed synthesis, timing-only parameters) at each cap
 #    of CAPS, one bench call (parameters made once), RUNS runs each, with an nvidia-smi trace.
+#    SHAPE=snap benchmarks the SnapDeals update proof's shape instead (synthesized in one pass,
+#    as the daemon proves it).
 #
-# Env: CAPS ("none,24GiB,16GiB"), RUNS (3), PROOF (32GiB), PARTITIONS (the proof's: 10),
+# Env: CAPS ("none,24GiB,16GiB"), RUNS (3), SHAPE (porep or snap), PROOF (32GiB), PARTITIONS
+# (the proof's: 10 for PoRep, 16 for SnapDeals),
 # PROVER, FEED (--replay-synthesis; empty to synthesize each partition), KERNEL_TESTS (1; 0
 # skips step 1), BENCH_TIMEOUT (seconds, 0 for none: a bench cut short still leaves the runs it
 # finished, and their table, in OUT_DIR).
@@ -21,6 +24,11 @@ caps=${CAPS:-none,24GiB,16GiB}
 runs=${RUNS:-3}
 proof=${PROOF:-32GiB}
 feed=${FEED---replay-synthesis}
+case ${SHAPE:-porep} in
+    porep) shape_args=(--porep-shape "$proof" --synthesis matrices) ;;
+    snap) shape_args=(--snap-shape "$proof") ;;
+    *) echo "SHAPE must be porep or snap, not ${SHAPE}" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
 source "$(dirname "$0")/gpu-machine.sh" "$out"
 
@@ -39,7 +47,7 @@ nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader -l 1 > "$out/
 smi=$!
 started=$(date +%s)
 # shellcheck disable=SC2086
-timeout "${BENCH_TIMEOUT:-0}" "$prover" bench --porep-shape "$proof" --synthesis matrices $feed --gpu-memory-caps "$caps" \
+timeout "${BENCH_TIMEOUT:-0}" "$prover" bench "${shape_args[@]}" $feed --gpu-memory-caps "$caps" \
     ${PARTITIONS:+--partitions "$PARTITIONS"} \
     --runs "$runs" --json > "$out/bench.txt" 2> "$out/bench.log"
 rc=$?

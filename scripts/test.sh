@@ -108,9 +108,36 @@ fi
 # each) run by hand:
 #   cargo test -p proofpipe-prover --lib -- --ignored counted_shape_of
 #   cargo test -p proofpipe-prover --lib -- --ignored counted_post_shape_of
+#
+# The Filecoin scenario and the quickstart page run after them, from the container images'
+# root filesystems (below), so they are skipped here.
+image_tests=(--test scenario_filecoin --test quickstart_filecoin)
+image_test_names=(--skip a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof
+  --skip the_filecoin_quickstart_page_runs_from_parameters_to_a_verified_proof)
 cargo test --workspace --locked -- --include-ignored \
-  --skip shape_of_32gib_matches_a_recount --skip shape_of_64gib_matches_a_recount
+  --skip shape_of_32gib_matches_a_recount --skip shape_of_64gib_matches_a_recount \
+  "${image_test_names[@]}"
 step "cargo test (every test)"
+# The images (docs/images.md), built from the binaries just tested, then the Filecoin scenario
+# and the quickstart with the prover, operator and gateway run from the images' root
+# filesystems: entrypoint, user, paths and libraries as the images hold them. Without
+# Debian's image tools (mmdebstrap, umoci, skopeo, bubblewrap) they run from target/ instead,
+# except in CI, which installs them.
+image_dir="${CARGO_TARGET_DIR:-target}/images"
+if command -v mmdebstrap >/dev/null && command -v umoci >/dev/null && command -v skopeo >/dev/null \
+    && command -v bwrap >/dev/null; then
+  BIN_DIR="${CARGO_TARGET_DIR:-target}/debug" scripts/images.sh build "$image_dir"
+  scripts/images.sh check "$image_dir"
+  scripts/images.sh unpack "$image_dir" "$image_dir/bin"
+  step "build the images, check and unpack them"
+  PROOFPIPE_BIN_DIR="$PWD/$image_dir/bin" cargo test --locked -p proofpipe-e2e "${image_tests[@]}"
+  step "the Filecoin scenario and the quickstart from the images"
+else
+  if [ "${CI:-}" = true ]; then echo "CI: mmdebstrap, umoci, skopeo or bwrap missing: the images cannot be built" >&2; exit 1; fi
+  echo "mmdebstrap, umoci, skopeo or bwrap missing (apt-get install mmdebstrap umoci skopeo bubblewrap): the Filecoin scenario and the quickstart run from target/, not from the images" >&2
+  cargo test --locked -p proofpipe-e2e "${image_tests[@]}"
+  step "the Filecoin scenario and the quickstart (from target/: no image tools)"
+fi
 # The Helm chart: lint, render, Kubernetes schemas, and an apply to the same API server.
 scripts/chart-check.sh
 step "scripts/chart-check.sh"

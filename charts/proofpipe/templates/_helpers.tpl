@@ -129,7 +129,7 @@ ProverPool's, else the release namespace. */}}
 {{/* The parameter Job's image: the prover image, the CPU build of the chart's release by
 default. */}}
 {{- define "proofpipe.paramsFetch.image" -}}
-{{- printf "%s:%s" .Values.paramsFetch.image.repository (default (printf "%s-cpu" .Chart.AppVersion) .Values.paramsFetch.image.tag) }}
+{{- printf "%s:%s" .Values.paramsFetch.image.repository (default .Chart.AppVersion .Values.paramsFetch.image.tag) }}
 {{- end }}
 
 {{/* The parameter Job's name: <full name>-params-<hash of what its pod is made from>, so

@@ -33,7 +33,7 @@ const METRICS_PORT_NAME: &str = "metrics";
 /// named `proofpipe-<name>` unless the template mounts something there itself: temporary
 /// files, Filecoin's default parameter and parent caches (`/var/tmp/filecoin-*`) and the
 /// synthetic circuits' parameter cache (`~/.cache/proofpipe/params`, home of the prover
-/// image's user, docker/prover.Dockerfile).
+/// image's user, scripts/images.sh).
 pub const SCRATCH_PATHS: &[(&str, &str)] = &[
     ("tmp", "/tmp"),
     ("var-tmp", "/var/tmp"),

@@ -124,8 +124,8 @@ pub enum ProverError {
     #[error(
         "Filecoin parameter file {path} is missing (expected blake2b digest {digest}); \
          put the parameter files of this proof in {dir} (filecoin's parameters.json names them; \
-         `proofpipe-prover params fetch --base-url https://proofs.filecoin.io --dir {dir} \
-         --sector-size <size>`, `lotus fetch-params` or `curio fetch-params` download them) or \
+         `proofpipe-prover params fetch --dir {dir} --sector-size <size>` (from the public \
+         mirrors), `lotus fetch-params` or `curio fetch-params` download them) or \
          point --params-dir / FIL_PROOFS_PARAMETER_CACHE at the directory that has them"
     )]
     MissingFilecoinParams {
@@ -135,9 +135,8 @@ pub enum ProverError {
     },
     #[error(
         "Filecoin parameter file {path} does not match: {reason} (expected blake2b digest \
-         {digest}); fetch it again: `proofpipe-prover params fetch --base-url \
-         https://proofs.filecoin.io --dir <its directory> --sector-size <size>` replaces a file \
-         whose digest does not match"
+         {digest}); fetch it again: `proofpipe-prover params fetch --dir <its directory> \
+         --sector-size <size>` replaces a file whose digest does not match"
     )]
     FilecoinParamsMismatch {
         path: PathBuf,

@@ -20,10 +20,13 @@ use super::{ParamsAction, ParamsArgs, store};
 
 #[derive(Args, Debug)]
 pub struct FetchArgs {
-    /// Where the files are: `<base-url>/<file name>` (http(s)://, s3:// or file://), e.g.
-    /// https://proofs.filecoin.io. Repeat it (or separate with commas) to name mirrors: each
-    /// file comes from the first that serves it with its digest, the others tried in order.
-    #[arg(long, value_delimiter = ',', required = true)]
+    /// Where the files are: `<base-url>/<file name>` (http(s)://, s3:// or file://), or with
+    /// `{cid}` (or `{name}`) in it for a server that names files by CID, as an IPFS gateway
+    /// does (https://gateway.example/ipfs/{cid}). Repeat it (or separate with commas) to name
+    /// mirrors: each file comes from the first that serves it with its digest, the others
+    /// tried in order. Default: https://filecoin-proof-parameters.chainsafe.dev, then
+    /// https://proofs.filecoin.io/ipfs/{cid}.
+    #[arg(long, value_delimiter = ',')]
     base_url: Vec<String>,
     /// The parameter directory. Default: FIL_PROOFS_PARAMETER_CACHE, else
     /// /var/tmp/filecoin-proof-parameters.
@@ -74,7 +77,12 @@ fn fetch(args: FetchArgs) -> Result<ExitCode, ProverError> {
         .enable_all()
         .build()
         .map_err(ProverError::io("starting the async runtime", &dir))?;
-    let done = runtime.block_on(fetch::fetch_all(&args.base_url, &dir, &files))?;
+    let mirrors = if args.base_url.is_empty() {
+        fetch::PUBLIC_MIRRORS.map(String::from).to_vec()
+    } else {
+        args.base_url
+    };
+    let done = runtime.block_on(fetch::fetch_all(&mirrors, &dir, &files))?;
     let mut matrices_rows = Vec::new();
     if args.porep_matrices && kinds.contains(&ParamKind::Porep) {
         for &size in &args.sector_sizes {

@@ -1,6 +1,6 @@
 //! `params fetch`: Filecoin's parameter files for the proof kinds and sector sizes a pool
-//! serves, from a base URL (`http(s)://`, or `s3://` and `file://` as job artifacts are read),
-//! as `lotus fetch-params` gets them but without IPFS and resumable. Each file is downloaded
+//! serves, from mirrors tried in order (`http(s)://`, or `s3://` and `file://` as job artifacts
+//! are read), by file name or, for an IPFS gateway, by the manifest's CID, resumable. Each file is downloaded
 //! into `<file>.partial`, resumed from where an interrupted download stopped (a range read),
 //! and kept under its name only when its blake2b digest is the manifest's (filecoin-proofs'
 //! parameters.json unless another is given). A file already there with the right digest is
@@ -21,6 +21,15 @@ use crate::error::ProverError;
 
 /// Written last into the parameter directory: the files fetched and checked.
 pub const READY_FILE: &str = "proofpipe-params-ready.json";
+
+/// Where Filecoin's parameter files are served publicly, in the order `params fetch` tries
+/// them when given no `--base-url`: ChainSafe's Cloudflare R2 bucket, by file name (Forest's
+/// first source), then Filecoin's IPFS gateway by CID (lotus' `fetch-params` default, which
+/// is being retired). Whichever serves a file, its digest is checked against the manifest.
+pub const PUBLIC_MIRRORS: [&str; 2] = [
+    "https://filecoin-proof-parameters.chainsafe.dev",
+    "https://proofs.filecoin.io/ipfs/{cid}",
+];
 
 /// The proof kinds whose parameters a pool needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, clap::ValueEnum)]
@@ -52,7 +61,7 @@ pub struct ManifestEntry {
 /// File name -> its entry, as parameters.json has it.
 pub type Manifest = BTreeMap<String, ManifestEntry>;
 
-/// filecoin-proofs' own parameters.json (the files https://proofs.filecoin.io/ serves).
+/// filecoin-proofs' own parameters.json (the files the [`PUBLIC_MIRRORS`] serve).
 pub fn builtin_manifest() -> Manifest {
     PARAMETERS
         .iter()
@@ -82,11 +91,24 @@ pub fn read_manifest(path: &Path) -> Result<Manifest, ProverError> {
     })
 }
 
-/// A file to have, with the digest it must have.
+/// A file to have, with the digest it must have and its CID (for IPFS gateways).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct WantedFile {
     pub name: String,
     pub digest: String,
+    pub cid: String,
+}
+
+/// Where mirror `base_url` serves `file`: `{cid}` or `{name}` in it replaced by the file's
+/// CID or name (an IPFS gateway: `https://gateway/ipfs/{cid}`), else `<base_url>/<name>`.
+pub fn mirror_url(base_url: &str, file: &WantedFile) -> String {
+    if base_url.contains("{cid}") || base_url.contains("{name}") {
+        base_url
+            .replace("{cid}", &file.cid)
+            .replace("{name}", &file.name)
+    } else {
+        format!("{}/{}", base_url.trim_end_matches('/'), file.name)
+    }
 }
 
 /// Which of Filecoin's sector sizes `sector_size` bytes is (0: 2 KiB ... 4: 64 GiB).
@@ -188,6 +210,7 @@ pub fn wanted_files(
         .map(|name| match manifest.get(&name) {
             Some(entry) => Ok(WantedFile {
                 digest: entry.digest.clone(),
+                cid: entry.cid.clone(),
                 name,
             }),
             None => Err(ProverError::InvalidArgument {
@@ -336,7 +359,7 @@ async fn fetch_from(
     file: &WantedFile,
 ) -> Result<Fetched, ProverError> {
     let mut from = std::fs::metadata(partial).map_or(0, |m| m.len());
-    let url = format!("{}/{}", base_url.trim_end_matches('/'), file.name);
+    let url = mirror_url(base_url, file);
     let written = match artifacts::download(&url, partial, from).await {
         Ok(written) => written,
         // The server would not resume (no range support, or the partial file is longer than
@@ -404,6 +427,77 @@ mod tests {
             .filter(|n| n.starts_with("v28-proof-of-spacetime") && n.ends_with(".params"))
             .count();
         assert_eq!(post, 2, "{names:?}");
+    }
+
+    #[test]
+    fn mirrors_serve_by_name_or_by_cid() {
+        let file = WantedFile {
+            name: "v28-x.vk".into(),
+            digest: "d".into(),
+            cid: "bafyx".into(),
+        };
+        assert_eq!(
+            mirror_url("https://m.example/params/", &file),
+            "https://m.example/params/v28-x.vk"
+        );
+        assert_eq!(
+            mirror_url("https://gw.example/ipfs/{cid}", &file),
+            "https://gw.example/ipfs/bafyx"
+        );
+        assert_eq!(
+            mirror_url("s3://b/{name}.bin", &file),
+            "s3://b/v28-x.vk.bin"
+        );
+        // Every public mirror names a file one way or the other, and the manifest has a CID
+        // for every file (the IPFS gateway's only name for it).
+        let files = wanted_files(&ParamKind::ALL, &[32 << 30], &builtin_manifest()).unwrap();
+        assert!(
+            files
+                .iter()
+                .all(|f| f.cid.starts_with("Qm") || f.cid.starts_with("baf"))
+        );
+        assert!(PUBLIC_MIRRORS[1].contains("{cid}"));
+    }
+
+    /// The first mirror lacks the file, the second serves it by CID: fetched from the second,
+    /// digest checked; a mirror serving other bytes is passed over for the next.
+    #[test]
+    fn each_file_comes_from_the_first_mirror_that_serves_it_with_its_digest() {
+        let root = tempfile::tempdir().unwrap();
+        let (empty, wrong, by_cid, dir) = (
+            root.path().join("empty"),
+            root.path().join("wrong"),
+            root.path().join("by-cid"),
+            root.path().join("params"),
+        );
+        for d in [&empty, &wrong, &by_cid] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(by_cid.join("bafyfile"), b"the parameters").unwrap();
+        std::fs::write(wrong.join("bafyfile"), b"other bytes").unwrap();
+        let file = WantedFile {
+            name: "v28-test.params".into(),
+            digest: file_digest(&by_cid.join("bafyfile")).unwrap(),
+            cid: "bafyfile".into(),
+        };
+        let mirrors = [
+            format!("file://{}", empty.display()),
+            format!("file://{}/{{cid}}", wrong.display()),
+            format!("file://{}/{{cid}}", by_cid.display()),
+        ];
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let done = runtime
+            .block_on(fetch_all(&mirrors, &dir, std::slice::from_ref(&file)))
+            .unwrap();
+        assert_eq!(done[0].1, Fetched::Downloaded { bytes: 14 });
+        assert_eq!(
+            std::fs::read(dir.join("v28-test.params")).unwrap(),
+            b"the parameters"
+        );
+        assert!(dir.join(READY_FILE).exists());
     }
 
     #[test]

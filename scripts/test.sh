@@ -111,13 +111,34 @@ fi
 #
 # The Filecoin scenario and the quickstart page run after them, from the container images'
 # root filesystems (below), so they are skipped here.
-image_tests=(--test scenario_filecoin --test quickstart_filecoin)
 image_test_names=(--skip a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof
   --skip the_filecoin_quickstart_page_runs_from_parameters_to_a_verified_proof)
 cargo test --workspace --locked -- --include-ignored \
   --skip shape_of_32gib_matches_a_recount --skip shape_of_64gib_matches_a_recount \
   "${image_test_names[@]}"
 step "cargo test (every test)"
+# Their executables, as the workspace build made them: `cargo test` with other package or
+# target arguments resolves features anew and rebuilds the e2e crate (minutes on 2 cores).
+image_test_bins=$(cargo test --workspace --locked --no-run --message-format=json 2>/dev/null \
+  | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") \
+            and m["target"]["name"] in ("scenario_filecoin", "quickstart_filecoin"):
+        print(m["executable"])')
+if [ "$(wc -l <<<"$image_test_bins")" != 2 ]; then
+  echo "the Filecoin scenario's or the quickstart's test executable is missing: $image_test_bins" >&2
+  exit 1
+fi
+# Runs them as cargo runs an integration test (from its package's directory), with the
+# binaries under test in $1 (empty: target/).
+run_image_tests() {
+  local test_bin
+  for test_bin in $image_test_bins; do
+    (cd tests/e2e && PROOFPIPE_BIN_DIR="$1" "$test_bin")
+  done
+}
 # The images (docs/images.md), built from the binaries just tested, then the Filecoin scenario
 # and the quickstart with the prover, operator and gateway run from the images' root
 # filesystems: entrypoint, user, paths and libraries as the images hold them. Without
@@ -130,12 +151,12 @@ if command -v mmdebstrap >/dev/null && command -v umoci >/dev/null && command -v
   scripts/images.sh check "$image_dir"
   scripts/images.sh unpack "$image_dir" "$image_dir/bin"
   step "build the images, check and unpack them"
-  PROOFPIPE_BIN_DIR="$PWD/$image_dir/bin" cargo test --locked -p proofpipe-e2e "${image_tests[@]}"
+  run_image_tests "$(cd "$image_dir/bin" && pwd)"
   step "the Filecoin scenario and the quickstart from the images"
 else
   if [ "${CI:-}" = true ]; then echo "CI: mmdebstrap, umoci, skopeo or bwrap missing: the images cannot be built" >&2; exit 1; fi
   echo "mmdebstrap, umoci, skopeo or bwrap missing (apt-get install mmdebstrap umoci skopeo bubblewrap): the Filecoin scenario and the quickstart run from target/, not from the images" >&2
-  cargo test --locked -p proofpipe-e2e "${image_tests[@]}"
+  run_image_tests "$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd)"
   step "the Filecoin scenario and the quickstart (from target/: no image tools)"
 fi
 # The Helm chart: lint, render, Kubernetes schemas, and an apply to the same API server.

@@ -21,6 +21,7 @@ pub mod params;
 pub mod pipeline;
 pub mod rss;
 pub mod sizing;
+pub mod witness;
 
 pub use error::ProverError;
 pub mod bench;

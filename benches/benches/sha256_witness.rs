@@ -10,31 +10,17 @@
 use std::time::{Duration, Instant};
 
 use bellperson::ConstraintSystem;
-use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::sha256::sha256_compression_function;
-use bellperson::gadgets::uint32::UInt32;
 use bellperson::util_cs::witness_cs::WitnessCS;
 use blstrs::Scalar as Fr;
-use proofpipe_prover::witness::sha256::{GENERAL_BLOCK_AUX, compress_general_block};
+use proofpipe_prover::witness::sha256::{
+    GENERAL_BLOCK_AUX, allocate_gadget_block, compress_general_block,
+};
 
 /// A block's gadget witness and the time of the compression alone (inputs allocated first).
 fn gadget(state: [u32; 8], block: [u32; 16]) -> (Vec<Fr>, Duration) {
     let mut cs = WitnessCS::<Fr>::new();
-    let state: Vec<UInt32> = state
-        .iter()
-        .enumerate()
-        .map(|(i, &w)| UInt32::alloc(cs.namespace(|| format!("state {i}")), Some(w)).unwrap())
-        .collect();
-    let bits: Vec<Boolean> = block
-        .iter()
-        .flat_map(|&w| (0..32).rev().map(move |i| (w >> i) & 1 == 1))
-        .enumerate()
-        .map(|(i, b)| {
-            AllocatedBit::alloc(cs.namespace(|| format!("bit {i}")), Some(b))
-                .unwrap()
-                .into()
-        })
-        .collect();
+    let (state, bits) = allocate_gadget_block(&mut cs, state, block).unwrap();
     let before = cs.scalar_aux().len();
     let started = Instant::now();
     sha256_compression_function(cs.namespace(|| "block"), &bits, &state).unwrap();

@@ -129,5 +129,38 @@ pub fn compress_general_block<S: BitSink>(
     [h0, h1, h2, h3, h4, h5, h6, h7]
 }
 
+/// The gadget's inputs for one such block, allocated on `cs` as a circuit has them before
+/// the compression: the state words, then the message bits (big-endian within each word, as
+/// `sha256_compression_function` reads them). The reference the native witness is held to
+/// (tests) and timed against (benches).
+pub fn allocate_gadget_block<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
+    cs: &mut CS,
+    state: [u32; 8],
+    block: [u32; 16],
+) -> Result<
+    (
+        Vec<bellperson::gadgets::uint32::UInt32>,
+        Vec<bellperson::gadgets::boolean::Boolean>,
+    ),
+    bellperson::SynthesisError,
+> {
+    use bellperson::gadgets::boolean::AllocatedBit;
+    use bellperson::gadgets::uint32::UInt32;
+    let state = state
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| UInt32::alloc(cs.namespace(|| format!("state {i}")), Some(w)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let bits = block
+        .iter()
+        .flat_map(|&w| (0..32).rev().map(move |i| (w >> i) & 1 == 1))
+        .enumerate()
+        .map(|(i, b)| {
+            AllocatedBit::alloc(cs.namespace(|| format!("bit {i}")), Some(b)).map(Into::into)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((state, bits))
+}
+
 #[cfg(test)]
 mod tests;

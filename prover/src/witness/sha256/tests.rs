@@ -1,7 +1,6 @@
-use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+use bellperson::ConstraintSystem;
 use bellperson::gadgets::sha256::sha256_compression_function;
-use bellperson::gadgets::uint32::UInt32;
-use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellperson::util_cs::witness_cs::WitnessCS;
 use blstrs::Scalar as Fr;
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
@@ -9,78 +8,12 @@ use rand_core::{RngCore, SeedableRng};
 
 use super::*;
 
-/// Records what a gadget allocates, as a witness-only constraint system does.
-#[derive(Default)]
-struct Recorder {
-    aux: Vec<Fr>,
-}
-
-impl ConstraintSystem<Fr> for Recorder {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux.push(f()?);
-        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        unreachable!("the compression allocates no inputs")
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-    {
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
 /// The gadget's auxiliary values for one block whose message bits and state are allocated,
 /// past the allocations of those inputs themselves; and the new state.
 fn gadget_block(state: [u32; 8], block: [u32; 16]) -> (Vec<Fr>, [u32; 8]) {
-    let mut cs = Recorder::default();
-    let state: Vec<UInt32> = state
-        .iter()
-        .enumerate()
-        .map(|(i, &w)| UInt32::alloc(cs.namespace(|| format!("state {i}")), Some(w)).unwrap())
-        .collect();
-    let bits: Vec<Boolean> = block
-        .iter()
-        .flat_map(|&w| (0..32).rev().map(move |i| (w >> i) & 1 == 1))
-        .enumerate()
-        .map(|(i, b)| {
-            Boolean::from(
-                AllocatedBit::alloc(cs.namespace(|| format!("bit {i}")), Some(b)).unwrap(),
-            )
-        })
-        .collect();
-    let inputs = cs.aux.len();
+    let mut cs = WitnessCS::<Fr>::new();
+    let (state, bits) = allocate_gadget_block(&mut cs, state, block).unwrap();
+    let inputs = cs.scalar_aux().len();
     let out = sha256_compression_function(cs.namespace(|| "block"), &bits, &state).unwrap();
     let words: Vec<u32> = out
         .iter()
@@ -93,7 +26,7 @@ fn gadget_block(state: [u32; 8], block: [u32; 16]) -> (Vec<Fr>, [u32; 8]) {
                 .sum()
         })
         .collect();
-    (cs.aux.split_off(inputs), words.try_into().unwrap())
+    (cs.scalar_aux().split_off(inputs), words.try_into().unwrap())
 }
 
 #[test]

@@ -59,7 +59,11 @@ testdata_out=$(mktemp)
 testdata_log=$(mktemp)
 if [ -n "${PROOFPIPE_FILECOIN_TESTDATA:-}" ] || [ ! -f "$testdata_dir/complete" ]; then
   echo "making the Filecoin test data in $testdata_dir (key of ${testdata_inputs[*]})" >&2
-  cargo build --locked -p proofpipe-prover
+  # Built as the workspace's tests build it: `cargo build -p proofpipe-prover` resolves features
+  # for the prover alone (tokio, kube, tower and others differ), so every crate above those
+  # would be compiled twice (~15 min of a 2-core CI machine). A test target of the workspace
+  # build brings the binary with the very units `cargo test --workspace` uses next.
+  cargo test --workspace --locked --no-run --test filecoin
   # Older keys' data (~1.8 GB each) goes: it can only be made again, never used again.
   if [ -z "${PROOFPIPE_FILECOIN_TESTDATA:-}" ] && [ -d "$testdata_cache" ]; then
     find "$testdata_cache" -mindepth 1 -maxdepth 1 -type d ! -name "$testdata_key" -exec rm -rf {} +

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes the Filecoin test data once and prints its directory: 2 KiB PoRep parameters from a
-# random setup (NOT Filecoin's: tests only; ~1 GB, ~10 min on 2 cores) and a 2 KiB sector sealed
+# random setup (NOT Filecoin's: tests only; ~1 GB, ~3 min on 2 cores) and a 2 KiB sector sealed
 # with filecoin-proofs-api, as lotus-bench's commit-2 file (c1-2KiB.json); then 2 KiB SnapDeals
 # (EmptySectorUpdate) parameters from a random setup, that sector snap-updated with new data
 # (snap-2KiB.json) and a second sector sealed and snap-updated (snap-2KiB-other.json): the

@@ -42,8 +42,9 @@ if [ -z "${KUBECONFIG:-}" ]; then
 fi
 
 # Filecoin test data (parameters from random setups, sealed 2 KiB sectors, SnapDeals and PoSt
-# inputs), made once: the longest step on 2 cores, so it runs with the prover binary while the
-# tests compile (both are CPU-bound, but the compile leaves a core idle in its serial stretches).
+# inputs), made once: ~5 min on 2 cores (10 core-minutes, most of it the random setups), so it
+# runs with the prover binary while the tests compile (both are CPU-bound, but the compile
+# leaves a core idle in its serial stretches).
 #
 # The data depends only on the generator (the script, the prover's test-data commands) and on
 # filecoin-proofs' version (Cargo.lock), so it is kept outside the clone under a key of their
@@ -51,7 +52,7 @@ fi
 # PROOFPIPE_FILECOIN_TESTDATA to use (or make) a directory of your own instead.
 testdata_inputs=(scripts/filecoin-testdata.sh Cargo.lock prover/src/filecoin/testdata.rs
   prover/src/filecoin/post_testdata.rs prover/src/filecoin/params.rs prover/src/cli/porep.rs
-  prover/src/cli/snap.rs prover/src/cli/post.rs)
+  prover/src/cli/snap.rs prover/src/cli/post.rs prover/src/params/random_setup.rs)
 testdata_key=$(cat "${testdata_inputs[@]}" | sha256sum | cut -c1-16)
 testdata_cache="${PROOFPIPE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/proofpipe}/filecoin-testdata"
 testdata_dir="${PROOFPIPE_FILECOIN_TESTDATA:-$testdata_cache/$testdata_key}"

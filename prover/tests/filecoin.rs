@@ -1,7 +1,7 @@
 //! Filecoin PoRep C2 through `proofpipe-prover prove --porep-c1`, judged by filecoin-proofs-api's
 //! own `verify_seal`.
 //!
-//! The test data (2 KiB PoRep parameters from a random setup, ~1 GB and ~10 min on 2 cores, and
+//! The test data (2 KiB PoRep parameters from a random setup, ~1 GB and ~3 min on 2 cores, and
 //! a sector sealed with filecoin-proofs-api) is made once per test run by
 //! `scripts/filecoin-testdata.sh`, which `scripts/test.sh` runs and which exports
 //! `PROOFPIPE_FILECOIN_TESTDATA`. Without it these tests say so and pass, except under CI,

@@ -17,13 +17,12 @@ use filecoin_proofs_api::{
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
 
 use super::c1::{self, SectorIdentity};
 use super::params::ParamFiles;
 use super::post::{PostInput, post_proof_name};
-use super::testdata::{check_parameter_dir, seal_sector};
+use super::testdata::{cache_random_params, check_parameter_dir, seal_sector};
 use super::{RegisteredSealProof, seal_proof_name};
 use crate::error::ProverError;
 
@@ -62,14 +61,7 @@ fn generate_post_shape<Tree: 'static + MerkleTreeTrait>(
     let blank = || {
         <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::blank_circuit(&pp)
     };
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank(), &pp)
-        .map_err(ProverError::filecoin(action()))?;
-    <Compound<Tree> as CacheableParameters<_, _>>::get_groth_params(Some(&mut rng), blank(), &pp)
-        .map_err(ProverError::filecoin(action()))?;
-    <Compound<Tree> as CacheableParameters<_, _>>::get_verifying_key(Some(&mut rng), blank(), &pp)
-        .map_err(ProverError::filecoin(action()))?;
-    Ok(())
+    cache_random_params::<Compound<Tree>, _, _>(&pp, blank, seed, action)
 }
 
 /// A sealed sector as PoSt reads it: its replica (`sealed`) and cache (`cache/`) in `dir`, as

@@ -1,6 +1,7 @@
 //! Test data no machine here can download: PoRep and SnapDeals parameters from a random setup
-//! (the routine filecoin's own paramcache uses, `CacheableParameters::get_groth_params` with an
-//! rng), a sector sealed on the spot with filecoin-proofs-api (pre-commit 1 and 2, commit 1),
+//! (bellperson's `generate_random_parameters`, which filecoin's own paramcache calls through
+//! `CacheableParameters::get_groth_params`, computed bit for bit by the faster
+//! [`crate::params::random_setup`]), a sector sealed on the spot with filecoin-proofs-api (pre-commit 1 and 2, commit 1),
 //! giving a real C1 output, and a snap update of a sealed sector (`empty_sector_update_encode_into`
 //! then `generate_partition_proofs`), giving the vanilla proofs curio sends for a SnapDeals proof.
 //!
@@ -23,7 +24,9 @@ use filecoin_proofs_api::{
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_core::parameter_cache::CacheableParameters;
+use storage_proofs_core::parameter_cache::{
+    CacheableParameters, ParameterSetMetadata, parameter_cache_params_path,
+};
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
 use filecoin_proofs_api::update::{empty_sector_update_encode_into, generate_partition_proofs};
@@ -37,6 +40,7 @@ use super::params::ParamFiles;
 use super::snap::{SnapInput, update_proof_name};
 use super::{PARAMETER_CACHE_ENV, RegisteredSealProof, seal_proof_name};
 use crate::error::ProverError;
+use crate::params::random_setup;
 
 /// Writes `.params`, `.vk` and `.meta` for `proof`'s circuit into filecoin-proofs' parameter
 /// directory (`FIL_PROOFS_PARAMETER_CACHE`, which must be `dir`), from a random setup seeded
@@ -107,15 +111,8 @@ fn generate_update_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     let blank = || {
         <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, EmptySectorUpdateCircuit<Tree>>>::blank_circuit(&pp)
     };
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let action = || format!("generating {} parameters", update_proof_name(proof));
-    <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank(), &pp)
-        .map_err(ProverError::filecoin(action()))?;
-    <Compound<Tree> as CacheableParameters<_, _>>::get_groth_params(Some(&mut rng), blank(), &pp)
-        .map_err(ProverError::filecoin(action()))?;
-    <Compound<Tree> as CacheableParameters<_, _>>::get_verifying_key(Some(&mut rng), blank(), &pp)
-        .map_err(ProverError::filecoin(action()))?;
-    Ok(())
+    cache_random_params::<Compound<Tree>, _, _>(&pp, blank, seed, action)
 }
 
 /// The V1_1 seal proof of the same sector size as `proof` (what the sector was sealed with).
@@ -228,14 +225,46 @@ fn generate_shape<Tree: 'static + MerkleTreeTrait>(
     let blank = || {
         <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&pp)
     };
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let action = || format!("generating {} parameters", seal_proof_name(proof));
-    <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank(), &pp)
-        .map_err(ProverError::filecoin(action()))?;
-    <Compound<Tree> as CacheableParameters<_, _>>::get_groth_params(Some(&mut rng), blank(), &pp)
-        .map_err(ProverError::filecoin(action()))?;
-    <Compound<Tree> as CacheableParameters<_, _>>::get_verifying_key(Some(&mut rng), blank(), &pp)
-        .map_err(ProverError::filecoin(action()))?;
+    cache_random_params::<Compound<Tree>, _, _>(&pp, blank, seed, action)
+}
+
+/// Writes the `.params` file of `CP`'s circuit for `pp` from a random setup seeded with `seed`
+/// (unless it is there), then the `.meta` and `.vk` beside it through filecoin-proofs' own
+/// cache code, which reads that file back. The file is what `get_groth_params` with the same
+/// rng would write; `random_setup` makes it several times faster.
+pub(super) fn cache_random_params<CP, C, P>(
+    pp: &P,
+    blank: impl Fn() -> C,
+    seed: u64,
+    action: impl Fn() -> String,
+) -> Result<(), ProverError>
+where
+    CP: CacheableParameters<C, P>,
+    C: bellperson::Circuit<blstrs::Scalar>,
+    P: ParameterSetMetadata,
+{
+    CP::get_param_metadata(blank(), pp).map_err(ProverError::filecoin(action()))?;
+    let path = parameter_cache_params_path(&CP::cache_identifier(pp));
+    if !path.exists() {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let params = random_setup::random_parameters(blank(), &mut rng)
+            .map_err(|e| ProverError::filecoin(action())(e.into()))?;
+        // Written aside and renamed: a run cut short never leaves a partial file under the name
+        // filecoin-proofs reads.
+        let partial = path.with_extension("params.partial");
+        let write = || -> std::io::Result<()> {
+            let mut out = std::io::BufWriter::new(File::create(&partial)?);
+            params.write(&mut out)?;
+            out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            std::fs::rename(&partial, &path)
+        };
+        write().map_err(ProverError::io("writing random-setup parameters to", &path))?;
+    }
+    let no_rng: Option<&mut ChaCha20Rng> = None;
+    CP::get_groth_params(no_rng, blank(), pp).map_err(ProverError::filecoin(action()))?;
+    let no_rng: Option<&mut ChaCha20Rng> = None;
+    CP::get_verifying_key(no_rng, blank(), pp).map_err(ProverError::filecoin(action()))?;
     Ok(())
 }
 

@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use bellperson::groth16::{
-    Parameters, PreparedVerifyingKey, generate_random_parameters, prepare_verifying_key,
-};
+use bellperson::groth16::{Parameters, PreparedVerifyingKey, prepare_verifying_key};
 use blstrs::{Bls12, G1Affine, G2Affine};
 use parking_lot::Mutex;
 use rand_chacha::ChaCha20Rng;
@@ -25,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::circuits::{CircuitKind, CircuitShape};
 use crate::error::ProverError;
 
+pub mod random_setup;
 mod timing_only;
 pub use timing_only::{QueryCounts, query_counts};
 
@@ -343,13 +342,12 @@ fn generate(circuit: CircuitKind, constraints: usize) -> Result<Parameters<Bls12
     let started = Instant::now();
     tracing::info!(%circuit, constraints, "generating Groth16 parameters (once per circuit and size)");
     let mut rng = ChaCha20Rng::from_seed(setup_seed(circuit, constraints));
-    let params =
-        generate_random_parameters::<Bls12, _, _>(circuit.partition(constraints, 0, 0)?, &mut rng)
-            .map_err(|e| ProverError::ParamsGeneration {
-                circuit,
-                constraints,
-                message: e.to_string(),
-            })?;
+    let params = random_setup::random_parameters(circuit.partition(constraints, 0, 0)?, &mut rng)
+        .map_err(|e| ProverError::ParamsGeneration {
+        circuit,
+        constraints,
+        message: e.to_string(),
+    })?;
     tracing::info!(%circuit, constraints, seconds = started.elapsed().as_secs_f64(), "parameters generated");
     Ok(params)
 }

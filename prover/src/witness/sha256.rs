@@ -29,9 +29,22 @@ const ROUND_CONSTANTS: [u32; 64] = [
 /// Auxiliary values the gadget allocates for one such block.
 pub const GENERAL_BLOCK_AUX: usize = 48 * (32 + 29 + 32 + 22 + 34) + 64 * 224 + 63 * 70 + 268;
 
-/// Where a block's witness bits go: one call per allocated bit, in the gadget's order.
+/// Where a block's witness bits go, in the gadget's order.
 pub trait BitSink {
+    /// The `count` low bits of `value`, least significant first.
     fn bits(&mut self, value: u64, count: u32);
+
+    /// The bits of `value` where `mask` is set, least significant first.
+    fn bits_masked(&mut self, value: u32, mask: u32) {
+        if mask & mask.wrapping_add(1) == 0 {
+            // The low `n` bits (all 32 included): one call.
+            self.bits(u64::from(value), mask.count_ones());
+        } else {
+            for i in (0..32).filter(|i| (mask >> i) & 1 == 1) {
+                self.bits(u64::from((value >> i) & 1), 1);
+            }
+        }
+    }
 }
 
 /// Pushes each bit as a field element (0 or 1).
@@ -161,6 +174,9 @@ pub fn allocate_gadget_block<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
         .collect::<Result<Vec<_>, _>>()?;
     Ok((state, bits))
 }
+
+mod symbolic;
+pub use symbolic::{Word, compress_block};
 
 #[cfg(test)]
 mod tests;

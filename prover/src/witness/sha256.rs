@@ -176,7 +176,7 @@ pub fn allocate_gadget_block<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
 }
 
 mod symbolic;
-pub use symbolic::{Word, compress_block};
+pub use symbolic::{Word, compress_block, hash};
 
 #[cfg(test)]
 mod tests;

@@ -126,7 +126,7 @@ impl Word {
             })
     }
 
-    fn is_allocated(self) -> bool {
+    pub fn is_allocated(self) -> bool {
         self.constant == 0 && self.negated == 0
     }
 
@@ -274,4 +274,28 @@ pub fn compress_block<S: BitSink>(out: &mut S, state: [Word; 8], block: [Word; 1
         Word::sum(out, &[state[6], g]),
         Word::sum(out, &[state[7], h]),
     ]
+}
+
+/// SHA-256's initial state, the gadget's constant IV.
+const IV: [u32; 8] = [
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+];
+
+/// bellperson's `sha256` gadget on a message of whole 32-bit words (each word's bits most
+/// significant first, as the gadget's input bits come), computed natively: the constant
+/// padding appended, the blocks compressed from the constant IV. Returns the digest's words.
+pub fn hash<S: BitSink>(out: &mut S, message: &[Word]) -> [Word; 8] {
+    let bits = message.len() as u64 * 32;
+    let mut padded = message.to_vec();
+    padded.push(Word::constant(0x8000_0000));
+    while !(padded.len() + 2).is_multiple_of(16) {
+        padded.push(Word::constant(0));
+    }
+    padded.push(Word::constant((bits >> 32) as u32));
+    padded.push(Word::constant(bits as u32));
+    padded
+        .chunks_exact(16)
+        .fold(IV.map(Word::constant), |state, block| {
+            compress_block(out, state, block.try_into().expect("16 words"))
+        })
 }

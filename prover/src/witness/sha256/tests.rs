@@ -183,3 +183,62 @@ fn blocks_with_constant_bits_are_witnessed_bit_for_bit_as_the_gadget_allocates_t
     let constants: [Word; 16] = std::array::from_fn(|_| Word::constant(rng.next_u32()));
     assert_eq!(assert_same_as_gadget("all constants", iv, constants), 0);
 }
+
+/// Whole hashes as the `sha256` gadget computes them: tree_d's (two allocated 256-bit halves),
+/// a label's length (39 x 256 bits, some words constant) and odd lengths; the digest is
+/// SHA-256's.
+#[test]
+fn whole_hashes_are_witnessed_bit_for_bit_as_the_gadget_allocates_them() {
+    use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+    use sha2::Digest;
+    let mut rng = ChaCha20Rng::seed_from_u64(10);
+    for (words, constant_every) in [(16, 0), (312, 7), (3, 2), (14, 0), (15, 3), (31, 5)] {
+        let message: Vec<Word> = (0..words)
+            .map(|i| {
+                let value = rng.next_u32();
+                if constant_every != 0 && i % constant_every == 0 {
+                    Word::constant(value)
+                } else {
+                    Word::allocated(value)
+                }
+            })
+            .collect();
+        let mut cs = WitnessCS::<Fr>::new();
+        let bits: Vec<Boolean> = message
+            .iter()
+            .flat_map(|&w| (0..32).rev().map(move |i| (w, i)))
+            .map(|(w, i)| {
+                let value = (w.value >> i) & 1 == 1;
+                if w.is_allocated() {
+                    AllocatedBit::alloc(cs.namespace(|| "input"), Some(value))
+                        .unwrap()
+                        .into()
+                } else {
+                    Boolean::constant(value)
+                }
+            })
+            .collect();
+        let inputs = cs.scalar_aux().len();
+        let digest_bits =
+            bellperson::gadgets::sha256::sha256(cs.namespace(|| "hash"), &bits).unwrap();
+        let gadget = cs.scalar_aux().split_off(inputs);
+        let mut native = Vec::new();
+        let digest = hash(&mut native, &message).map(|w| w.value);
+        assert_eq!(native.len(), gadget.len(), "{words} words: aux count");
+        assert!(native == gadget, "{words} words: aux values");
+        let gadget_digest: Vec<u32> = digest_bits
+            .chunks(32)
+            .map(|w| {
+                w.iter()
+                    .fold(0, |acc, b| (acc << 1) | u32::from(b.get_value().unwrap()))
+            })
+            .collect();
+        assert_eq!(digest.to_vec(), gadget_digest, "{words} words: digest");
+        let bytes: Vec<u8> = message.iter().flat_map(|w| w.value.to_be_bytes()).collect();
+        let expected: Vec<u32> = sha2::Sha256::digest(&bytes)
+            .chunks(4)
+            .map(|c| u32::from_be_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(digest.to_vec(), expected, "{words} words: SHA-256");
+    }
+}

@@ -47,6 +47,17 @@ pub trait BitSink {
     }
 }
 
+/// Where a whole gadget's witness goes: its bits and the field elements it packs them into.
+pub trait WitnessSink: BitSink {
+    fn scalar(&mut self, value: blstrs::Scalar);
+}
+
+impl WitnessSink for Vec<blstrs::Scalar> {
+    fn scalar(&mut self, value: blstrs::Scalar) {
+        self.push(value);
+    }
+}
+
 /// Pushes each bit as a field element (0 or 1).
 impl BitSink for Vec<blstrs::Scalar> {
     fn bits(&mut self, value: u64, count: u32) {
@@ -175,7 +186,9 @@ pub fn allocate_gadget_block<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
     Ok((state, bits))
 }
 
+mod label;
 mod symbolic;
+pub use label::create_label;
 pub use symbolic::{Word, compress_block, hash};
 
 #[cfg(test)]

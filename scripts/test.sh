@@ -154,7 +154,10 @@ if command -v mmdebstrap >/dev/null && command -v umoci >/dev/null && command -v
     && command -v bwrap >/dev/null; then
   BIN_DIR="${CARGO_TARGET_DIR:-target}/debug" scripts/images.sh build "$image_dir"
   scripts/images.sh check "$image_dir"
-  scripts/images.sh unpack "$image_dir" "$image_dir/bin"
+  # The test data is bound into the images' sandboxes wherever it lives (a cache outside
+  # $HOME, or PROOFPIPE_FILECOIN_TESTDATA elsewhere).
+  IMAGE_BINDS="$(cd "$testdata_dir" && pwd)${IMAGE_BINDS:+:$IMAGE_BINDS}" \
+    scripts/images.sh unpack "$image_dir" "$image_dir/bin"
   step "build the images, check and unpack them"
   run_image_tests "$(cd "$image_dir/bin" && pwd)"
   step "the Filecoin scenario and the quickstart from the images"

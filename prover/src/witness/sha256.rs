@@ -188,7 +188,7 @@ pub fn allocate_gadget_block<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
 
 mod label;
 mod symbolic;
-pub use label::create_label;
+pub use label::{LABEL_PARENTS, create_label};
 pub use symbolic::{Word, compress_block, hash};
 
 #[cfg(test)]

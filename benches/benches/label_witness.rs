@@ -1,0 +1,140 @@
+//! One PoRep label's witness (~79% of a 32 GiB challenge's witness is 11 of them): the
+//! circuit's own gadget (storage-proofs-porep's `create_label_circuit` on bellperson's
+//! witness-only constraint system, as synthesis computes it today) against
+//! `witness::sha256::create_label` (native, the same values in the same order), on one
+//! thread, in one run. The two witnesses are checked equal first.
+//!
+//! `cargo bench -p proofpipe-benches --bench label_witness` (PROOFPIPE_BENCH_LABELS, 100;
+//! PROOFPIPE_BENCH_RUNS, 3).
+
+use std::time::{Duration, Instant};
+
+use bellperson::ConstraintSystem;
+use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+use bellperson::gadgets::uint32::UInt32;
+use bellperson::util_cs::witness_cs::WitnessCS;
+use blstrs::Scalar as Fr;
+use proofpipe_prover::witness::sha256::{LABEL_PARENTS, Word, create_label};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use storage_proofs_core::gadgets::uint64::UInt64;
+use storage_proofs_porep::stacked::create_label_circuit;
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().map_or(default, |v| {
+        v.parse().unwrap_or_else(|_| panic!("{name} is a number"))
+    })
+}
+
+/// A field element's 255 bits, most significant first, padded with a constant zero.
+fn element(rng: &mut ChaCha20Rng) -> [Word; 8] {
+    std::array::from_fn(|i| {
+        let value = rng.next_u32();
+        if i == 7 {
+            Word {
+                value: value & !1,
+                constant: 1,
+                negated: 0,
+            }
+        } else {
+            Word::allocated(value)
+        }
+    })
+}
+
+struct Label {
+    replica_id: [Word; 8],
+    parents: [[Word; 8]; LABEL_PARENTS],
+    node: u64,
+}
+
+/// The gadget's witness of a label past its inputs, and the time of the label alone.
+fn gadget(label: &Label) -> (Vec<Fr>, Duration) {
+    let mut cs = WitnessCS::<Fr>::new();
+    let allocate = |cs: &mut WitnessCS<Fr>, e: &[Word; 8]| -> Vec<Boolean> {
+        (0..255)
+            .map(|i| {
+                let bit = (e[i / 32].value >> (31 - i % 32)) & 1 == 1;
+                AllocatedBit::alloc(cs.namespace(|| "bit"), Some(bit))
+                    .unwrap()
+                    .into()
+            })
+            .collect()
+    };
+    let replica = allocate(&mut cs, &label.replica_id);
+    let parents: Vec<Vec<Boolean>> = label.parents.iter().map(|p| allocate(&mut cs, p)).collect();
+    let node = UInt64::alloc(cs.namespace(|| "node"), Some(label.node)).unwrap();
+    let inputs = cs.scalar_aux().len();
+    let started = Instant::now();
+    create_label_circuit(
+        cs.namespace(|| "label"),
+        &replica,
+        parents,
+        UInt32::constant(5),
+        node,
+    )
+    .unwrap();
+    let took = started.elapsed();
+    (cs.scalar_aux().split_off(inputs), took)
+}
+
+fn native(out: &mut Vec<Fr>, label: &Label) -> Fr {
+    create_label(
+        out,
+        &label.replica_id,
+        Word::constant(5),
+        [
+            Word::allocated((label.node >> 32) as u32),
+            Word::allocated(label.node as u32),
+        ],
+        &label.parents,
+    )
+}
+
+fn main() {
+    let labels = env("PROOFPIPE_BENCH_LABELS", 100);
+    let runs = env("PROOFPIPE_BENCH_RUNS", 3);
+    let mut rng = ChaCha20Rng::seed_from_u64(1);
+    let inputs: Vec<Label> = (0..labels)
+        .map(|_| Label {
+            replica_id: element(&mut rng),
+            parents: std::array::from_fn(|_| element(&mut rng)),
+            node: u64::from(rng.next_u32()),
+        })
+        .collect();
+    let mut out = Vec::new();
+    for label in inputs.iter().take(3) {
+        out.clear();
+        native(&mut out, label);
+        assert!(
+            gadget(label).0 == out,
+            "the native witness must equal the gadget's"
+        );
+    }
+    let mut ratios = Vec::new();
+    for run in 0..runs {
+        let gadget_time: Duration = inputs.iter().map(|l| gadget(l).1).sum();
+        let started = Instant::now();
+        for label in &inputs {
+            out.clear();
+            std::hint::black_box(native(&mut out, label));
+        }
+        let native_time = started.elapsed();
+        let per = |d: Duration| d.as_secs_f64() * 1e3 / labels as f64;
+        let ratio = gadget_time.as_secs_f64() / native_time.as_secs_f64();
+        println!(
+            "label witness, {labels} labels of {} aux, one thread, run {run}: gadget {:.2} ms/label | native {:.3} ms/label | gadget / native = {ratio:.1}",
+            out.len(),
+            per(gadget_time),
+            per(native_time),
+        );
+        ratios.push(ratio);
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "median of {runs}: {:.1}x (spread {:.1}-{:.1})",
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1]
+    );
+}

@@ -188,8 +188,10 @@ pub fn allocate_gadget_block<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
 
 mod label;
 mod symbolic;
+mod tree_d;
 pub use label::{LABEL_PARENTS, create_label};
 pub use symbolic::{Word, compress_block, hash};
+pub use tree_d::tree_d_level;
 
 #[cfg(test)]
 mod tests;

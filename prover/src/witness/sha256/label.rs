@@ -33,15 +33,15 @@ pub fn create_label<S: WitnessSink>(
         message.extend_from_slice(parent);
     }
     let digest = hash(out, &message);
-    let label = label_of(digest.map(|w| w.value));
+    let label = packed(digest.map(|w| w.value));
     out.scalar(label);
     label
 }
 
-/// The packed label: the digest's bits with each byte's bit order reversed, the first
-/// `CAPACITY` of them little-endian, i.e. the digest's bytes read little-endian with the two
-/// top bits cleared (Filecoin's `bytes_into_fr` of a truncated hash).
-fn label_of(digest: [u32; 8]) -> Fr {
+/// A digest packed as Filecoin's SHA-256 circuits pack it (`pack_bits` of the digest's bits
+/// with each byte's bit order reversed, the first `CAPACITY`): the digest's bytes read
+/// little-endian with the two top bits cleared.
+pub(super) fn packed(digest: [u32; 8]) -> Fr {
     let mut bytes = [0u8; 32];
     for (chunk, word) in bytes.chunks_exact_mut(4).zip(digest) {
         chunk.copy_from_slice(&word.to_be_bytes());

@@ -10,37 +10,18 @@
 use std::time::{Duration, Instant};
 
 use bellperson::ConstraintSystem;
-use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+use bellperson::gadgets::boolean::Boolean;
 use bellperson::gadgets::uint32::UInt32;
 use bellperson::util_cs::witness_cs::WitnessCS;
 use blstrs::Scalar as Fr;
-use proofpipe_prover::witness::sha256::{LABEL_PARENTS, Word, create_label};
+use proofpipe_benches::{env_count, print_median_ratio};
+use proofpipe_prover::witness::sha256::{
+    LABEL_PARENTS, Word, allocate_gadget_element, create_label, padded_element,
+};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use storage_proofs_core::gadgets::uint64::UInt64;
 use storage_proofs_porep::stacked::create_label_circuit;
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().map_or(default, |v| {
-        v.parse().unwrap_or_else(|_| panic!("{name} is a number"))
-    })
-}
-
-/// A field element's 255 bits, most significant first, padded with a constant zero.
-fn element(rng: &mut ChaCha20Rng) -> [Word; 8] {
-    std::array::from_fn(|i| {
-        let value = rng.next_u32();
-        if i == 7 {
-            Word {
-                value: value & !1,
-                constant: 1,
-                negated: 0,
-            }
-        } else {
-            Word::allocated(value)
-        }
-    })
-}
 
 struct Label {
     replica_id: [Word; 8],
@@ -51,18 +32,12 @@ struct Label {
 /// The gadget's witness of a label past its inputs, and the time of the label alone.
 fn gadget(label: &Label) -> (Vec<Fr>, Duration) {
     let mut cs = WitnessCS::<Fr>::new();
-    let allocate = |cs: &mut WitnessCS<Fr>, e: &[Word; 8]| -> Vec<Boolean> {
-        (0..255)
-            .map(|i| {
-                let bit = (e[i / 32].value >> (31 - i % 32)) & 1 == 1;
-                AllocatedBit::alloc(cs.namespace(|| "bit"), Some(bit))
-                    .unwrap()
-                    .into()
-            })
-            .collect()
-    };
-    let replica = allocate(&mut cs, &label.replica_id);
-    let parents: Vec<Vec<Boolean>> = label.parents.iter().map(|p| allocate(&mut cs, p)).collect();
+    let replica = allocate_gadget_element(&mut cs, &label.replica_id).unwrap();
+    let parents: Vec<Vec<Boolean>> = label
+        .parents
+        .iter()
+        .map(|p| allocate_gadget_element(&mut cs, p).unwrap())
+        .collect();
     let node = UInt64::alloc(cs.namespace(|| "node"), Some(label.node)).unwrap();
     let inputs = cs.scalar_aux().len();
     let started = Instant::now();
@@ -92,13 +67,15 @@ fn native(out: &mut Vec<Fr>, label: &Label) -> Fr {
 }
 
 fn main() {
-    let labels = env("PROOFPIPE_BENCH_LABELS", 100);
-    let runs = env("PROOFPIPE_BENCH_RUNS", 3);
+    let labels = env_count("PROOFPIPE_BENCH_LABELS", 100);
+    let runs = env_count("PROOFPIPE_BENCH_RUNS", 3);
     let mut rng = ChaCha20Rng::seed_from_u64(1);
     let inputs: Vec<Label> = (0..labels)
         .map(|_| Label {
-            replica_id: element(&mut rng),
-            parents: std::array::from_fn(|_| element(&mut rng)),
+            replica_id: padded_element(std::array::from_fn(|_| rng.next_u32())),
+            parents: std::array::from_fn(|_| {
+                padded_element(std::array::from_fn(|_| rng.next_u32()))
+            }),
             node: u64::from(rng.next_u32()),
         })
         .collect();
@@ -130,11 +107,5 @@ fn main() {
         );
         ratios.push(ratio);
     }
-    ratios.sort_by(f64::total_cmp);
-    println!(
-        "median of {runs}: {:.1}x (spread {:.1}-{:.1})",
-        ratios[ratios.len() / 2],
-        ratios[0],
-        ratios[ratios.len() - 1]
-    );
+    print_median_ratio(ratios);
 }

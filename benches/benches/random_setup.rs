@@ -10,16 +10,11 @@ use std::time::Instant;
 
 use bellperson::groth16::{Parameters, generate_random_parameters};
 use blstrs::Bls12;
+use proofpipe_benches::{env_count, print_median_ratio};
 use proofpipe_prover::circuits::CircuitKind;
 use proofpipe_prover::params::random_setup::random_parameters;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().map_or(default, |v| {
-        v.parse().unwrap_or_else(|_| panic!("{name} is a number"))
-    })
-}
 
 fn bytes(params: &Parameters<Bls12>) -> Vec<u8> {
     let mut out = Vec::new();
@@ -28,8 +23,8 @@ fn bytes(params: &Parameters<Bls12>) -> Vec<u8> {
 }
 
 fn main() {
-    let constraints = env("PROOFPIPE_BENCH_CONSTRAINTS", 1 << 16);
-    let runs = env("PROOFPIPE_BENCH_RUNS", 3);
+    let constraints = env_count("PROOFPIPE_BENCH_CONSTRAINTS", 1 << 16);
+    let runs = env_count("PROOFPIPE_BENCH_RUNS", 3);
     let kind = CircuitKind::MerkleSha256;
     let mut ratios = Vec::new();
     for run in 0..runs {
@@ -59,11 +54,5 @@ fn main() {
         );
         ratios.push(bellperson / table);
     }
-    ratios.sort_by(f64::total_cmp);
-    println!(
-        "median of {runs}: {:.1}x (spread {:.1}-{:.1})",
-        ratios[ratios.len() / 2],
-        ratios[0],
-        ratios[ratios.len() - 1]
-    );
+    print_median_ratio(ratios);
 }

@@ -599,6 +599,19 @@ fn cpu_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Median, minimum and maximum of runs' figures (the median of an even count is the mean of
+/// the middle two).
+pub fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    let median = if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    };
+    (median, xs[0], xs[n - 1])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -610,6 +623,12 @@ mod tests {
             start,
             end,
         }
+    }
+
+    #[test]
+    fn spread_is_median_min_max() {
+        assert_eq!(spread(vec![3.0, 1.0, 2.0]), (2.0, 1.0, 3.0));
+        assert_eq!(spread(vec![4.0, 1.0]), (2.5, 1.0, 4.0));
     }
 
     #[test]

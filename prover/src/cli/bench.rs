@@ -9,7 +9,9 @@ use std::time::Instant;
 
 use proofpipe_kernels::GpuOptions;
 use proofpipe_prover::ProverError;
-use proofpipe_prover::bench::{BenchReport, Feed, FeedKind, SourceWorkload, bench_source, compare};
+use proofpipe_prover::bench::{
+    BenchReport, Feed, FeedKind, SourceWorkload, bench_source, compare, spread,
+};
 use proofpipe_prover::filecoin::shape::{self, PartitionShape, Placeholder};
 
 use proofpipe_prover::circuits::R1csCounts;
@@ -151,18 +153,6 @@ fn gpu_variants(list: &str) -> Result<Vec<(GpuOptions, usize)>, String> {
         }
     }
     Ok(out)
-}
-
-/// Median, minimum and maximum.
-pub(super) fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    let median = if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    };
-    (median, xs[0], xs[n - 1])
 }
 
 /// One line per GPU variant: steady-state seconds per partition and device busy, median of
@@ -842,11 +832,5 @@ mod tests {
             [("none".into(), 1), ("all".into(), 3), ("split".into(), 1)]
         );
         assert!(gpu_variants("all,turbo").is_err());
-    }
-
-    #[test]
-    fn spread_is_median_min_max() {
-        assert_eq!(spread(vec![3.0, 1.0, 2.0]), (2.0, 1.0, 3.0));
-        assert_eq!(spread(vec![4.0, 1.0]), (2.5, 1.0, 4.0));
     }
 }

@@ -22,8 +22,9 @@ use serde_json::json;
 use super::BenchArgs;
 use super::bench::{
     ShapeRun, porep_shape_input, post_shape_input, prepare_porep_shape, prepare_post_shape,
-    shape_backend, spread,
+    shape_backend,
 };
+use proofpipe_prover::bench::spread;
 
 /// The three plans of one prover serving a PoRep and an urgent PoSt.
 #[derive(Debug, Serialize)]

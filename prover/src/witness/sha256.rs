@@ -189,7 +189,7 @@ pub fn allocate_gadget_block<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
 mod label;
 mod symbolic;
 mod tree_d;
-pub use label::{LABEL_PARENTS, create_label};
+pub use label::{LABEL_PARENTS, allocate_gadget_element, create_label, padded_element};
 pub use symbolic::{Word, compress_block, hash};
 pub use tree_d::tree_d_level;
 

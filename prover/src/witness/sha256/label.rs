@@ -38,6 +38,32 @@ pub fn create_label<S: WitnessSink>(
     label
 }
 
+/// A field element's 255 bits as the circuit hands them to a label (most significant first),
+/// with the constant zero it pads them with to 32 bytes: the last bit of `values`.
+pub fn padded_element(mut values: [u32; 8]) -> [Word; 8] {
+    values[7] &= !1;
+    std::array::from_fn(|i| Word {
+        value: values[i],
+        constant: u32::from(i == 7),
+        negated: 0,
+    })
+}
+
+/// Such an element as the gadget's input: its 255 bits allocated on `cs`, most significant
+/// first. The reference the native label is held to (tests) and timed against (benches).
+pub fn allocate_gadget_element<CS: bellperson::ConstraintSystem<Fr>>(
+    cs: &mut CS,
+    element: &[Word; 8],
+) -> Result<Vec<bellperson::gadgets::boolean::Boolean>, bellperson::SynthesisError> {
+    use bellperson::gadgets::boolean::AllocatedBit;
+    (0..255)
+        .map(|i| {
+            let bit = (element[i / 32].value >> (31 - i % 32)) & 1 == 1;
+            AllocatedBit::alloc(cs.namespace(|| format!("bit {i}")), Some(bit)).map(Into::into)
+        })
+        .collect()
+}
+
 /// A digest packed as Filecoin's SHA-256 circuits pack it (`pack_bits` of the digest's bits
 /// with each byte's bit order reversed, the first `CAPACITY`): the digest's bytes read
 /// little-endian with the two top bits cleared.
@@ -53,7 +79,7 @@ pub(super) fn packed(digest: [u32; 8]) -> Fr {
 #[cfg(test)]
 mod tests {
     use bellperson::ConstraintSystem;
-    use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+    use bellperson::gadgets::boolean::Boolean;
     use bellperson::gadgets::uint32::UInt32;
     use bellperson::util_cs::witness_cs::WitnessCS;
     use rand_chacha::ChaCha20Rng;
@@ -63,32 +89,8 @@ mod tests {
 
     use super::*;
 
-    /// 255 allocated bits, most significant first, and the constant zero the circuit pads
-    /// them with: a field element's bits as the circuit hands them to the label.
     fn element(rng: &mut ChaCha20Rng) -> [Word; 8] {
-        std::array::from_fn(|i| {
-            let value = rng.next_u32();
-            if i == 7 {
-                Word {
-                    value: value & !1,
-                    constant: 1,
-                    negated: 0,
-                }
-            } else {
-                Word::allocated(value)
-            }
-        })
-    }
-
-    fn allocate(cs: &mut WitnessCS<Fr>, element: &[Word; 8]) -> Vec<Boolean> {
-        (0..255)
-            .map(|i| {
-                let bit = (element[i / 32].value >> (31 - i % 32)) & 1 == 1;
-                AllocatedBit::alloc(cs.namespace(|| format!("bit {i}")), Some(bit))
-                    .unwrap()
-                    .into()
-            })
-            .collect()
+        padded_element(std::array::from_fn(|_| rng.next_u32()))
     }
 
     #[test]
@@ -100,9 +102,11 @@ mod tests {
             let node = u64::from(rng.next_u32()) << 3;
 
             let mut cs = WitnessCS::<Fr>::new();
-            let replica_bits = allocate(&mut cs, &replica_id);
-            let parent_bits: Vec<Vec<Boolean>> =
-                parents.iter().map(|p| allocate(&mut cs, p)).collect();
+            let replica_bits = allocate_gadget_element(&mut cs, &replica_id).unwrap();
+            let parent_bits: Vec<Vec<Boolean>> = parents
+                .iter()
+                .map(|p| allocate_gadget_element(&mut cs, p).unwrap())
+                .collect();
             let node_bits = UInt64::alloc(cs.namespace(|| "node"), Some(node)).unwrap();
             let inputs = cs.scalar_aux().len();
             let num = create_label_circuit(

@@ -15,6 +15,11 @@ fn gadget_block(state: [u32; 8], block: [u32; 16]) -> (Vec<Fr>, [u32; 8]) {
     let (state, bits) = allocate_gadget_block(&mut cs, state, block).unwrap();
     let inputs = cs.scalar_aux().len();
     let out = sha256_compression_function(cs.namespace(|| "block"), &bits, &state).unwrap();
+    (cs.scalar_aux().split_off(inputs), state_words(&out))
+}
+
+/// The values of a compression's output words.
+fn state_words(out: &[bellperson::gadgets::uint32::UInt32]) -> [u32; 8] {
     let words: Vec<u32> = out
         .iter()
         .map(|w| {
@@ -26,7 +31,7 @@ fn gadget_block(state: [u32; 8], block: [u32; 16]) -> (Vec<Fr>, [u32; 8]) {
                 .sum()
         })
         .collect();
-    (cs.scalar_aux().split_off(inputs), words.try_into().unwrap())
+    words.try_into().unwrap()
 }
 
 #[test]
@@ -95,18 +100,7 @@ fn gadget_masked(state: [Word; 8], block: [Word; 16]) -> (Vec<Fr>, [u32; 8]) {
         .collect();
     let inputs = cs.scalar_aux().len();
     let out = sha256_compression_function(cs.namespace(|| "block"), &bits, &state).unwrap();
-    let words: Vec<u32> = out
-        .iter()
-        .map(|w| {
-            w.clone()
-                .into_bits()
-                .iter()
-                .enumerate()
-                .map(|(i, b)| u32::from(b.get_value().unwrap()) << i)
-                .sum()
-        })
-        .collect();
-    (cs.scalar_aux().split_off(inputs), words.try_into().unwrap())
+    (cs.scalar_aux().split_off(inputs), state_words(&out))
 }
 
 fn assert_same_as_gadget(what: &str, state: [Word; 8], block: [Word; 16]) -> usize {

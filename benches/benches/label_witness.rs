@@ -15,6 +15,7 @@ use bellperson::gadgets::uint32::UInt32;
 use bellperson::util_cs::witness_cs::WitnessCS;
 use blstrs::Scalar as Fr;
 use proofpipe_benches::{env_count, print_median_ratio};
+use proofpipe_prover::witness::Assignment;
 use proofpipe_prover::witness::sha256::{
     LABEL_PARENTS, Word, allocate_gadget_element, create_label, padded_element,
 };
@@ -53,7 +54,7 @@ fn gadget(label: &Label) -> (Vec<Fr>, Duration) {
     (cs.scalar_aux().split_off(inputs), took)
 }
 
-fn native(out: &mut Vec<Fr>, label: &Label) -> Fr {
+fn native(out: &mut Assignment, label: &Label) -> Fr {
     create_label(
         out,
         &label.replica_id,
@@ -79,12 +80,12 @@ fn main() {
             node: u64::from(rng.next_u32()),
         })
         .collect();
-    let mut out = Vec::new();
+    let mut out = Assignment::default();
     for label in inputs.iter().take(3) {
-        out.clear();
+        out.aux.clear();
         native(&mut out, label);
         assert!(
-            gadget(label).0 == out,
+            gadget(label).0 == out.aux,
             "the native witness must equal the gadget's"
         );
     }
@@ -93,7 +94,7 @@ fn main() {
         let gadget_time: Duration = inputs.iter().map(|l| gadget(l).1).sum();
         let started = Instant::now();
         for label in &inputs {
-            out.clear();
+            out.aux.clear();
             std::hint::black_box(native(&mut out, label));
         }
         let native_time = started.elapsed();

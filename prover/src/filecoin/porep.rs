@@ -31,6 +31,7 @@ use crate::groth16::matrices_file::{self, MatricesId, MatricesOrigin};
 use crate::groth16::{self, R1csMatrices, SynthesisMode, Synthesized};
 use crate::params::LoadOnce;
 use crate::pipeline::{PartitionProof, PartitionSource};
+use crate::witness::porep::PartitionWitness;
 
 /// Bytes of one partition's proof (bellperson's compressed Groth16 proof).
 pub const PARTITION_PROOF_BYTES: usize = 192;
@@ -186,7 +187,7 @@ impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
     }
 
     /// Partition `k`'s vanilla proofs, one per challenge.
-    fn vanilla(
+    pub(super) fn vanilla(
         &self,
         k: usize,
     ) -> Result<Cow<'_, [stacked::Proof<Tree, DefaultPieceHasher>]>, String> {
@@ -206,7 +207,7 @@ impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
     /// Partition `k`'s circuit over `vanilla`, all of its challenges' proofs or some of them
     /// (a sub-circuit of the parallel synthesis: the common allocations, then these
     /// challenges').
-    fn circuit_of(
+    pub(super) fn circuit_of(
         &self,
         vanilla: &[stacked::Proof<Tree, DefaultPieceHasher>],
         k: usize,
@@ -306,7 +307,8 @@ impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionSource for StackedPartitions<Tree> {
-    /// From the matrices, a partition's challenges run on every core; in one pass, one core.
+    /// From the matrices, a partition's challenges are witnessed natively on every core; in
+    /// one pass, one core.
     fn synthesis_threads(&self) -> usize {
         match self.matrices {
             Some(_) => self.public_params.challenges.num_challenges_per_partition(),
@@ -326,15 +328,8 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for StackedPartitions<Tree
             // Every core on the partition: its challenges are independent parts.
             Some(matrices) => {
                 let vanilla = self.vanilla(k).map_err(fail)?;
-                groth16::synthesize_split_from_matrices_into(
-                    vanilla.len(),
-                    |challenges| {
-                        self.circuit_of(&vanilla[challenges], k)
-                            .map_err(|e| SynthesisError::IoError(std::io::Error::other(e)))
-                    },
-                    matrices,
-                    evaluations,
-                )
+                let witness = PartitionWitness::of(&self.public_inputs, &vanilla).map_err(fail)?;
+                groth16::synthesize_native_from_matrices_into(&witness, matrices, evaluations)
             }
             None => {
                 let circuit = self.circuit(k).map_err(fail)?;

@@ -45,6 +45,9 @@ use crate::error::ProverError;
 use crate::groth16::matrices_file::MatricesOrigin;
 use crate::groth16::{R1csMatrices, SynthesisMode};
 
+mod witness;
+pub use witness::{PlaceholderWitness, placeholder_circuit_and_proofs};
+
 /// What fixes a PoRep partition's circuit structure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct PartitionShape {

@@ -7,6 +7,7 @@
 
 mod assignment;
 mod matrices;
+mod native;
 mod prove;
 mod split;
 
@@ -15,6 +16,7 @@ pub use assignment::{Synthesized, synthesize, synthesize_into};
 pub use matrices::{
     R1csMatrices, file as matrices_file, synthesize_from_matrices, synthesize_from_matrices_into,
 };
+pub use native::synthesize_native_from_matrices_into;
 pub use prove::{BasesPlacement, G2Placement, QueryPlacement, Started, finalize, prove_start};
 pub use split::synthesize_split_from_matrices_into;
 

@@ -15,6 +15,8 @@
 //! A sum allocates every bit of the whole sum of its u32 operands (bellperson's `addmany`), of
 //! which the low 32 are the word the gadget goes on with.
 
+use super::{BitSink, WitnessSink};
+
 const ROUND_CONSTANTS: [u32; 64] = [
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
     0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -28,49 +30,6 @@ const ROUND_CONSTANTS: [u32; 64] = [
 
 /// Auxiliary values the gadget allocates for one such block.
 pub const GENERAL_BLOCK_AUX: usize = 48 * (32 + 29 + 32 + 22 + 34) + 64 * 224 + 63 * 70 + 268;
-
-/// Where a block's witness bits go, in the gadget's order.
-pub trait BitSink {
-    /// The `count` low bits of `value`, least significant first.
-    fn bits(&mut self, value: u64, count: u32);
-
-    /// The bits of `value` where `mask` is set, least significant first.
-    fn bits_masked(&mut self, value: u32, mask: u32) {
-        if mask & mask.wrapping_add(1) == 0 {
-            // The low `n` bits (all 32 included): one call.
-            self.bits(u64::from(value), mask.count_ones());
-        } else {
-            for i in (0..32).filter(|i| (mask >> i) & 1 == 1) {
-                self.bits(u64::from((value >> i) & 1), 1);
-            }
-        }
-    }
-}
-
-/// Where a whole gadget's witness goes: its bits and the field elements it packs them into.
-pub trait WitnessSink: BitSink {
-    fn scalar(&mut self, value: blstrs::Scalar);
-}
-
-impl WitnessSink for Vec<blstrs::Scalar> {
-    fn scalar(&mut self, value: blstrs::Scalar) {
-        self.push(value);
-    }
-}
-
-/// Pushes each bit as a field element (0 or 1).
-impl BitSink for Vec<blstrs::Scalar> {
-    fn bits(&mut self, value: u64, count: u32) {
-        use ff::Field;
-        self.extend((0..count).map(|i| {
-            if (value >> i) & 1 == 1 {
-                blstrs::Scalar::ONE
-            } else {
-                blstrs::Scalar::ZERO
-            }
-        }));
-    }
-}
 
 /// The bits of the whole sum of `words`, as `addmany` allocates them; the low 32 go on.
 fn sum<S: BitSink>(out: &mut S, words: &[u32]) -> u32 {
@@ -189,7 +148,10 @@ pub fn allocate_gadget_block<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
 mod label;
 mod symbolic;
 mod tree_d;
-pub use label::{LABEL_PARENTS, allocate_gadget_element, create_label, padded_element};
+pub use label::{
+    LABEL_PARENTS, allocate_gadget_element, create_label, element_words, padded_element,
+};
+
 pub use symbolic::{Word, compress_block, hash};
 pub use tree_d::tree_d_level;
 

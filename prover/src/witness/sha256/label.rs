@@ -49,6 +49,18 @@ pub fn padded_element(mut values: [u32; 8]) -> [Word; 8] {
     })
 }
 
+/// A field element as a SHA-256 gadget reads it from `reverse_bit_numbering(to_bits_le)`: its
+/// 32 little-endian bytes, each most significant bit first (so the words are the bytes read
+/// big-endian); the 256th bit, the top of the last byte, is the constant the circuit pads with.
+pub fn element_words(value: Fr) -> [Word; 8] {
+    let repr = value.to_repr();
+    std::array::from_fn(|j| Word {
+        value: u32::from_be_bytes(repr[4 * j..4 * j + 4].try_into().expect("4 bytes")),
+        constant: if j == 7 { 1 << 7 } else { 0 },
+        negated: 0,
+    })
+}
+
 /// Such an element as the gadget's input: its 255 bits allocated on `cs`, most significant
 /// first. The reference the native label is held to (tests) and timed against (benches).
 pub fn allocate_gadget_element<CS: bellperson::ConstraintSystem<Fr>>(
@@ -67,7 +79,7 @@ pub fn allocate_gadget_element<CS: bellperson::ConstraintSystem<Fr>>(
 /// A digest packed as Filecoin's SHA-256 circuits pack it (`pack_bits` of the digest's bits
 /// with each byte's bit order reversed, the first `CAPACITY`): the digest's bytes read
 /// little-endian with the two top bits cleared.
-pub(super) fn packed(digest: [u32; 8]) -> Fr {
+pub(crate) fn packed(digest: [u32; 8]) -> Fr {
     let mut bytes = [0u8; 32];
     for (chunk, word) in bytes.chunks_exact_mut(4).zip(digest) {
         chunk.copy_from_slice(&word.to_be_bytes());
@@ -119,7 +131,7 @@ mod tests {
             .unwrap();
             let gadget = cs.scalar_aux().split_off(inputs);
 
-            let mut native = Vec::new();
+            let mut native = crate::witness::Assignment::default();
             let label = create_label(
                 &mut native,
                 &replica_id,
@@ -130,8 +142,8 @@ mod tests {
                 ],
                 &parents,
             );
-            assert_eq!(native.len(), gadget.len(), "layer {layer}: aux count");
-            assert!(native == gadget, "layer {layer}: aux values");
+            assert_eq!(native.aux.len(), gadget.len(), "layer {layer}: aux count");
+            assert!(native.aux == gadget, "layer {layer}: aux values");
             assert_eq!(Some(label), num.get_value(), "layer {layer}: the label");
         }
     }

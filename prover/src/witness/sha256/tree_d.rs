@@ -5,10 +5,10 @@
 //! witness).
 
 use blstrs::Scalar as Fr;
-use ff::PrimeField;
 
-use super::label::packed;
+use super::label::{element_words, packed};
 use super::{WitnessSink, Word, hash};
+use crate::witness::to_bits_le;
 
 /// The level's witness; returns the parent. `index_bit` says whether `cur` is the right child.
 pub fn tree_d_level<S: WitnessSink>(out: &mut S, cur: Fr, index_bit: bool, sibling: Fr) -> Fr {
@@ -23,21 +23,8 @@ pub fn tree_d_level<S: WitnessSink>(out: &mut S, cur: Fr, index_bit: bool, sibli
     out.scalar(right);
     let mut message = [Word::constant(0); 16];
     for (half, child) in [left, right].into_iter().enumerate() {
-        let repr = child.to_repr();
-        // `to_bits_le`: the element's 255 bits, least significant first.
-        for (i, limb) in repr.chunks_exact(8).enumerate() {
-            let limb = u64::from_le_bytes(limb.try_into().expect("8 bytes"));
-            out.bits(limb, if i == 3 { 63 } else { 64 });
-        }
-        // Hashed as its 32 little-endian bytes, each most significant bit first; the 256th bit
-        // (the top of the last byte) is the constant the circuit pads with.
-        for (j, word) in repr.chunks_exact(4).enumerate() {
-            message[8 * half + j] = Word {
-                value: u32::from_be_bytes(word.try_into().expect("4 bytes")),
-                constant: if j == 7 { 1 << 7 } else { 0 },
-                negated: 0,
-            };
-        }
+        to_bits_le(out, child);
+        message[8 * half..8 * half + 8].copy_from_slice(&element_words(child));
     }
     let parent = packed(hash(out, &message).map(|w| w.value));
     out.scalar(parent);
@@ -79,14 +66,14 @@ mod tests {
             .unwrap();
             let gadget = cs.scalar_aux().split_off(inputs);
 
-            let mut native = Vec::new();
+            let mut native = crate::witness::Assignment::default();
             let native_parent = tree_d_level(&mut native, cur, index_bit, sibling);
             assert_eq!(
-                native.len(),
+                native.aux.len(),
                 gadget.len(),
                 "index bit {index_bit}: aux count"
             );
-            assert!(native == gadget, "index bit {index_bit}: aux values");
+            assert!(native.aux == gadget, "index bit {index_bit}: aux values");
             assert_eq!(
                 Some(native_parent),
                 parent.get_value(),

@@ -25,7 +25,9 @@ fn main() {
         "512MiB" => RegisteredSealProof::StackedDrg512MiBV1_1,
         "32GiB" => RegisteredSealProof::StackedDrg32GiBV1_1,
         "64GiB" => RegisteredSealProof::StackedDrg64GiBV1_1,
-        other => panic!("PROOFPIPE_BENCH_SECTOR is 2KiB, 8MiB, 512MiB, 32GiB or 64GiB, not {other:?}"),
+        other => {
+            panic!("PROOFPIPE_BENCH_SECTOR is 2KiB, 8MiB, 512MiB, 32GiB or 64GiB, not {other:?}")
+        }
     };
     let runs = env_count("PROOFPIPE_BENCH_RUNS", 3);
     let placeholder = Placeholder {

@@ -102,7 +102,7 @@ fn main() {
         let ratio = gadget_time.as_secs_f64() / native_time.as_secs_f64();
         println!(
             "label witness, {labels} labels of {} aux, one thread, run {run}: gadget {:.2} ms/label | native {:.3} ms/label | gadget / native = {ratio:.1}",
-            out.len(),
+            out.aux.len(),
             per(gadget_time),
             per(native_time),
         );

@@ -9,7 +9,6 @@ mod assignment;
 mod matrices;
 mod native;
 mod prove;
-mod split;
 
 pub(crate) use assignment::enforce_input_independence;
 pub use assignment::{Synthesized, synthesize, synthesize_into};
@@ -18,7 +17,6 @@ pub use matrices::{
 };
 pub use native::synthesize_native_from_matrices_into;
 pub use prove::{BasesPlacement, G2Placement, QueryPlacement, Started, finalize, prove_start};
-pub use split::synthesize_split_from_matrices_into;
 
 use bellperson::groth16::{PreparedVerifyingKey, Proof, verify_proof};
 use blstrs::{Bls12, Scalar as Fr};

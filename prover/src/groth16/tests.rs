@@ -326,43 +326,78 @@ fn an_extending_circuit_synthesizes_as_it_does_in_sequence() {
     );
 }
 
+/// `Parted`'s witness computed natively, optionally with one value too many in one part.
+struct NativeParted {
+    parts: usize,
+    extra_in: Option<usize>,
+}
+
+impl crate::witness::NativeWitness for NativeParted {
+    fn parts(&self) -> usize {
+        self.parts
+    }
+
+    fn prefix<S: crate::witness::WitnessSink>(&self, out: &mut S) {
+        let x = Fr::from(7u64);
+        out.scalar(x);
+        out.input(x);
+        out.scalar(x.square());
+        out.scalar(x.square() * x);
+    }
+
+    fn part<S: crate::witness::WitnessSink>(&self, i: usize, out: &mut S) {
+        let mut v = Fr::from(i as u64 + 2);
+        out.scalar(v);
+        out.input(v);
+        for _ in 0..10 {
+            v = v.square();
+            out.scalar(v);
+        }
+        if self.extra_in == Some(i) {
+            out.scalar(v);
+        }
+    }
+}
+
 #[test]
-fn a_split_synthesis_equals_the_whole_and_refuses_parts_that_are_not_uniform() {
+fn a_native_witness_synthesizes_as_the_circuit_does_and_a_misshapen_one_is_refused() {
     let whole = Parted {
         parts: 0..5,
         extend: false,
     };
     let matrices = R1csMatrices::record_circuit(whole.clone()).unwrap();
     let one_pass = synthesize(whole, matrices.shape()).unwrap();
-    let split = synthesize_split_from_matrices_into(
-        5,
-        |parts| {
-            Ok(Parted {
-                parts,
-                extend: false,
-            })
-        },
-        &matrices,
-        &proofpipe_kernels::EvalAlloc::heap(),
-    )
-    .unwrap();
-    assert_same(&one_pass, &split);
+    let heap = proofpipe_kernels::EvalAlloc::heap();
+    let native = NativeParted {
+        parts: 5,
+        extra_in: None,
+    };
+    assert_same(
+        &one_pass,
+        &synthesize_native_from_matrices_into(&native, &matrices, &heap).unwrap(),
+    );
 
-    // Sub-circuits that do not add up to the recorded circuit are refused, not mis-stitched.
-    let err = synthesize_split_from_matrices_into(
-        4,
-        |parts| {
-            Ok(Parted {
-                parts,
-                extend: false,
-            })
-        },
-        &matrices,
-        &proofpipe_kernels::EvalAlloc::heap(),
-    )
-    .err()
-    .expect("4 parts of a 5-part recording");
-    assert!(err.to_string().contains("no common prefix"), "{err}");
+    // A part writing one value too many is refused, named, not written past its slots.
+    let extra = NativeParted {
+        parts: 5,
+        extra_in: Some(3),
+    };
+    let err = synthesize_native_from_matrices_into(&extra, &matrices, &heap)
+        .err()
+        .expect("a part of 12 aux where the recording has 11");
+    assert!(
+        err.to_string().contains("part 3 wrote 1 inputs and 12 aux"),
+        "{err}"
+    );
+    // A witness of other parts than the recording's cannot make its sizes.
+    let fewer = NativeParted {
+        parts: 4,
+        extra_in: None,
+    };
+    let err = synthesize_native_from_matrices_into(&fewer, &matrices, &heap)
+        .err()
+        .expect("4 parts of a 5-part recording");
+    assert!(err.to_string().contains("cannot make"), "{err}");
 }
 
 #[test]

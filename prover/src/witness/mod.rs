@@ -9,6 +9,7 @@ use ff::{Field, PrimeField};
 pub mod merkle;
 pub mod porep;
 pub mod poseidon;
+pub mod post;
 pub mod sha256;
 
 /// Where a gadget's bits go, in its order.

@@ -125,6 +125,11 @@ impl<Tree: 'static + MerkleTreeTrait> PlaceholderPartitions<Tree> {
     /// Partition `partition`'s circuit: every circuit sector with its challenges' Merkle paths
     /// of tree R, pseudorandom values.
     fn circuit(&self, partition: u32) -> anyhow::Result<FallbackPoStCircuit<Tree>> {
+        self.circuit_of(&self.vanilla(partition))
+    }
+
+    /// Partition `partition`'s vanilla proof: every circuit sector's.
+    fn vanilla(&self, partition: u32) -> fallback::Proof<Tree::Proof> {
         let mut rng = ChaCha20Rng::seed_from_u64(self.seed);
         rng.set_stream(u64::from(partition) + 1);
         let sectors = (0..self.public_params.sector_count)
@@ -145,13 +150,20 @@ impl<Tree: 'static + MerkleTreeTrait> PlaceholderPartitions<Tree> {
                 }
             })
             .collect();
+        fallback::Proof { sectors }
+    }
+
+    fn circuit_of(
+        &self,
+        vanilla: &fallback::Proof<Tree::Proof>,
+    ) -> anyhow::Result<FallbackPoStCircuit<Tree>> {
         <FallbackPoStCompound<Tree> as CompoundProof<
             FallbackPoSt<'_, Tree>,
             FallbackPoStCircuit<Tree>,
         >>::circuit(
             &self.public_inputs,
             Default::default(),
-            &fallback::Proof { sectors },
+            vanilla,
             &self.public_params,
             Some(0),
         )
@@ -376,6 +388,56 @@ mod tests {
     fn counted_post_shape_of_64gib_matches_a_recount() {
         recount(RegisteredPoStProof::StackedDrgWinning64GiBV1);
         recount(RegisteredPoStProof::StackedDrgWindow64GiBV1_2);
+    }
+
+    /// The native witness (`witness::post`) of a placeholder partition, held value for value
+    /// to `FallbackPoStCircuit`'s own synthesis on the prover's assignment (its sectors in
+    /// sub-systems, extended as bellperson's `ProvingAssignment` extends: bellperson's
+    /// `WitnessCS` keeps each sub-system's temporary ONE among the inputs, the prover does not).
+    fn native_witness_is_the_circuits<Tree: 'static + MerkleTreeTrait>(proof: RegisteredPoStProof) {
+        use crate::witness::post::PostPartitionWitness;
+        use crate::witness::{Assignment, NativeWitness};
+
+        let partitions = PlaceholderPartitions::<Tree>::new(proof, 5).unwrap();
+        let vanilla = partitions.vanilla(0);
+        let circuit = partitions.circuit_of(&vanilla).unwrap();
+        let witness = PostPartitionWitness::of(&circuit, &vanilla).unwrap();
+        let shape = count(proof).unwrap().shape();
+        let synthesized = crate::groth16::synthesize(circuit, shape).unwrap();
+
+        let mut native = Assignment::default();
+        native.inputs.push(ff::Field::ONE);
+        witness.prefix(&mut native);
+        assert_eq!(native.aux.len(), 0, "no prefix");
+        for i in 0..witness.parts() {
+            witness.part(i, &mut native);
+        }
+        let (inputs, aux) = (synthesized.inputs, synthesized.aux);
+        let what = post_proof_name(proof);
+        assert_eq!(witness.parts(), partitions.public_params.sector_count);
+        assert_eq!(
+            (native.inputs.len(), native.aux.len()),
+            (inputs.len(), aux.len()),
+            "{what}: (inputs, aux) counts"
+        );
+        if let Some(i) = (0..aux.len()).find(|&i| native.aux[i] != aux[i]) {
+            panic!("{what}: aux {i} differs");
+        }
+        assert_eq!(native.inputs, inputs, "{what}: inputs");
+    }
+
+    #[test]
+    fn a_post_partition_is_witnessed_value_for_value_as_fallback_post_circuit_synthesizes_it() {
+        use filecoin_proofs::{SectorShape2KiB, SectorShape8MiB};
+        native_witness_is_the_circuits::<SectorShape2KiB>(
+            RegisteredPoStProof::StackedDrgWindow2KiBV1_2,
+        );
+        native_witness_is_the_circuits::<SectorShape2KiB>(
+            RegisteredPoStProof::StackedDrgWinning2KiBV1,
+        );
+        native_witness_is_the_circuits::<SectorShape8MiB>(
+            RegisteredPoStProof::StackedDrgWindow8MiBV1_2,
+        );
     }
 
     #[test]

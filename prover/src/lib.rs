@@ -5,6 +5,8 @@
 //! - [`params`]: cached, checked Groth16 parameters;
 //! - [`filecoin`]: Filecoin PoRep C2 from a C1 output, through the pipeline;
 //! - [`groth16`]: the prove split into stages over bellperson's public pieces;
+//! - [`witness`]: circuits' witnesses computed natively, value for value as their gadgets
+//!   allocate them (PoRep's two-pass synthesis writes them);
 //! - [`sizing`]: the memory model and the planner (pure), and where the limit comes from;
 //! - [`pipeline`]: the stages, their threads and the buffer tracker;
 //! - [`daemon`]: the prover of a Kubernetes pod, proving the ProofJobs assigned to it;

@@ -56,9 +56,8 @@ pub struct ChallengeInputs {
 }
 
 /// The prefix's witness: the replica id (an input, and its bits for the labels), comm_d and
-/// comm_r (inputs), comm_r_last and comm_c, and comm_r's Poseidon check. Returns the replica
-/// id as the labels read it.
-pub fn prefix<S: WitnessSink>(out: &mut S, inputs: &PrefixInputs) -> [Word; 8] {
+/// comm_r (inputs), comm_r_last and comm_c, and comm_r's Poseidon check.
+pub fn prefix<S: WitnessSink>(out: &mut S, inputs: &PrefixInputs) {
     out.scalar(inputs.replica_id);
     out.input(inputs.replica_id);
     to_bits_le(out, inputs.replica_id);
@@ -69,15 +68,10 @@ pub fn prefix<S: WitnessSink>(out: &mut S, inputs: &PrefixInputs) -> [Word; 8] {
     out.scalar(inputs.comm_r_last);
     out.scalar(inputs.comm_c);
     poseidon_hash_of(out, &[inputs.comm_c, inputs.comm_r_last]);
-    replica_words(inputs.replica_id)
 }
 
-/// The replica id's bits as every label hashes them.
-pub fn replica_words(replica_id: Fr) -> [Word; 8] {
-    element_words(replica_id)
-}
-
-/// One challenge's witness. `replica` is the replica id as [`prefix`] returns it.
+/// One challenge's witness. `replica` is the replica id as its labels hash it
+/// ([`element_words`] of it).
 pub fn challenge<S: WitnessSink>(out: &mut S, replica: &[Word; 8], inputs: &ChallengeInputs) {
     out.scalar(inputs.data_leaf);
     por_path(
@@ -240,7 +234,7 @@ pub struct PartitionWitness {
 impl PartitionWitness {
     pub fn new(prefix: PrefixInputs, challenges: Vec<ChallengeInputs>) -> Self {
         Self {
-            replica: replica_words(prefix.replica_id),
+            replica: element_words(prefix.replica_id),
             prefix,
             challenges,
         }

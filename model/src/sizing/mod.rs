@@ -421,6 +421,13 @@ pub fn default_capacity(partition_workers: usize) -> usize {
     partition_workers.div_ceil(2).max(1)
 }
 
+/// The bytes of `limit` a plan may fill: all but its `headroom` share, kept free for allocator
+/// slack and the unexpected. The one place the budget is computed (the plan, and what a
+/// prover lets parameter sets take).
+pub fn usable_bytes(limit: u64, headroom: f64) -> u64 {
+    (limit as f64 * (1.0 - headroom)) as u64
+}
+
 /// Sizes the pipeline. Picks the most synthesis workers that fit the memory left after the
 /// parameters, the GPU stage and finalize (bounded by cores and by useful parallelism),
 /// with a channel sized from them; fails with the minimum limit if not even one fits.
@@ -485,7 +492,7 @@ fn plan_for(
         finalize_workers,
         finalize_queue,
     };
-    let usable = (input.memory_limit as f64 * (1.0 - input.headroom)) as u64;
+    let usable = usable_bytes(input.memory_limit, input.headroom);
     let resident = input.params_bytes + input.matrices_bytes;
     let peak = |pw| predicted_peak(resident, per, gpu_host, workers(pw));
     let fits = |pw: usize, _cap: usize| peak(pw).0 <= usable;

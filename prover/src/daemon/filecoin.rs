@@ -35,6 +35,7 @@ use crate::filecoin::{porep, seal_proof_name};
 use crate::groth16::{R1csMatrices, SynthesisMode};
 use crate::params::ProvingKey;
 use crate::pipeline::{PartitionProof, PartitionSource};
+use crate::sizing::usable_bytes;
 
 /// A Filecoin job's input, parsed and checked, kept for the verifier.
 enum Input {
@@ -216,7 +217,7 @@ pub async fn prepare(
             let resident = daemon.filecoin_params.clone();
             // What a parameter set may take beside the ones already resident: the limit less
             // the plan's headroom (and what is reserved for urgent work).
-            let budget = (daemon.main_limit() as f64 * (1.0 - HEADROOM)) as u64;
+            let budget = usable_bytes(daemon.main_limit(), HEADROOM);
             let fault = daemon.fault;
             tokio::task::spawn_blocking(move || {
                 fault.at_parameter_load();

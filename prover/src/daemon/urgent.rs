@@ -16,6 +16,7 @@ use super::Daemon;
 use super::resident::{JobKey, ParamSet};
 use super::sizing::HEADROOM;
 use crate::error::ProverError;
+use crate::sizing::usable_bytes;
 
 /// What the main lane's job takes, as the urgent lane plans beside it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,7 +76,7 @@ pub async fn load_key(daemon: &Daemon, set: ParamSet) -> Result<JobKey, ProverEr
         let beside = until_planned(&mut lane).await;
         let alone = beside.is_none();
         let room = room_beside(daemon.memory_limit, beside.unwrap_or_default());
-        let budget = (room as f64 * (1.0 - HEADROOM)) as u64;
+        let budget = usable_bytes(room, HEADROOM);
         let resident = daemon.filecoin_params.clone();
         let fault = daemon.fault;
         let loaded = tokio::task::spawn_blocking(move || {

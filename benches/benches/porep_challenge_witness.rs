@@ -6,29 +6,21 @@
 //! run. The two witnesses are checked equal, value for value, before anything is timed.
 //!
 //! `cargo bench -p proofpipe-benches --bench porep_challenge_witness` (PROOFPIPE_BENCH_SECTOR:
-//! 2KiB, 8MiB, 512MiB, 32GiB (default) or 64GiB; PROOFPIPE_BENCH_RUNS, 3;
+//! a sector size or seal proof as `prove` takes it, 32GiB by default; PROOFPIPE_BENCH_RUNS, 3;
 //! PROOFPIPE_BENCH_JSON: a file for the report).
 
 use std::time::Instant;
 
 use proofpipe_benches::{env_count, print_median_ratio};
-use proofpipe_prover::filecoin::RegisteredSealProof;
+use proofpipe_prover::filecoin::parse_seal_proof;
 use proofpipe_prover::filecoin::shape::{Placeholder, PlaceholderWitness};
 use proofpipe_prover::witness::Assignment;
 use serde_json::json;
 
 fn main() {
     let sector = std::env::var("PROOFPIPE_BENCH_SECTOR").unwrap_or_else(|_| "32GiB".into());
-    let seal_proof = match sector.as_str() {
-        "2KiB" => RegisteredSealProof::StackedDrg2KiBV1_1,
-        "8MiB" => RegisteredSealProof::StackedDrg8MiBV1_1,
-        "512MiB" => RegisteredSealProof::StackedDrg512MiBV1_1,
-        "32GiB" => RegisteredSealProof::StackedDrg32GiBV1_1,
-        "64GiB" => RegisteredSealProof::StackedDrg64GiBV1_1,
-        other => {
-            panic!("PROOFPIPE_BENCH_SECTOR is 2KiB, 8MiB, 512MiB, 32GiB or 64GiB, not {other:?}")
-        }
-    };
+    let seal_proof =
+        parse_seal_proof(&sector).unwrap_or_else(|e| panic!("PROOFPIPE_BENCH_SECTOR: {e}"));
     let runs = env_count("PROOFPIPE_BENCH_RUNS", 3);
     let placeholder = Placeholder {
         challenges_per_partition: Some(1),

@@ -30,6 +30,18 @@ pub struct PathLevel {
     pub index: usize,
 }
 
+/// A Merkle proof's path as plain levels.
+pub fn path_of<P: storage_proofs_core::merkle::MerkleProofTrait>(proof: &P) -> Vec<PathLevel> {
+    proof
+        .path()
+        .into_iter()
+        .map(|(siblings, index)| PathLevel {
+            siblings: siblings.into_iter().map(Into::into).collect(),
+            index,
+        })
+        .collect()
+}
+
 /// The path's witness from `leaf` up; returns the computed root.
 pub fn por_path<S: WitnessSink>(
     out: &mut S,

@@ -119,6 +119,32 @@ pub trait NativeWitness: Sync {
     fn part<S: WitnessSink>(&self, i: usize, out: &mut S);
 }
 
+/// The whole assignment of `witness` into `out` (cleared first, its capacity kept): input 0 (the
+/// constant one), the prefix, every part in order. On this thread.
+pub fn write_whole<W: NativeWitness>(witness: &W, out: &mut Assignment) {
+    out.inputs.clear();
+    out.aux.clear();
+    out.inputs.push(Fr::ONE);
+    witness.prefix(out);
+    for i in 0..witness.parts() {
+        witness.part(i, out);
+    }
+}
+
+/// Asserts a native assignment equals a circuit's own, naming the first aux value that differs.
+#[cfg(test)]
+pub(crate) fn assert_same_assignment(what: &str, native: &Assignment, inputs: &[Fr], aux: &[Fr]) {
+    assert_eq!(
+        (native.inputs.len(), native.aux.len()),
+        (inputs.len(), aux.len()),
+        "{what}: (inputs, aux) counts"
+    );
+    if let Some(i) = (0..aux.len()).find(|&i| native.aux[i] != aux[i]) {
+        panic!("{what}: aux {i} differs");
+    }
+    assert_eq!(native.inputs, inputs, "{what}: inputs");
+}
+
 /// Writes a part's witness into its slots of the whole assignment, counting what did not fit
 /// instead of writing past them (a witness that is not of the circuit's shape is an error to
 /// report, not a panic).

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_porep::stacked;
 
-use super::merkle::{PathLevel, TreeHasher, por_path, poseidon_hash_of};
+use super::merkle::{PathLevel, TreeHasher, path_of, por_path, poseidon_hash_of};
 use super::sha256::{LABEL_PARENTS, Word, create_label, element_words};
 use super::{NativeWitness, WitnessSink, pack_into_inputs, to_bits_le};
 
@@ -164,18 +164,6 @@ fn elements<D: Domain>(values: &[D]) -> Vec<Fr> {
     values.iter().map(|&d| d.into()).collect()
 }
 
-/// A Merkle proof's path as plain levels.
-fn path_of<P: MerkleProofTrait>(proof: &P) -> Vec<PathLevel> {
-    proof
-        .path()
-        .into_iter()
-        .map(|(siblings, index)| PathLevel {
-            siblings: elements(&siblings),
-            index,
-        })
-        .collect()
-}
-
 /// A vanilla column proof's fields, which storage-proofs-porep keeps crate-private: read back
 /// from its own serialization (bincode, field for field).
 #[derive(Deserialize)]
@@ -203,6 +191,15 @@ struct LabelingProofFields<D> {
     node: u64,
 }
 
+/// `value`'s fields as `F` mirrors them, through `value`'s own serialization.
+fn read_fields<T: serde::Serialize, F: serde::de::DeserializeOwned>(
+    value: &T,
+    what: &str,
+) -> Result<F, String> {
+    let bytes = bincode::serialize(value).map_err(|e| format!("serializing {what}: {e}"))?;
+    bincode::deserialize(&bytes).map_err(|e| format!("reading {what}'s fields: {e}"))
+}
+
 type TreeProof<Tree> = storage_proofs_core::merkle::MerkleProof<
     <Tree as MerkleTreeTrait>::Hasher,
     <Tree as MerkleTreeTrait>::Arity,
@@ -214,9 +211,8 @@ type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 fn column_opening<Tree: MerkleTreeTrait>(
     proof: &stacked::ColumnProof<TreeProof<Tree>>,
 ) -> Result<ColumnOpening, String> {
-    let bytes = bincode::serialize(proof).map_err(|e| format!("serializing a column: {e}"))?;
     let fields: ColumnProofFields<TreeDomain<Tree>, TreeProof<Tree>> =
-        bincode::deserialize(&bytes).map_err(|e| format!("reading a column's fields: {e}"))?;
+        read_fields(proof, "a column")?;
     Ok(ColumnOpening {
         rows: elements(&fields.column.rows),
         path: path_of(&fields.inclusion_proof),
@@ -299,9 +295,7 @@ pub fn challenge_inputs<Tree: MerkleTreeTrait, G: Hasher>(
         .labeling_proofs
         .first()
         .ok_or("a vanilla proof without labeling proofs")?;
-    let bytes = bincode::serialize(first_label).map_err(|e| format!("serializing a label: {e}"))?;
-    let label: LabelingProofFields<TreeDomain<Tree>> =
-        bincode::deserialize(&bytes).map_err(|e| format!("reading a label's fields: {e}"))?;
+    let label: LabelingProofFields<TreeDomain<Tree>> = read_fields(first_label, "a label")?;
     let columns = &proof.replica_column_proofs;
     let openings = |proofs: &[stacked::ColumnProof<TreeProof<Tree>>]| {
         proofs

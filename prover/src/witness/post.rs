@@ -11,10 +11,10 @@
 //! needs the R1CS matrices for a, b, c (two-pass synthesis, as PoRep has).
 
 use blstrs::Scalar as Fr;
-use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
+use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_post::fallback::{self, FallbackPoStCircuit};
 
-use super::merkle::{PathLevel, TreeHasher, por_path, poseidon_hash_of};
+use super::merkle::{PathLevel, TreeHasher, path_of, por_path, poseidon_hash_of};
 use super::{NativeWitness, WitnessSink};
 
 /// One challenge of a sector: the challenged leaf of tree_r_last and its path.
@@ -91,14 +91,7 @@ impl PostPartitionWitness {
                     .map(|(leaf, inclusion)| {
                         Ok(ChallengeOpening {
                             leaf: leaf.ok_or_else(|| missing("leaf"))?,
-                            path: inclusion
-                                .path()
-                                .into_iter()
-                                .map(|(siblings, index)| PathLevel {
-                                    siblings: siblings.into_iter().map(Into::into).collect(),
-                                    index,
-                                })
-                                .collect(),
+                            path: path_of(inclusion),
                         })
                     })
                     .collect::<Result<Vec<_>, String>>()?;

@@ -396,7 +396,7 @@ mod tests {
     /// `WitnessCS` keeps each sub-system's temporary ONE among the inputs, the prover does not).
     fn native_witness_is_the_circuits<Tree: 'static + MerkleTreeTrait>(proof: RegisteredPoStProof) {
         use crate::witness::post::PostPartitionWitness;
-        use crate::witness::{Assignment, NativeWitness};
+        use crate::witness::{Assignment, NativeWitness, assert_same_assignment, write_whole};
 
         let partitions = PlaceholderPartitions::<Tree>::new(proof, 5).unwrap();
         let vanilla = partitions.vanilla(0);
@@ -405,25 +405,18 @@ mod tests {
         let shape = count(proof).unwrap().shape();
         let synthesized = crate::groth16::synthesize(circuit, shape).unwrap();
 
+        let mut prefix = Assignment::default();
+        witness.prefix(&mut prefix);
+        assert_eq!(prefix, Assignment::default(), "no prefix");
         let mut native = Assignment::default();
-        native.inputs.push(ff::Field::ONE);
-        witness.prefix(&mut native);
-        assert_eq!(native.aux.len(), 0, "no prefix");
-        for i in 0..witness.parts() {
-            witness.part(i, &mut native);
-        }
-        let (inputs, aux) = (synthesized.inputs, synthesized.aux);
-        let what = post_proof_name(proof);
+        write_whole(&witness, &mut native);
         assert_eq!(witness.parts(), partitions.public_params.sector_count);
-        assert_eq!(
-            (native.inputs.len(), native.aux.len()),
-            (inputs.len(), aux.len()),
-            "{what}: (inputs, aux) counts"
+        assert_same_assignment(
+            &post_proof_name(proof),
+            &native,
+            &synthesized.inputs,
+            &synthesized.aux,
         );
-        if let Some(i) = (0..aux.len()).find(|&i| native.aux[i] != aux[i]) {
-            panic!("{what}: aux {i} differs");
-        }
-        assert_eq!(native.inputs, inputs, "{what}: inputs");
     }
 
     #[test]

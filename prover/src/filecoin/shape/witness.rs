@@ -13,7 +13,7 @@ use super::super::porep::TreeDomain;
 use super::{Placeholder, placeholder_partitions, refuse_non_interactive};
 use crate::error::ProverError;
 use crate::witness::porep::PartitionWitness;
-use crate::witness::{Assignment, NativeWitness};
+use crate::witness::{Assignment, write_whole};
 
 /// Partition `partition` of a placeholder job: its circuit, public inputs and vanilla proofs.
 #[allow(clippy::type_complexity)]
@@ -91,12 +91,6 @@ impl PlaceholderWitness {
 
     /// The native witness, on this thread, into `out` (cleared first; its capacity is kept).
     pub fn natively_into(&self, out: &mut Assignment) {
-        out.inputs.clear();
-        out.aux.clear();
-        out.inputs.push(<Fr as ff::Field>::ONE);
-        self.native.prefix(out);
-        for i in 0..self.native.parts() {
-            self.native.part(i, out);
-        }
+        write_whole(&self.native, out);
     }
 }

@@ -9,7 +9,7 @@ use filecoin_proofs_api::RegisteredSealProof;
 
 use super::*;
 use crate::filecoin::shape::{Placeholder, placeholder_circuit_and_proofs};
-use crate::witness::{Assignment, Counter};
+use crate::witness::{Assignment, Counter, assert_same_assignment, write_whole};
 
 fn held_to_the_circuit<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, seed: u64) {
     let placeholder = Placeholder {
@@ -23,26 +23,20 @@ fn held_to_the_circuit<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealPro
     circuit.synthesize(&mut cs).unwrap();
 
     let witness = PartitionWitness::of(&public_inputs, &vanilla).unwrap();
+    let mut prefix = Assignment::default();
+    witness.prefix(&mut prefix);
     let mut native = Assignment::default();
-    native.inputs.push(ff::Field::ONE);
-    witness.prefix(&mut native);
-    let prefix = (native.inputs.len(), native.aux.len());
-    witness.part(0, &mut native);
-    let what = format!("{proof:?}");
-    let (inputs, aux) = (cs.scalar_inputs(), cs.scalar_aux());
-    assert_eq!(
-        (native.inputs.len(), native.aux.len()),
-        (inputs.len(), aux.len()),
-        "{what}: (inputs, aux) counts"
+    write_whole(&witness, &mut native);
+    let what = format!(
+        "{proof:?} (a prefix of {} inputs and {} aux)",
+        prefix.inputs.len(),
+        prefix.aux.len()
     );
-    if let Some(i) = (0..aux.len()).find(|&i| native.aux[i] != aux[i]) {
-        panic!("{what}: aux {i} differs (the prefix has {prefix:?})");
-    }
-    assert_eq!(native.inputs, inputs, "{what}: inputs");
+    assert_same_assignment(&what, &native, &cs.scalar_inputs(), &cs.scalar_aux());
 
     let mut counter = Counter::default();
     witness.part(0, &mut counter);
-    assert_eq!(counter.aux, native.aux.len() - prefix.1);
+    assert_eq!(counter.aux, native.aux.len() - prefix.aux.len());
 }
 
 #[test]

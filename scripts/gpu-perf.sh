@@ -18,10 +18,12 @@
 #   merkle27    merkle-sha256 2^27 (the PoRep partition size), 6 partitions, replayed: all x3
 #   porep32     the real 32 GiB PoRep partition (StackedDrg32GiBV1_1's circuit, placeholder
 #               vanilla proofs, timing-only parameters of its exact counts; ADR 0019), one
-#               proof's 10 partitions, replayed synthesis, 3 runs, the plan's own workers
+#               proof's 10 partitions, replayed synthesis (partition 0 from the R1CS matrices
+#               and its native witness), 3 runs, the plan's own workers: the GPU stage alone
 #   porep32-synth  the same, synthesized (one wave of partition workers; synthesis-bound)
 #   porep32-parallel  the same, synthesized from the R1CS matrices with each partition's
-#               challenges on every core (ADR 0023), 3 runs after a one-partition warm-up
+#               challenges on every core (ADR 0023, 0038), partition 0's synthesis alone 3
+#               times first (wall and CPU seconds), then 3 runs after a one-partition warm-up
 # TIMEOUT (default 300) bounds each step.
 set -uo pipefail
 out=${1:?usage: gpu-perf.sh OUT_DIR [STEP ...]}
@@ -62,7 +64,7 @@ run() {
     peak=$(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0 > m) m = $2+0} END {print m}' "$work/$name.smi.csv")
     {
         echo "== $name rc=$rc $(( $(date +%s) - start ))s nvidia-smi-peak-MiB=$peak"
-        grep -E '^(test result|summary|[a-z+]+ +[0-9]+ +[0-9.]+ \(|steady|plan|memory|REPLAYED|GPU memory|pipeline|prover|\{"outcome|proved|verified)' "$work/$name.txt" \
+        grep -E '^(test result|summary|synthesis alone|[a-z+]+ +[0-9]+ +[0-9.]+ \(|steady|plan|memory|REPLAYED|GPU memory|pipeline|prover|\{"outcome|proved|verified)' "$work/$name.txt" \
             | grep -v '^{' | cut -c1-400
         grep -E 'GPU stage backend|panicked|error' "$work/$name.log" | head -5 | cut -c1-300
         [[ $rc != 0 ]] && tail -5 "$work/$name.log" | cut -c1-300
@@ -100,11 +102,12 @@ for step in "${steps[@]}"; do
             --replay-synthesis --no-warmup --gpu-variants all,all,all ;;
     porep32)
         run porep32-plan "$prover" plan --porep-shape 32GiB
-        bench porep32 --porep-shape 32GiB --replay-synthesis --runs 3 ;;
+        bench porep32 --porep-shape 32GiB --synthesis matrices --replay-synthesis --runs 3 ;;
     porep32-synth)
         bench porep32-synth --porep-shape 32GiB --runs 1 ;;
     porep32-parallel)
-        bench porep32-parallel --porep-shape 32GiB --synthesis matrices --runs 3 ;;
+        bench porep32-parallel --porep-shape 32GiB --synthesis matrices --synthesis-alone 3 \
+            --runs 3 ;;
     *)
         echo "unknown step $step" >> "$summary"
         status=1 ;;

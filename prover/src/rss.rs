@@ -1,4 +1,4 @@
-//! Measured memory of this process, from /proc (Linux).
+//! Measured memory (from /proc) and CPU time of this process (Linux).
 
 /// Peak resident set size (VmHWM) in bytes, if the kernel reports it.
 pub fn peak_rss_bytes() -> Option<u64> {
@@ -14,6 +14,21 @@ pub fn current_rss_bytes() -> Option<u64> {
 /// after one-time parameter generation, whose transient memory the pipeline never needs).
 pub fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// CPU seconds this process has used so far, every thread's user and system time together:
+/// the difference across a stretch of work is its core-seconds.
+pub fn process_cpu_seconds() -> Option<f64> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage writes the whole struct when it returns 0.
+    let usage = unsafe {
+        if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
+            return None;
+        }
+        usage.assume_init()
+    };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    Some(seconds(usage.ru_utime) + seconds(usage.ru_stime))
 }
 
 fn status_kib(field: &str) -> Option<u64> {
@@ -38,6 +53,17 @@ mod tests {
         let s = "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t 1024 kB\n";
         assert_eq!(super::parse_status_kib(s, "VmHWM:"), Some(2048));
         assert_eq!(super::parse_status_kib(s, "VmSwap:"), None);
+    }
+
+    #[test]
+    fn cpu_seconds_grow_with_work() {
+        let before = super::process_cpu_seconds().unwrap();
+        let mut x = 0u64;
+        let started = std::time::Instant::now();
+        while started.elapsed().as_millis() < 50 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        assert!(super::process_cpu_seconds().unwrap() > before);
     }
 
     #[test]

@@ -543,6 +543,7 @@ pub(super) struct ShapeRun {
 /// Plans, then times `--runs` runs of the placeholder partitions (the first after a warm-up
 /// unless `--no-warmup`), each reported, and the summary.
 fn run_shape(args: &BenchArgs, run: ShapeRun) -> Result<ExitCode, ProverError> {
+    let synthesis_alone = synthesis_alone(args, &run)?;
     // Replayed: partition 0 synthesized once (kept for every run), the rest copies of it.
     let source: Arc<dyn PartitionSource> = if args.replay_synthesis {
         Arc::new(ReplaySource::new(run.source))
@@ -600,6 +601,7 @@ fn run_shape(args: &BenchArgs, run: ShapeRun) -> Result<ExitCode, ProverError> {
         let on_gpu = !backend.gpu_devices().is_empty();
         let mut extra = run.extra.clone();
         extra["gpu_memory_cap_bytes"] = json!(cap);
+        extra["synthesis_alone"] = synthesis_alone.clone();
         for index in 0..args.runs {
             let mut report = bench_source(
                 &workload,
@@ -626,6 +628,44 @@ fn run_shape(args: &BenchArgs, run: ShapeRun) -> Result<ExitCode, ProverError> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `--synthesis-alone N`: the shape's first partition synthesized N times on its own (before
+/// any pipeline runs, so nothing else uses the cores), each run's wall and CPU seconds; the
+/// summary is printed and the runs go into every report's JSON (`null` when not asked).
+fn synthesis_alone(args: &BenchArgs, run: &ShapeRun) -> Result<Value, ProverError> {
+    if args.synthesis_alone == 0 {
+        return Ok(Value::Null);
+    }
+    let evaluations = run.backend.evaluation_alloc();
+    let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+    for _ in 0..args.synthesis_alone {
+        let cpu_before = rss::process_cpu_seconds();
+        let started = Instant::now();
+        let synthesized = run.source.synthesize(0, run.key.shape, &evaluations)?;
+        wall.push(started.elapsed().as_secs_f64());
+        cpu.push(
+            rss::process_cpu_seconds()
+                .zip(cpu_before)
+                .map_or(f64::NAN, |(after, before)| after - before),
+        );
+        drop(synthesized);
+    }
+    let (wall_median, wall_low, wall_high) = spread(wall.clone());
+    let (cpu_median, cpu_low, cpu_high) = spread(cpu.clone());
+    println!(
+        "synthesis alone: {wall_median:.2} s ({wall_low:.2}-{wall_high:.2}), \
+         {cpu_median:.1} core-s ({cpu_low:.1}-{cpu_high:.1}), {} runs of partition 0, \
+         {} synthesis threads",
+        wall.len(),
+        run.source.synthesis_threads(),
+    );
+    Ok(json!({
+        "runs": wall.len(),
+        "synthesis_threads": run.source.synthesis_threads(),
+        "wall_seconds": wall,
+        "cpu_seconds": cpu,
+    }))
 }
 
 /// `--gpu-memory-caps`: sizes (`24GiB`) or `none` (the whole card), comma separated.

@@ -313,6 +313,11 @@ struct BenchArgs {
     /// cannot synthesize fast enough. The kept partition costs one partition budget permit.
     #[arg(long)]
     replay_synthesis: bool,
+    /// Before the pipeline runs of a shape benchmark, synthesize its first partition alone
+    /// this many times (nothing else running, every core the source uses) and report each
+    /// one's wall and CPU seconds: one partition's synthesis cost, apart from the pipeline.
+    #[arg(long, default_value_t = 0, value_name = "RUNS")]
+    synthesis_alone: usize,
     /// Benchmark the Filecoin PoRep partition of this seal proof (a sector size, 32GiB, or a
     /// registered proof's name) instead of a synthetic circuit: placeholder vanilla proofs of
     /// its exact shape (no sector needed) and timing-only parameters of its exact query counts

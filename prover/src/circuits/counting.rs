@@ -351,11 +351,7 @@ mod tests {
                 m.nonzeros() as u64,
                 "{kind}"
             );
-            assert_eq!(
-                R1csMatrices::predicted_heap_bytes(&counts),
-                m.heap_bytes(),
-                "{kind}"
-            );
+            m.check_predicted(&counts).unwrap();
             assert!(
                 counts.stored_coefficients.iter().sum::<u64>() > 0,
                 "{kind}: the circuits have coefficients other than +-1"

@@ -267,7 +267,7 @@ enum ParamsAction {
     Fetch(params::FetchArgs),
     /// Record a PoRep partition's R1CS matrices and write them beside the parameters (or read
     /// and check the file when it is there), so that no prover process records them: what
-    /// two-pass synthesis needs first (32 GiB: 12.3 GiB, ~29 s of 16 cores to record).
+    /// two-pass synthesis needs first (32 GiB: 6.5 GiB, ~29 s of 16 cores to record).
     Matrices(params::MatricesArgs),
 }
 

@@ -44,7 +44,7 @@ pub struct FetchArgs {
     manifest: Option<PathBuf>,
     /// Then record each PoRep sector size's R1CS matrices into the directory too (`params
     /// matrices`), so that provers mounting it read-only never record them. Needs the memory
-    /// and cores of a recording (32 GiB: ~29 s on 16 cores, 12.3 GiB kept; docs/filecoin.md).
+    /// and cores of a recording (32 GiB: ~29 s on 16 cores, 6.5 GiB kept; docs/filecoin.md).
     #[arg(long, conflicts_with = "verifying_keys_only")]
     porep_matrices: bool,
     /// Only the verifying keys (`.vk`, megabytes): for a machine that verifies proofs and

@@ -65,7 +65,7 @@ pub struct EnvSettings {
     pub progress_deadline: Duration,
     /// How PoRep partitions are synthesized: from the sector size's R1CS matrices on every
     /// core (the default), or in one pass on one core each (`one-pass`: no matrices resident,
-    /// ~12.3 GiB less at 32 GiB, ~5x slower per partition).
+    /// ~6.5 GiB less at 32 GiB, ~5x slower per partition).
     pub porep_synthesis: SynthesisMode,
     /// The pod requests a GPU: proving on the CPU is a fault to report.
     pub gpu_expected: bool,

@@ -13,7 +13,8 @@ mod prove;
 pub(crate) use assignment::enforce_input_independence;
 pub use assignment::{Synthesized, synthesize, synthesize_into};
 pub use matrices::{
-    R1csMatrices, file as matrices_file, synthesize_from_matrices, synthesize_from_matrices_into,
+    PREDICTED_TABLE_ENTRIES, R1csMatrices, file as matrices_file, synthesize_from_matrices,
+    synthesize_from_matrices_into,
 };
 pub use native::synthesize_native_from_matrices_into;
 pub use prove::{BasesPlacement, G2Placement, QueryPlacement, Started, finalize, prove_start};

@@ -1,10 +1,11 @@
 //! Recorded R1CS matrices on disk (ADR 0031): recorded once, then read back by every process
 //! that proves the circuit, instead of re-recording them (a 32 GiB PoRep partition's matrices
-//! take ~29 s of 16 cores to record and 12.3 GiB to hold).
+//! take ~29 s of 16 cores to record and 6.5 GiB to hold).
 //!
 //! Layout: `MAGIC`, a little-endian u32 header length, the JSON [`FileHeader`], then for A, B
-//! and C in turn their row ends (two u32 per row), their column words (u32) and their stored
-//! coefficients (the scalars' Montgomery limbs, four u64 each), all little-endian, and a
+//! and C in turn their row ends (two u32 per row), their column words (u32), their stored
+//! coefficients (u32 indices into the table) and their table of distinct coefficients (the
+//! scalars' Montgomery limbs, four u64 each), all little-endian, and a
 //! trailer: the BLAKE3 hash of everything before it. The arrays are the in-memory ones, so
 //! reading is a parallel copy from the page cache or disk, hashed on every core; the densities
 //! are recomputed from the columns. Written to a temporary name and renamed, as parameters are.
@@ -27,7 +28,7 @@ use crate::params::write_then_rename;
 
 const MAGIC: &[u8; 8] = b"PPR1CS01";
 /// Bumped whenever the encoding of [`Csr`] or of this file changes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Bytes per parallel read: large enough for the disk, small enough to spread over cores.
 const READ_CHUNK: usize = 64 << 20;
 
@@ -69,8 +70,8 @@ struct FileHeader {
     constraints: usize,
     aux: usize,
     inputs: usize,
-    /// Per matrix (A, B, C): rows, column words, stored coefficients.
-    lengths: [[usize; 3]; 3],
+    /// Per matrix (A, B, C): rows, column words, stored coefficients, table entries.
+    lengths: [[usize; 4]; 3],
 }
 
 /// Where a matrices file for `id`'s circuit lives in `dir`: a name that says what it holds.
@@ -139,11 +140,9 @@ pub fn write(path: &Path, id: &MatricesId, matrices: &R1csMatrices) -> Result<()
         for m in [&matrices.a, &matrices.b, &matrices.c] {
             put(bytemuck::cast_slice(&m.row_ends))?;
             put(bytemuck::cast_slice(&m.columns))?;
-            // Limbs copied in blocks: no second copy of the coefficients at once.
-            for block in m.coefficients.chunks(1 << 20) {
-                let limbs: Vec<[u64; 4]> = block.iter().map(|&s| blst_fr::from(s).l).collect();
-                put(bytemuck::cast_slice(&limbs))?;
-            }
+            put(bytemuck::cast_slice(&m.coefficients))?;
+            let limbs: Vec<[u64; 4]> = m.table.iter().map(|&s| blst_fr::from(s).l).collect();
+            put(bytemuck::cast_slice(&limbs))?;
         }
         let digest = hasher.finalize();
         out.write_all(digest.as_bytes())?;
@@ -197,11 +196,12 @@ pub fn read(path: &Path, id: &MatricesId) -> Result<R1csMatrices, ProverError> {
     }
     // Every section's length from the header, checked against the file's before allocating.
     let data_start = 12 + json_len as u64;
-    let section_bytes = |[rows, columns, coefficients]: [usize; 3]| {
+    let section_bytes = |[rows, columns, coefficients, table]: [usize; 4]| {
         [
             rows as u64 * size_of::<[u32; 2]>() as u64,
             columns as u64 * size_of::<u32>() as u64,
-            coefficients as u64 * size_of::<[u64; 4]>() as u64,
+            coefficients as u64 * size_of::<u32>() as u64,
+            table as u64 * size_of::<[u64; 4]>() as u64,
         ]
     };
     let data: u64 = header.lengths.iter().flat_map(|&l| section_bytes(l)).sum();
@@ -217,17 +217,20 @@ pub fn read(path: &Path, id: &MatricesId) -> Result<R1csMatrices, ProverError> {
     let mut offset = data_start;
     let mut matrices = Vec::with_capacity(3);
     for lengths in header.lengths {
-        let [rows, columns, coefficients] = lengths;
+        let [rows, columns, coefficients, table] = lengths;
         let row_ends: Vec<[u32; 2]> = read_array(&file, &mut offset, rows)
             .map_err(ProverError::io("reading R1CS matrices", path))?;
         let column_words: Vec<u32> = read_array(&file, &mut offset, columns)
             .map_err(ProverError::io("reading R1CS matrices", path))?;
-        let limbs: Vec<[u64; 4]> = read_array(&file, &mut offset, coefficients)
+        let stored: Vec<u32> = read_array(&file, &mut offset, coefficients)
+            .map_err(ProverError::io("reading R1CS matrices", path))?;
+        let limbs: Vec<[u64; 4]> = read_array(&file, &mut offset, table)
             .map_err(ProverError::io("reading R1CS matrices", path))?;
         hasher.update_rayon(bytemuck::cast_slice(&row_ends));
         hasher.update_rayon(bytemuck::cast_slice(&column_words));
+        hasher.update_rayon(bytemuck::cast_slice(&stored));
         hasher.update_rayon(bytemuck::cast_slice(&limbs));
-        matrices.push((row_ends, column_words, limbs));
+        matrices.push((row_ends, column_words, stored, limbs));
     }
     let mut trailer = [0u8; 32];
     file.read_exact_at(&mut trailer, offset)
@@ -235,13 +238,16 @@ pub fn read(path: &Path, id: &MatricesId) -> Result<R1csMatrices, ProverError> {
     if hasher.finalize().as_bytes() != &trailer {
         return Err(corrupt("checksum mismatch".into()));
     }
-    let mut csrs = matrices.into_iter().map(|(row_ends, columns, limbs)| Csr {
-        row_ends,
-        columns,
-        // In place (same size and alignment): the checksum vouches for the limbs being the
-        // reduced Montgomery form this build wrote.
-        coefficients: limbs.into_iter().map(|l| Fr::from(blst_fr { l })).collect(),
-    });
+    let mut csrs = matrices
+        .into_iter()
+        .map(|(row_ends, columns, coefficients, limbs)| Csr {
+            row_ends,
+            columns,
+            coefficients,
+            // The checksum vouches for the limbs being the reduced Montgomery form this build
+            // wrote.
+            table: limbs.into_iter().map(|l| Fr::from(blst_fr { l })).collect(),
+        });
     let (a, b, c) = (
         csrs.next().expect("three matrices"),
         csrs.next().expect("three matrices"),
@@ -264,7 +270,14 @@ pub fn read(path: &Path, id: &MatricesId) -> Result<R1csMatrices, ProverError> {
 }
 
 fn header_of(id: &MatricesId, m: &R1csMatrices) -> FileHeader {
-    let lengths = |c: &Csr| [c.row_ends.len(), c.columns.len(), c.coefficients.len()];
+    let lengths = |c: &Csr| {
+        [
+            c.row_ends.len(),
+            c.columns.len(),
+            c.coefficients.len(),
+            c.table.len(),
+        ]
+    };
     FileHeader {
         id: id.clone(),
         constraints: m.shape.constraints,

@@ -3,8 +3,9 @@
 //! of the circuit's R1CS matrices with the assignment. The matrices depend only on the
 //! circuit and its size, so they are recorded once per process and shared by every
 //! partition. Measured 1.5x (merkle-sha256) to 1.8x (mul-chain) the throughput of
-//! [`super::synthesize`] per partition (`benches/benches/witness_then_matrix.rs`); the
-//! matrices cost about 18 bytes per nonzero (ADR 0010).
+//! [`super::synthesize`] per partition (`benches/benches/witness_then_matrix.rs`). A nonzero
+//! costs its 4-byte column word, and 4 bytes more where its coefficient is not +1 or -1: the
+//! index of the coefficient in the matrix's table of distinct ones (ADR 0010, 0039).
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
@@ -27,16 +28,41 @@ const KIND_STORED: u32 = 2;
 const INDEX_MASK: u32 = (1 << KIND_SHIFT) - 1;
 
 /// One R1CS matrix in compressed-row form. Coefficients of +1 and -1, most of them in these
-/// circuits, are kept in the column word; the others are stored in row order.
+/// circuits, are kept in the column word; the others are stored in row order as indices into
+/// `table`, the matrix's distinct coefficients (a circuit has few: SHA-256's powers of two,
+/// Poseidon's round constants and MDS entries), so a stored coefficient costs 4 bytes, not 32.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Csr {
     /// Per row: where its columns and its stored coefficients end.
     row_ends: Vec<[u32; 2]>,
     columns: Vec<u32>,
-    coefficients: Vec<Fr>,
+    /// Per stored coefficient, in row order: its index in `table`.
+    coefficients: Vec<u32>,
+    /// The distinct stored coefficients, in the order they were first met.
+    table: Vec<Fr>,
 }
 
-impl Csr {
+/// A [`Csr`] being recorded, with the index of its table's coefficients.
+#[derive(Default)]
+struct CsrBuilder {
+    csr: Csr,
+    /// Table index by coefficient (its Montgomery limbs).
+    index: rustc_hash::FxHashMap<[u64; 4], u32>,
+}
+
+impl CsrBuilder {
+    /// `coeff`'s index in the table, added if new; `None` past u32's range.
+    fn intern(&mut self, coeff: Fr) -> Option<u32> {
+        let key = blst::blst_fr::from(coeff).l;
+        if let Some(&at) = self.index.get(&key) {
+            return Some(at);
+        }
+        let at = u32::try_from(self.csr.table.len()).ok()?;
+        self.csr.table.push(coeff);
+        self.index.insert(key, at);
+        Some(at)
+    }
+
     /// Appends `lc` as a row; false if an index or a count does not fit the encoding.
     fn push_row(&mut self, lc: &LinearCombination<Fr>) -> bool {
         let minus_one = -Fr::ONE;
@@ -57,24 +83,93 @@ impl Csr {
             } else if *coeff == minus_one {
                 KIND_MINUS_ONE
             } else {
-                self.coefficients.push(*coeff);
+                let Some(at) = self.intern(*coeff) else {
+                    return false;
+                };
+                self.csr.coefficients.push(at);
                 KIND_STORED
             };
-            self.columns.push(input | (kind << KIND_SHIFT) | index);
+            self.csr.columns.push(input | (kind << KIND_SHIFT) | index);
         }
+        self.end_row()
+    }
+
+    /// Closes the row whose columns were pushed last; false if a count overflows.
+    fn end_row(&mut self) -> bool {
         let ends = (
-            u32::try_from(self.columns.len()),
-            u32::try_from(self.coefficients.len()),
+            u32::try_from(self.csr.columns.len()),
+            u32::try_from(self.csr.coefficients.len()),
         );
         match ends {
             (Ok(columns), Ok(coefficients)) => {
-                self.row_ends.push([columns, coefficients]);
+                self.csr.row_ends.push([columns, coefficients]);
                 true
             }
             _ => false,
         }
     }
 
+    /// Rows `prefix_rows..` of `other` (a sub-circuit's recording whose first `prefix_rows`
+    /// rows must equal this one's) appended, its variables at or past `prefix` (inputs, aux)
+    /// moved to start at `at`, its coefficients interned in this table; false if the prefixes
+    /// differ or an index overflows.
+    fn append_past_prefix(
+        &mut self,
+        other: &Csr,
+        prefix_rows: usize,
+        prefix: [usize; 2],
+        at: [usize; 2],
+    ) -> bool {
+        let (columns_from, stored_from) = match prefix_rows.checked_sub(1) {
+            Some(last) => (
+                other.row_ends[last][0] as usize,
+                other.row_ends[last][1] as usize,
+            ),
+            None => (0, 0),
+        };
+        let this = &self.csr;
+        if other.row_ends[..prefix_rows] != this.row_ends[..prefix_rows]
+            || other.columns[..columns_from] != this.columns[..columns_from]
+            || !other.coefficients[..stored_from]
+                .iter()
+                .zip(&this.coefficients[..stored_from])
+                .all(|(&o, &t)| other.table[o as usize] == this.table[t as usize])
+        {
+            return false;
+        }
+        let mut stored = other.coefficients[stored_from..].iter();
+        let mut column = columns_from;
+        for &[columns_end, _] in &other.row_ends[prefix_rows..] {
+            for &word in &other.columns[column..columns_end as usize] {
+                let slot = usize::from(word & INPUT == 0);
+                let index = (word & INDEX_MASK) as usize;
+                let moved = if index < prefix[slot] {
+                    index
+                } else {
+                    index - prefix[slot] + at[slot]
+                };
+                let Some(moved) = u32::try_from(moved).ok().filter(|&i| i <= INDEX_MASK) else {
+                    return false;
+                };
+                if (word >> KIND_SHIFT) & 0b11 == KIND_STORED {
+                    let coeff = stored.next().map(|&i| other.table[i as usize]);
+                    let Some(at) = coeff.and_then(|c| self.intern(c)) else {
+                        return false;
+                    };
+                    self.csr.coefficients.push(at);
+                }
+                self.csr.columns.push((word & !INDEX_MASK) | moved);
+            }
+            column = columns_end as usize;
+            if !self.end_row() {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+impl Csr {
     /// Appends this matrix times the assignment to `out`, one value per row, the rows split
     /// over rayon's threads (each task starts where the row before its first ends).
     fn multiply_into(&self, inputs: &[Fr], aux: &[Fr], out: &mut Evaluations) {
@@ -108,7 +203,7 @@ impl Csr {
                             KIND_ONE => acc += value,
                             KIND_MINUS_ONE => acc -= value,
                             _ => {
-                                acc += value * self.coefficients[stored];
+                                acc += value * self.table[self.coefficients[stored] as usize];
                                 stored += 1;
                             }
                         }
@@ -120,56 +215,6 @@ impl Csr {
             });
         // SAFETY: each of the `rows` slots past `start` was written by exactly one task above.
         unsafe { out.set_len(start + rows) };
-    }
-
-    /// Rows `prefix_rows..` of `other` (a sub-circuit's recording whose first `prefix_rows`
-    /// rows must equal this one's) appended, its variables at or past `prefix` (inputs, aux)
-    /// moved to start at `at`; false if the prefixes differ or an index overflows.
-    fn append_past_prefix(
-        &mut self,
-        other: &Csr,
-        prefix_rows: usize,
-        prefix: [usize; 2],
-        at: [usize; 2],
-    ) -> bool {
-        let (columns_from, stored_from) = match prefix_rows.checked_sub(1) {
-            Some(last) => (
-                other.row_ends[last][0] as usize,
-                other.row_ends[last][1] as usize,
-            ),
-            None => (0, 0),
-        };
-        if other.row_ends[..prefix_rows] != self.row_ends[..prefix_rows]
-            || other.columns[..columns_from] != self.columns[..columns_from]
-            || other.coefficients[..stored_from] != self.coefficients[..stored_from]
-        {
-            return false;
-        }
-        let (base_columns, base_stored) = (self.columns.len(), self.coefficients.len());
-        for &word in &other.columns[columns_from..] {
-            let slot = usize::from(word & INPUT == 0);
-            let index = (word & INDEX_MASK) as usize;
-            let moved = if index < prefix[slot] {
-                index
-            } else {
-                index - prefix[slot] + at[slot]
-            };
-            let Some(moved) = u32::try_from(moved).ok().filter(|&i| i <= INDEX_MASK) else {
-                return false;
-            };
-            self.columns.push((word & !INDEX_MASK) | moved);
-        }
-        self.coefficients
-            .extend_from_slice(&other.coefficients[stored_from..]);
-        for &[columns_end, stored_end] in &other.row_ends[prefix_rows..] {
-            let ends = (
-                u32::try_from(columns_end as usize - columns_from + base_columns),
-                u32::try_from(stored_end as usize - stored_from + base_stored),
-            );
-            let (Ok(c), Ok(s)) = ends else { return false };
-            self.row_ends.push([c, s]);
-        }
-        true
     }
 
     /// Whether this matrix is well formed for `shape` (see [`R1csMatrices::from_parts`]).
@@ -222,6 +267,16 @@ impl Csr {
                 "{out_of_range} columns name a variable past the shape"
             ));
         }
+        let table = self.table.len();
+        if let Some(i) = self
+            .coefficients
+            .par_iter()
+            .find_any(|&&i| i as usize >= table)
+        {
+            return Err(format!(
+                "a stored coefficient is entry {i} of a table of {table}"
+            ));
+        }
         Ok(())
     }
 
@@ -244,7 +299,8 @@ impl Csr {
     fn heap_bytes(&self) -> u64 {
         (self.row_ends.capacity() * size_of::<[u32; 2]>()
             + self.columns.capacity() * size_of::<u32>()
-            + self.coefficients.capacity() * size_of::<Fr>()) as u64
+            + self.coefficients.capacity() * size_of::<u32>()
+            + self.table.capacity() * size_of::<Fr>()) as u64
     }
 }
 
@@ -304,11 +360,12 @@ impl R1csMatrices {
         if recorder.too_large {
             return Err(SynthesisError::PolynomialDegreeTooLarge);
         }
-        let [mut a, mut b, mut c] = recorder.matrices;
+        let [mut a, mut b, mut c] = recorder.matrices.map(|m| m.csr);
         for m in [&mut a, &mut b, &mut c] {
             m.row_ends.shrink_to_fit();
             m.columns.shrink_to_fit();
             m.coefficients.shrink_to_fit();
+            m.table.shrink_to_fit();
         }
         // The densities follow from the matrices (zero terms are not in them), as the direct
         // synthesis tracks them: A over aux only (inputs are dense in A by construction), B
@@ -366,9 +423,46 @@ impl R1csMatrices {
     pub fn predicted_heap_bytes(counts: &R1csCounts) -> u64 {
         let rows = 3 * counts.constraints as u64 * size_of::<[u32; 2]>() as u64;
         let columns = counts.nonzeros.iter().sum::<u64>() * size_of::<u32>() as u64;
-        let coefficients = counts.stored_coefficients.iter().sum::<u64>() * size_of::<Fr>() as u64;
+        let coefficients = counts.stored_coefficients.iter().sum::<u64>() * size_of::<u32>() as u64;
+        let tables = counts
+            .stored_coefficients
+            .iter()
+            .map(|&stored| stored.min(PREDICTED_TABLE_ENTRIES) * size_of::<Fr>() as u64)
+            .sum::<u64>();
         let densities = ((2 * counts.aux + counts.inputs) / 8) as u64;
-        rows + columns + coefficients + densities
+        rows + columns + coefficients + tables + densities
+    }
+
+    /// Distinct stored coefficients in each matrix.
+    pub fn table_entries(&self) -> [usize; 3] {
+        [&self.a, &self.b, &self.c].map(|m| m.table.len())
+    }
+
+    /// Whether [`R1csMatrices::predicted_heap_bytes`] of `counts` (these matrices' circuit's)
+    /// predicted these: every table within its bound, and the bytes exact but for the tables'
+    /// (predicted at the bound).
+    #[cfg(test)]
+    pub(crate) fn check_predicted(&self, counts: &R1csCounts) -> Result<(), String> {
+        let entries = self.table_entries();
+        let table_bytes = |entries: u64| entries * size_of::<Fr>() as u64;
+        let mut predicted_tables = 0;
+        for (stored, entries) in counts.stored_coefficients.iter().zip(entries) {
+            let bound = stored.min(&PREDICTED_TABLE_ENTRIES);
+            if entries as u64 > *bound {
+                return Err(format!("a table of {entries} coefficients, over {bound}"));
+            }
+            predicted_tables += table_bytes(*bound);
+        }
+        let recorded_tables = entries.iter().map(|&e| table_bytes(e as u64)).sum::<u64>();
+        let expected = self.heap_bytes() - recorded_tables + predicted_tables;
+        let predicted = Self::predicted_heap_bytes(counts);
+        if predicted != expected {
+            return Err(format!(
+                "predicted {predicted} bytes, recorded {} with tables {entries:?}",
+                self.heap_bytes()
+            ));
+        }
+        Ok(())
     }
 
     /// Nonzero entries of A, B and C together.
@@ -458,9 +552,14 @@ pub(super) fn products(
     }
 }
 
+/// The distinct stored coefficients a matrix is predicted to have at most (the counts do not
+/// say): a PoRep partition has 1,329 in A, 10 in B, 448 in C (tests hold every circuit they
+/// record to this bound), so at most 2 MiB per matrix is counted.
+pub const PREDICTED_TABLE_ENTRIES: u64 = 1 << 16;
+
 /// Records each constraint as rows of A, B, C.
 struct Recorder {
-    matrices: [Csr; 3],
+    matrices: [CsrBuilder; 3],
     inputs: usize,
     aux: usize,
     too_large: bool,
@@ -482,7 +581,7 @@ impl Recorder {
 
     /// (inputs, aux, rows) recorded.
     fn sizes(&self) -> [usize; 3] {
-        [self.inputs, self.aux, self.matrices[0].row_ends.len()]
+        [self.inputs, self.aux, self.matrices[0].csr.row_ends.len()]
     }
 
     /// One recording of the whole circuit from recordings of sub-circuits (`ranges[i]` the
@@ -523,7 +622,12 @@ impl Recorder {
             let inputs_at = p_inputs + range.start * per_part[0];
             let aux_at = p_aux + range.start * per_part[1];
             for (into, from) in merged.matrices.iter_mut().zip(&recorder.matrices) {
-                if !into.append_past_prefix(from, p_rows, [p_inputs, p_aux], [inputs_at, aux_at]) {
+                if !into.append_past_prefix(
+                    &from.csr,
+                    p_rows,
+                    [p_inputs, p_aux],
+                    [inputs_at, aux_at],
+                ) {
                     return Err(split_error(&format!(
                         "sub-circuit of parts {range:?} has other prefix rows than the first's: \
                          its parts are not independent"

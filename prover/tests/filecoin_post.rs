@@ -130,17 +130,37 @@ fn write_json(dir: &Path, name: &str, v: &Value) -> PathBuf {
     path
 }
 
-/// Proves `input` with --verify and --out; asserts Filecoin's verifier accepted it and returns
-/// the summary and the proof.
-fn prove_verified(kind: Kind, input: &Path, params: &Path, out: &Path) -> (Value, Vec<u8>) {
+/// Proves `input` with --verify and --out, its partitions synthesized as `synthesis` says
+/// (`one-pass`, or `matrices`: the native witness and the R1CS matrices); asserts Filecoin's
+/// verifier accepted it and returns the summary and the proof.
+fn prove_verified(
+    kind: Kind,
+    input: &Path,
+    params: &Path,
+    out: &Path,
+    synthesis: &str,
+) -> (Value, Vec<u8>) {
     let (code, stdout, stderr) = prove(
         kind,
         input,
         params,
-        &["--out", out.to_str().unwrap(), "--verify", "--json"],
+        &[
+            "--out",
+            out.to_str().unwrap(),
+            "--verify",
+            "--json",
+            "--synthesis",
+            synthesis,
+        ],
     );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let v = last_json(&stdout);
+    assert_eq!(v["synthesis"], synthesis, "{v}");
+    assert_eq!(
+        v["matrices_bytes"].as_u64().unwrap() > 0,
+        synthesis == "matrices",
+        "{v}"
+    );
     assert_eq!(v["verified"], true, "{v}");
     assert_eq!(v["partitions_verified"], v["partitions"], "{v}");
     let bound = v["partition_workers"].as_u64().unwrap() + v["channel_capacity"].as_u64().unwrap();
@@ -172,7 +192,14 @@ fn a_window_post_of_two_partitions_proves_and_filecoin_accepts_it() {
     let Some(data) = testdata() else { return };
     let dir = tempfile::tempdir().unwrap();
     let whole_path = dir.path().join("window.proof");
-    let (v, proof) = prove_verified(Kind::Window, &data.window, &data.params, &whole_path);
+    // The whole WindowPoSt from its native witness and the R1CS matrices.
+    let (v, proof) = prove_verified(
+        Kind::Window,
+        &data.window,
+        &data.params,
+        &whole_path,
+        "matrices",
+    );
     assert_eq!(v["post_proof"], "StackedDrgWindow2KiBV1_2", "{v}");
     assert_eq!(v["sectors"], 3, "{v}");
     assert_eq!(
@@ -208,7 +235,7 @@ fn a_window_post_of_two_partitions_proves_and_filecoin_accepts_it() {
     let whole = read_json(&data.window);
     let p1_input = write_json(dir.path(), "partition-1.json", &partition_of(&whole, 1));
     let p1_path = dir.path().join("partition-1.proof");
-    let (v, p1) = prove_verified(Kind::Window, &p1_input, &data.params, &p1_path);
+    let (v, p1) = prove_verified(Kind::Window, &p1_input, &data.params, &p1_path, "one-pass");
     assert_eq!(v["partition_index"], 1, "{v}");
     assert_eq!(
         (v["sectors"].as_u64(), v["partitions"].as_u64()),
@@ -236,7 +263,7 @@ fn a_v1_window_post_partition_proves_alone() {
     assert_eq!(whole["registered_proof"], "StackedDrgWindow2KiBV1");
     let input = write_json(dir.path(), "v1-partition-1.json", &partition_of(&whole, 1));
     let out = dir.path().join("v1-partition-1.proof");
-    let (v, proof) = prove_verified(Kind::Window, &input, &data.params, &out);
+    let (v, proof) = prove_verified(Kind::Window, &input, &data.params, &out, "one-pass");
     assert_eq!(v["partition_index"], 1, "{v}");
     let mut flipped = proof;
     flipped[50] ^= 1;
@@ -251,7 +278,7 @@ fn a_winning_post_proves_and_filecoin_accepts_it() {
     let Some(data) = testdata() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("winning.proof");
-    let (v, proof) = prove_verified(Kind::Winning, &data.winning, &data.params, &out);
+    let (v, proof) = prove_verified(Kind::Winning, &data.winning, &data.params, &out, "matrices");
     assert_eq!(v["post_proof"], "StackedDrgWinning2KiBV1", "{v}");
     assert_eq!(v["verifier"], "verify_winning_post", "{v}");
     assert_eq!(
@@ -509,6 +536,7 @@ fn the_placeholder_post_partitions_have_the_real_partitions_r1cs() {
     use proofpipe_kernels::EvalAlloc;
     use proofpipe_prover::filecoin::params::{self, DigestCheck};
     use proofpipe_prover::filecoin::post::{self, PostInput};
+    use proofpipe_prover::groth16::SynthesisMode;
     use proofpipe_prover::params::QueryCounts;
 
     let Some(data) = testdata() else { return };
@@ -522,13 +550,23 @@ fn the_placeholder_post_partitions_have_the_real_partitions_r1cs() {
             counts.query_counts(),
             "{path:?}"
         );
-        let real = post::prepare(&input)
+        let real = post::prepare(&input, SynthesisMode::OnePass)
             .unwrap()
             .source
             .synthesize(0, key.shape, &EvalAlloc::heap())
             .unwrap();
-        let placeholder = post::shape::placeholder_source(proof, 0)
+        // The real partition from its native witness and the R1CS matrices: the same a, b, c,
+        // assignment and densities as in one pass.
+        let two_pass = post::prepare(&input, SynthesisMode::Matrices).unwrap();
+        assert!(two_pass.matrices.is_some());
+        let native = two_pass
+            .source
+            .synthesize(0, key.shape, &EvalAlloc::heap())
+            .unwrap();
+        assert_eq!(real.first_difference(&native), None, "{path:?}");
+        let placeholder = post::shape::placeholder_source(proof, 0, SynthesisMode::OnePass)
             .unwrap()
+            .source
             .synthesize(0, key.shape, &EvalAlloc::heap())
             .unwrap();
         assert!(

@@ -327,7 +327,8 @@ fn post_shape(args: &BenchArgs, proof: RegisteredPoStProof) -> Result<ExitCode, 
     refuse_stock_run(args, "--post-shape")?;
     // curio sends one WindowPoSt partition per request; a WinningPoSt is one partition.
     let partitions = args.job.partitions.unwrap_or(1);
-    let run = prepare_post_shape(args, proof, partitions, shape_backend())?;
+    let synthesis = args.synthesis.synthesis.into();
+    let run = prepare_post_shape(args, proof, partitions, synthesis, shape_backend())?;
     run_shape(args, run)
 }
 
@@ -349,23 +350,15 @@ pub(super) fn post_shape_input(
     )
 }
 
-/// The placeholder partitions and timing-only key of `--post-shape`, planned for `backend`.
+/// The placeholder partitions and timing-only key of `--post-shape`, synthesized as
+/// `synthesis` says, planned for `backend`.
 pub(super) fn prepare_post_shape(
     args: &BenchArgs,
     proof: RegisteredPoStProof,
     partitions: u32,
+    synthesis: SynthesisMode,
     backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
 ) -> Result<ShapeRun, ProverError> {
-    if args.post_shape.is_some()
-        && SynthesisMode::from(args.synthesis.synthesis) == SynthesisMode::Matrices
-    {
-        return Err(ProverError::InvalidArgument {
-            what: "--synthesis",
-            reason: "--post-shape synthesizes in one pass (a PoSt partition's sectors already \
-                     synthesize on every core); leave --synthesis out"
-                .into(),
-        });
-    }
     let name = post_proof_name(proof);
     let counts = post::shape::counted(proof)?;
     let report = json!({
@@ -376,12 +369,19 @@ pub(super) fn prepare_post_shape(
             "query_counts": counts.query_counts(),
         },
     });
-    let source = post::shape::placeholder_source(proof, 0)?;
+    // With --synthesis matrices, recorded on every core (or read from their file) first.
+    let started = Instant::now();
+    let post::shape::PlaceholderPost { source, matrices } =
+        post::shape::placeholder_source(proof, 0, synthesis)?;
+    let mut report = report;
+    report["synthesis"] = json!(synthesis);
+    report["matrices_bytes"] = json!(matrices.as_ref().map_or(0, |m| m.heap_bytes()));
+    report["matrices_seconds"] = json!(matrices.as_ref().map(|_| started.elapsed().as_secs_f64()));
     let circuit = format!("{name} partition");
-    one_pass_shape(
+    shape_run(
         args,
         (name, circuit),
-        &counts,
+        (&counts, matrices.as_ref().map_or(0, |m| m.heap_bytes())),
         source,
         partitions,
         backend,
@@ -389,18 +389,20 @@ pub(super) fn prepare_post_shape(
     )
 }
 
-/// A one-pass shape benchmark (PoSt, SnapDeals): the sizing input from `counts`, planned
-/// before the timing-only key is made; `report` joins every run's JSON.
-fn one_pass_shape(
+/// A PoSt or SnapDeals shape benchmark: the sizing input from `counts` and the resident
+/// matrices' bytes, planned before the timing-only key is made; `report` joins every run's
+/// JSON.
+fn shape_run(
     args: &BenchArgs,
     (name, circuit): (String, String),
-    counts: &R1csCounts,
+    (counts, matrices_bytes): (&R1csCounts, u64),
     source: Arc<dyn PartitionSource>,
     partitions: u32,
     backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
     mut report: Value,
 ) -> Result<ShapeRun, ProverError> {
     let mut input = counted_sizing(args, circuit, counts, partitions, &backend)?;
+    input.matrices_bytes = matrices_bytes;
     input.synthesis_threads = source.synthesis_threads();
     input.evaluations_held_twice =
         source.synthesizes_in_subsystems() && backend.evaluation_alloc().is_pooled();
@@ -471,7 +473,15 @@ pub(super) fn prepare_snap_shape(
         format!("{update_proof} SnapDeals"),
         format!("{update_proof} SnapDeals partition"),
     );
-    one_pass_shape(args, names, &counts, source, partitions, backend, report)
+    shape_run(
+        args,
+        names,
+        (&counts, 0),
+        source,
+        partitions,
+        backend,
+        report,
+    )
 }
 
 /// The sizing input of a shape benchmark from its committed counts alone: the parameters'

@@ -14,6 +14,7 @@ use proofpipe_prover::bench::{PipelineRun, SourceWorkload, run_source_pipeline};
 use proofpipe_prover::daemon::config::{URGENT_GPU_RESERVE_VAR, URGENT_RESERVE_VAR};
 use proofpipe_prover::daemon::urgent::{Footprint, room_beside};
 use proofpipe_prover::filecoin::{RegisteredPoStProof, RegisteredSealProof};
+use proofpipe_prover::groth16::SynthesisMode;
 use proofpipe_prover::pipeline::PipelineConfig;
 use proofpipe_prover::sizing::{Plan, SizingError, SizingInput, parse_memory_size, plan};
 use serde::Serialize;
@@ -100,7 +101,8 @@ pub fn run(
         reserve,
     )?;
     let main = prepare_porep_shape(args, porep, backend.clone())?;
-    let urgent = prepare_post_shape(args, post, 1, backend.clone())?;
+    // As the daemon's urgent lane: one pass (no matrices recorded beside the running job).
+    let urgent = prepare_post_shape(args, post, 1, SynthesisMode::OnePass, backend.clone())?;
     let plans = plans(&main.input, &urgent.input, reserve)?;
     tracing::info!(
         porep_peak = %bytesize::ByteSize(plans.porep.predicted_peak_bytes),

@@ -436,15 +436,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
                     args.params_dir.as_deref(),
                     args.json,
                 ),
-                (None, Some(_), _) | (None, None, Some(_)) if two_pass => {
-                    Err(ProverError::InvalidArgument {
-                        what: "--synthesis",
-                        reason: "SnapDeals and PoSt partitions are synthesized in one pass; \
-                                 two-pass (matrices) synthesis is for --porep-c1 and synthetic \
-                                 circuits"
-                            .into(),
-                    })
-                }
+                (None, Some(_), _) if two_pass => Err(ProverError::InvalidArgument {
+                    what: "--synthesis",
+                    reason: "SnapDeals partitions are synthesized in one pass; two-pass \
+                             (matrices) synthesis is for --porep-c1, the PoSt inputs and \
+                             synthetic circuits"
+                        .into(),
+                }),
                 (None, Some(vanilla), _) => snap::prove(
                     filecoin,
                     vanilla,
@@ -457,6 +455,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
                     input,
                     kind,
                     &args.sizing,
+                    args.synthesis.synthesis.into(),
                     args.params_dir.as_deref(),
                     args.json,
                 ),

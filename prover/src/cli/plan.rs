@@ -76,36 +76,33 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
             )
         }
         (None, Some(proof), _) => {
-            if args.synthesis == Synthesis::Matrices {
-                return Err(ProverError::InvalidArgument {
-                    what: "--synthesis",
-                    reason: "--post-shape plans one pass (a PoSt partition's sectors already \
-                             synthesize on every core); leave --synthesis out"
-                        .into(),
-                });
-            }
             // Exact, from the committed counts; the sectors synthesize on every core.
             let counts = post::shape::counted(proof)?;
             let post_shape = PostShape::of(proof)?;
+            // In one pass FallbackPoSt collects its sectors' sub-systems before extending;
+            // from the matrices the native witness goes straight into the assignment.
+            let (matrices, subsystems) = match args.synthesis {
+                Synthesis::OnePass => (0, true),
+                Synthesis::Matrices => (R1csMatrices::predicted_heap_bytes(&counts), false),
+            };
             (
                 format!("{} partition", post_proof_name(proof)),
                 counts.shape(),
                 with_queries(counts.query_counts()),
-                0,
+                matrices,
                 // curio sends one WindowPoSt partition per request.
                 args.job.partitions.unwrap_or(1),
                 post_shape.sectors_per_partition,
-                // FallbackPoSt collects its sectors' sub-systems before extending.
-                true,
+                subsystems,
             )
         }
         (None, None, None) => {
             if args.synthesis == Synthesis::Matrices {
                 return Err(ProverError::InvalidArgument {
                     what: "--synthesis",
-                    reason: "plan knows the R1CS matrices' size only for --porep-shape (from its \
-                             committed counts); for a synthetic circuit, prove or bench it with \
-                             --synthesis matrices, which log their size"
+                    reason: "plan knows the R1CS matrices' size only for --porep-shape and \
+                             --post-shape (from their committed counts); for a synthetic circuit, \
+                             prove or bench it with --synthesis matrices, which log their size"
                         .into(),
                 });
             }

@@ -17,6 +17,7 @@ use proofpipe_prover::filecoin::params;
 use proofpipe_prover::filecoin::post::{self, PostInput, PostKind, kind_name, post_proof_name};
 use proofpipe_prover::filecoin::post_testdata::{self, SealedSector};
 use proofpipe_prover::filecoin::{RegisteredPoStProof, RegisteredSealProof};
+use proofpipe_prover::groth16::SynthesisMode;
 use proofpipe_prover::pipeline::JobOutcome;
 use proofpipe_prover::rss;
 use proofpipe_prover::sizing::{QueryPlacement, detect_memory_limit};
@@ -95,6 +96,10 @@ struct Summary {
     max_synthesized_in_flight: u64,
     backend: &'static str,
     params_bytes: u64,
+    /// `one-pass`, or `matrices`: the native witness and the R1CS matrices.
+    synthesis: SynthesisMode,
+    /// The matrices' heap bytes (0 in one pass).
+    matrices_bytes: u64,
     /// `--compare-stock`: filecoin-proofs-api's own prover's wall seconds for the same input
     /// (generate_window_post_with_vanilla, generate_single_window_post_with_vanilla or
     /// generate_winning_post_with_vanilla), and ours as a speedup over it.
@@ -107,11 +112,13 @@ pub fn prove(
     input_path: &Path,
     kind: PostKind,
     sizing: &SizingArgs,
+    synthesis: SynthesisMode,
     params_dir: Option<&Path>,
     json: bool,
 ) -> Result<ExitCode, ProverError> {
     let input = read_input(input_path, &kind)?;
-    let job = post::prepare(&input)?;
+    let job = post::prepare(&input, synthesis)?;
+    let matrices_bytes = job.matrices.as_ref().map_or(0, |m| m.heap_bytes());
     let name = post_proof_name(job.post_proof);
     tracing::info!(
         proof = %name,
@@ -141,7 +148,7 @@ pub fn prove(
         &key,
         job.source,
         job.partitions,
-        0,
+        matrices_bytes,
         sizing,
         limit.bytes,
     )?;
@@ -207,6 +214,8 @@ pub fn prove(
         max_synthesized_in_flight: buffers.max_synthesized_in_flight,
         backend,
         params_bytes: key.heap_bytes(),
+        synthesis,
+        matrices_bytes,
         stock_seconds,
         speedup_vs_stock,
     };

@@ -22,6 +22,7 @@ pub const GPU_WORKERS_VAR: &str = "PROOFPIPE_GPU_WORKERS";
 pub const MEMORY_LIMIT_VAR: &str = "PROOFPIPE_MEMORY_LIMIT";
 pub const PROGRESS_DEADLINE_VAR: &str = "PROOFPIPE_PROGRESS_DEADLINE_SECONDS";
 pub const POREP_SYNTHESIS_VAR: &str = "PROOFPIPE_POREP_SYNTHESIS";
+pub const POST_SYNTHESIS_VAR: &str = "PROOFPIPE_POST_SYNTHESIS";
 /// Set by the operator when the prover container requests a GPU (`nvidia.com/gpu`).
 pub const GPU_EXPECTED_VAR: &str = "PROOFPIPE_GPU_EXPECTED";
 /// Set in a pool's template to refuse to prove on the CPU: without a usable GPU the prover
@@ -67,6 +68,11 @@ pub struct EnvSettings {
     /// core (the default), or in one pass on one core each (`one-pass`: no matrices resident,
     /// ~6.5 GiB less at 32 GiB, ~5x slower per partition).
     pub porep_synthesis: SynthesisMode,
+    /// The same for PoSt partitions proved in the main lane (32 GiB WindowPoSt: 10.1 GiB of
+    /// matrices resident; in one pass its sectors still synthesize on every core, ~30x slower
+    /// per core). Urgent PoSt beside a running job always synthesizes in one pass: recording
+    /// matrices there would take memory the running job's plan did not leave.
+    pub post_synthesis: SynthesisMode,
     /// The pod requests a GPU: proving on the CPU is a fault to report.
     pub gpu_expected: bool,
     /// Exit rather than prove on the CPU.
@@ -160,17 +166,21 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<EnvSettings, Pro
                     reason: format!("{value:?} is not a positive number of seconds"),
                 })?,
         },
-        porep_synthesis: match var(POREP_SYNTHESIS_VAR).as_deref().map(str::trim) {
-            None | Some("" | "matrices") => SynthesisMode::Matrices,
-            Some("one-pass") => SynthesisMode::OnePass,
-            Some(other) => {
-                return Err(ProverError::InvalidArgument {
-                    what: POREP_SYNTHESIS_VAR,
-                    reason: format!("{other:?} is neither `matrices` nor `one-pass`"),
-                });
-            }
-        },
+        porep_synthesis: synthesis_mode(POREP_SYNTHESIS_VAR, var(POREP_SYNTHESIS_VAR))?,
+        post_synthesis: synthesis_mode(POST_SYNTHESIS_VAR, var(POST_SYNTHESIS_VAR))?,
     })
+}
+
+/// `name`'s synthesis mode: `matrices` (also when unset) or `one-pass`.
+fn synthesis_mode(name: &'static str, value: Option<String>) -> Result<SynthesisMode, ProverError> {
+    match value.as_deref().map(str::trim) {
+        None | Some("" | "matrices") => Ok(SynthesisMode::Matrices),
+        Some("one-pass") => Ok(SynthesisMode::OnePass),
+        Some(other) => Err(ProverError::InvalidArgument {
+            what: name,
+            reason: format!("{other:?} is neither `matrices` nor `one-pass`"),
+        }),
+    }
 }
 
 /// Where the limit the pipeline is sized from came from.
@@ -262,30 +272,38 @@ mod tests {
         assert_eq!(settings.memory_limit, None);
         assert_eq!(settings.progress_deadline, Duration::from_secs(900));
         assert_eq!(settings.porep_synthesis, SynthesisMode::Matrices);
+        assert_eq!(settings.post_synthesis, SynthesisMode::Matrices);
     }
 
     #[test]
-    fn porep_synthesis_is_matrices_unless_one_pass_is_asked_for() {
-        for (value, want) in [
-            ("matrices", SynthesisMode::Matrices),
-            ("", SynthesisMode::Matrices),
-            ("one-pass", SynthesisMode::OnePass),
+    fn synthesis_is_matrices_unless_one_pass_is_asked_for() {
+        let porep = |s: &EnvSettings| s.porep_synthesis;
+        let post = |s: &EnvSettings| s.post_synthesis;
+        for (name, of) in [
+            (
+                POREP_SYNTHESIS_VAR,
+                &porep as &dyn Fn(&EnvSettings) -> SynthesisMode,
+            ),
+            (POST_SYNTHESIS_VAR, &post),
         ] {
+            for (value, want) in [
+                ("matrices", SynthesisMode::Matrices),
+                ("", SynthesisMode::Matrices),
+                ("one-pass", SynthesisMode::OnePass),
+            ] {
+                let mut pairs = IDENTITY.to_vec();
+                pairs.push((name, value));
+                assert_eq!(
+                    of(&from_env(env(&pairs)).unwrap()),
+                    want,
+                    "{name}={value:?}"
+                );
+            }
             let mut pairs = IDENTITY.to_vec();
-            pairs.push((POREP_SYNTHESIS_VAR, value));
-            assert_eq!(
-                from_env(env(&pairs)).unwrap().porep_synthesis,
-                want,
-                "{value:?}"
-            );
+            pairs.push((name, "fast"));
+            let err = from_env(env(&pairs)).unwrap_err().to_string();
+            assert!(err.contains(name) && err.contains("\"fast\""), "{err}");
         }
-        let mut pairs = IDENTITY.to_vec();
-        pairs.push((POREP_SYNTHESIS_VAR, "fast"));
-        let err = from_env(env(&pairs)).unwrap_err().to_string();
-        assert!(
-            err.contains(POREP_SYNTHESIS_VAR) && err.contains("\"fast\""),
-            "{err}"
-        );
     }
 
     #[test]

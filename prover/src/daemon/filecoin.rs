@@ -79,13 +79,32 @@ struct ParsedInput {
     matrices: Option<Arc<R1csMatrices>>,
 }
 
+/// How a job's partitions are synthesized, by kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Syntheses {
+    porep: SynthesisMode,
+    post: SynthesisMode,
+}
+
+impl Syntheses {
+    /// The configured modes for a job in `lane`: an urgent job beside a running one never
+    /// records R1CS matrices (memory that job's plan did not leave), so its PoSt is one pass.
+    fn in_lane(porep: SynthesisMode, post: SynthesisMode, lane: Lane) -> Self {
+        let post = match lane {
+            Lane::Main => post,
+            Lane::Urgent => SynthesisMode::OnePass,
+        };
+        Self { porep, post }
+    }
+}
+
 /// Parses `bytes` as the input of `work` and checks it is of the job's registered proof; then
 /// prepares its partitions. Pure CPU work: call it on a blocking thread.
 fn parse_input(
     work: &FilecoinWork,
     url: &str,
     bytes: &[u8],
-    porep_synthesis: SynthesisMode,
+    synthesis: Syntheses,
 ) -> Result<ParsedInput, ProverError> {
     artifacts::check_sha256(url, bytes, &work.input.sha256)?;
     let expected = work.registered_proof().unwrap_or_default();
@@ -115,7 +134,7 @@ fn parse_input(
             }
             // With matrices, the sector size's are recorded here on the job's first use in
             // this process (29 s on 16 cores at 32 GiB) and kept for the next jobs.
-            let job = porep::prepare(&input, porep_synthesis)?;
+            let job = porep::prepare(&input, synthesis.porep)?;
             Ok(ParsedInput {
                 params: ParamSet::Seal(job.seal_proof),
                 source: job.source,
@@ -141,8 +160,10 @@ fn parse_input(
             let input = PostInput::parse(bytes).map_err(with_url)?;
             let actual = post::post_proof_name(input.post_proof);
             same_proof("PoSt input", url, &actual, expected, "postProof")?;
-            // Decodes and verifies every vanilla proof against the randomness.
-            let job = post::prepare(&input).map_err(with_url)?;
+            // Decodes and verifies every vanilla proof against the randomness; with matrices,
+            // the partition structure's are read or recorded here on its first use in this
+            // process and kept for the next jobs.
+            let job = post::prepare(&input, synthesis.post).map_err(with_url)?;
             if job.partitions != 1 {
                 return Err(ProverError::InvalidArgument {
                     what: "PoSt input",
@@ -158,7 +179,7 @@ fn parse_input(
                 params: ParamSet::Post(job.post_proof),
                 source: job.source,
                 partitions: job.partitions,
-                matrices: None,
+                matrices: job.matrices,
                 input: Input::Post(input, job.sectors),
             })
         }
@@ -198,14 +219,14 @@ pub async fn prepare(
     let bytes = artifacts::fetch(&url).await?;
     let parsing = work.clone();
     let kind = work.kind;
-    let porep_synthesis = daemon.porep_synthesis;
+    let synthesis = Syntheses::in_lane(daemon.porep_synthesis, daemon.post_synthesis, lane);
     let ParsedInput {
         input,
         source,
         partitions,
         params,
         matrices,
-    } = tokio::task::spawn_blocking(move || parse_input(&parsing, &url, &bytes, porep_synthesis))
+    } = tokio::task::spawn_blocking(move || parse_input(&parsing, &url, &bytes, synthesis))
         .await
         .map_err(|e| ProverError::Filecoin {
             action: format!("reading the {}", kind.input_name()),
@@ -405,7 +426,7 @@ mod tests {
             "kind": "WinningPoSt", "postProof": "StackedDrgWinning32GiBV1",
             "input": {"url": "s3://b/post.json", "sha256": artifacts::sha256_hex(&input)},
         }));
-        let message = match parse_input(&job, "s3://b/post.json", &input, SynthesisMode::Matrices) {
+        let message = match parse_input(&job, "s3://b/post.json", &input, DEFAULT) {
             Ok(_) => panic!("accepted"),
             Err(e) => e.to_string(),
         };
@@ -416,6 +437,33 @@ mod tests {
                 ),
             "{message}"
         );
+    }
+
+    /// The daemon's default modes, in the main lane.
+    const DEFAULT: Syntheses = Syntheses {
+        porep: SynthesisMode::Matrices,
+        post: SynthesisMode::Matrices,
+    };
+
+    #[test]
+    fn urgent_post_is_synthesized_in_one_pass_and_main_lane_post_as_configured() {
+        use SynthesisMode::{Matrices, OnePass};
+        for post in [Matrices, OnePass] {
+            assert_eq!(
+                Syntheses::in_lane(Matrices, post, Lane::Main),
+                Syntheses {
+                    porep: Matrices,
+                    post
+                }
+            );
+            assert_eq!(
+                Syntheses::in_lane(Matrices, post, Lane::Urgent),
+                Syntheses {
+                    porep: Matrices,
+                    post: OnePass
+                }
+            );
+        }
     }
 
     fn work(value: serde_json::Value) -> FilecoinWork {
@@ -430,7 +478,7 @@ mod tests {
     }
 
     fn bad_input(work: &FilecoinWork, bytes: &[u8]) -> String {
-        match parse_input(work, "s3://b/snap.json", bytes, SynthesisMode::Matrices) {
+        match parse_input(work, "s3://b/snap.json", bytes, DEFAULT) {
             Ok(_) => panic!("accepted"),
             Err(e) => e.to_string(),
         }

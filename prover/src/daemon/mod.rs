@@ -120,6 +120,8 @@ pub struct Daemon {
     progress_deadline: Duration,
     /// How PoRep partitions are synthesized (`PROOFPIPE_POREP_SYNTHESIS`).
     porep_synthesis: SynthesisMode,
+    /// How main-lane PoSt partitions are synthesized (`PROOFPIPE_POST_SYNTHESIS`).
+    post_synthesis: SynthesisMode,
     /// Why the prover is stalled, once it is: `/healthz` fails with it.
     stalled: parking_lot::Mutex<Option<String>>,
     /// The GPU this prover lost mid-job, once it lost one (ADR 0032): it takes no more work.
@@ -257,6 +259,7 @@ pub async fn run(
         watch_ready: AtomicBool::new(false),
         progress_deadline: settings.progress_deadline,
         porep_synthesis: settings.porep_synthesis,
+        post_synthesis: settings.post_synthesis,
         stalled: parking_lot::Mutex::new(None),
         gpu_lost: parking_lot::Mutex::new(None),
         require_gpu: settings.require_gpu,

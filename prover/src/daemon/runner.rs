@@ -21,7 +21,7 @@ use super::state::Lane;
 use super::urgent::{self, Footprint, MainLane};
 use super::{Daemon, raised};
 use crate::error::{FailureClass, ProverError};
-use crate::filecoin::porep;
+use crate::filecoin::matrices;
 use crate::params::{CircuitParams, ProvingKey, estimated_params_bytes};
 use crate::pipeline::{JobEvent, JobHandle, JobOutcome, JobSpec, Pipeline, PipelineConfig};
 use crate::sizing::{SizingError, SynthesisProfile, plan};
@@ -275,7 +275,7 @@ async fn start_job(
             daemon.state.enter(lane, Stage::LoadingParameters);
             let params = load_params(daemon, &spec).await?;
             // Matrices earlier PoRep jobs recorded stay resident beside this job.
-            let resident = (porep::resident_matrices_bytes(), 0);
+            let resident = (matrices::resident_bytes(), 0);
             let pipeline = start_pipeline(
                 daemon,
                 Sized {
@@ -331,8 +331,7 @@ fn start_main_filecoin(
     // Resident beside the job's own parameters and matrices: other parameter sets and other
     // sector sizes' matrices that earlier jobs left.
     let own_matrices = prepared.matrices.as_ref().map_or(0, |m| m.heap_bytes());
-    let others =
-        prepared.others_bytes + porep::resident_matrices_bytes().saturating_sub(own_matrices);
+    let others = prepared.others_bytes + matrices::resident_bytes().saturating_sub(own_matrices);
     let sized = |work| Sized {
         lane: Lane::Main,
         beside: Footprint::default(),
@@ -354,7 +353,7 @@ fn start_main_filecoin(
                 "dropping the other resident Filecoin parameter sets and R1CS matrices: the job's pipeline does not fit beside them"
             );
             daemon.filecoin_params.keep_only(&prepared.identifier);
-            porep::keep_only_matrices(prepared.matrices.as_ref());
+            matrices::keep_only(prepared.matrices.as_ref());
             start_pipeline(daemon, sized(work), &prepared.key, (0, own_matrices))
         }
         started => started,
@@ -425,7 +424,7 @@ async fn load_params(
         spec.todo().len(),
         shape,
         (
-            estimated_params_bytes(shape) + porep::resident_matrices_bytes(),
+            estimated_params_bytes(shape) + matrices::resident_bytes(),
             0,
         ),
         SynthesisProfile::ONE_CORE,

@@ -24,6 +24,7 @@
 pub mod c1;
 pub mod counted;
 pub mod fetch;
+pub mod matrices;
 pub mod params;
 pub mod porep;
 pub mod post;

@@ -8,8 +8,7 @@
 
 use std::borrow::Cow;
 use std::path::Path;
-use std::sync::{Arc, LazyLock};
-use std::time::Instant;
+use std::sync::Arc;
 
 use filecoin_proofs::{
     DefaultPieceDomain, DefaultPieceHasher, as_safe_commitment, parameters::public_params,
@@ -24,12 +23,12 @@ use bellperson::SynthesisError;
 use proofpipe_kernels::EvalAlloc;
 
 use super::c1::C1Input;
+use super::matrices::{self, MatricesKey};
 use super::{RegisteredSealProof, seal_proof_name, shape};
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
-use crate::groth16::matrices_file::{self, MatricesId, MatricesOrigin};
+use crate::groth16::matrices_file::MatricesOrigin;
 use crate::groth16::{self, R1csMatrices, SynthesisMode, Synthesized};
-use crate::params::LoadOnce;
 use crate::pipeline::{PartitionProof, PartitionSource};
 use crate::witness::porep::PartitionWitness;
 
@@ -160,23 +159,6 @@ pub(super) struct StackedPartitions<Tree: 'static + MerkleTreeTrait> {
     pub matrices: Option<Arc<R1csMatrices>>,
 }
 
-/// Recorded R1CS matrices by circuit structure (sector size, layers, challenges per
-/// partition), once per process: every job of a sector size shares them.
-static MATRICES: LazyLock<LoadOnce<(u64, usize, usize), Arc<R1csMatrices>>> =
-    LazyLock::new(LoadOnce::new);
-
-/// Bytes of the R1CS matrices this process keeps, every sector size's that a job recorded: a
-/// prover's plan counts them beside its parameters.
-pub fn resident_matrices_bytes() -> u64 {
-    MATRICES.loaded().iter().map(|m| m.heap_bytes()).sum()
-}
-
-/// Forgets every sector size's recorded matrices but `keep` (freed once no job holds them),
-/// when a job's pipeline does not fit beside them.
-pub fn keep_only_matrices(keep: Option<&Arc<R1csMatrices>>) {
-    MATRICES.retain(|m| keep.is_some_and(|k| Arc::ptr_eq(k, m)));
-}
-
 impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
     /// Partition `k`'s circuit, as `seal_commit_phase2` builds it.
     pub(super) fn circuit(
@@ -230,51 +212,37 @@ impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
     /// holds them, else recorded on every core and written there (ADR 0031).
     pub(super) fn read_or_record_matrices(
         &self,
-        seal_proof: RegisteredSealProof,
         dir: Option<&Path>,
     ) -> Result<(R1csMatrices, MatricesOrigin), ProverError> {
-        let started = Instant::now();
+        matrices::read_or_record(&self.matrices_key(), dir, || self.record_matrices())
+    }
+
+    /// Partition 0's challenges recorded as parts, on every core (ADR 0023).
+    fn record_matrices(&self) -> Result<R1csMatrices, ProverError> {
         let fail = |message: String| ProverError::Synthesis {
             partition: 0,
             message: format!("recording the R1CS matrices: {message}"),
         };
-        let (nodes, layers, challenges) = self.structure();
-        let id = MatricesId::new(format!(
-            "StackedDrg PoRep partition: {nodes} nodes, {layers} layers, {challenges} challenges"
-        ));
-        let path = dir.map(|dir| {
-            matrices_file::path_in(
-                dir,
-                &format!("porep-{nodes}-nodes-{layers}-layers-{challenges}-challenges"),
-            )
-        });
-        let (matrices, origin) = matrices_file::load_or_record(path.as_deref(), &id, || {
-            // On every core: partition 0's challenges recorded as parts (ADR 0023).
-            let vanilla = self.vanilla(0).map_err(fail)?;
-            R1csMatrices::record_split(vanilla.len(), |challenges| {
-                self.circuit_of(&vanilla[challenges], 0)
-                    .map_err(|e| SynthesisError::IoError(std::io::Error::other(e)))
-            })
-            .map_err(|e| fail(e.to_string()))
-        })?;
-        tracing::info!(
-            proof = %seal_proof_name(seal_proof),
-            nonzeros = matrices.nonzeros(),
-            bytes = %bytesize::ByteSize(matrices.heap_bytes()),
-            seconds = started.elapsed().as_secs_f64(),
-            ?origin,
-            "PoRep R1CS matrices ready for two-pass synthesis"
-        );
-        Ok((matrices, origin))
+        let vanilla = self.vanilla(0).map_err(fail)?;
+        R1csMatrices::record_split(vanilla.len(), |challenges| {
+            self.circuit_of(&vanilla[challenges], 0)
+                .map_err(|e| SynthesisError::IoError(std::io::Error::other(e)))
+        })
+        .map_err(|e| fail(e.to_string()))
     }
 
-    /// What fixes the circuit's structure: nodes, layers, challenges per partition.
-    fn structure(&self) -> (u64, usize, usize) {
-        (
-            self.public_params.graph.size() as u64,
-            self.public_params.num_layers,
-            self.public_params.challenges.num_challenges_per_partition(),
-        )
+    /// What fixes the circuit's structure (nodes, layers, challenges per partition), as the
+    /// matrices' key.
+    fn matrices_key(&self) -> MatricesKey {
+        let nodes = self.public_params.graph.size();
+        let layers = self.public_params.num_layers;
+        let challenges = self.public_params.challenges.num_challenges_per_partition();
+        MatricesKey {
+            circuit: format!(
+                "StackedDrg PoRep partition: {nodes} nodes, {layers} layers, {challenges} challenges"
+            ),
+            file_stem: format!("porep-{nodes}-nodes-{layers}-layers-{challenges}-challenges"),
+        }
     }
 
     /// The job, its matrices recorded (or found) first for two-pass synthesis.
@@ -285,13 +253,9 @@ impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
         synthesis: SynthesisMode,
     ) -> Result<PorepJob, ProverError> {
         if synthesis == SynthesisMode::Matrices {
-            let key = self.structure();
-            let (matrices, recorded) = MATRICES.get_or_load(key, || {
-                let dir = super::matrices_dir();
-                let (matrices, _) = self.read_or_record_matrices(seal_proof, dir.as_deref())?;
-                Ok::<_, ProverError>(Arc::new(matrices))
-            })?;
-            if !recorded {
+            let (matrices, loaded) =
+                matrices::resident(&self.matrices_key(), || self.record_matrices())?;
+            if !loaded {
                 tracing::info!(proof = %seal_proof_name(seal_proof), "PoRep R1CS matrices reused");
             }
             self.matrices = Some(matrices);

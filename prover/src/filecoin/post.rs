@@ -51,10 +51,12 @@ use storage_proofs_post::fallback::{
 };
 
 use super::c1::prover_id_of_miner;
+use super::matrices::{self, MatricesKey};
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
-use crate::groth16::{self, Synthesized};
+use crate::groth16::{self, R1csMatrices, SynthesisMode, Synthesized};
 use crate::pipeline::{self, PartitionSource};
+use crate::witness::post::PostPartitionWitness;
 use proofpipe_kernels::EvalAlloc;
 
 pub use super::porep::PARTITION_PROOF_BYTES;
@@ -412,15 +414,79 @@ pub struct PostJob {
     /// The sectors proved, in order (their vanilla proofs' sector numbers and comm_r).
     pub sectors: Vec<PostSector>,
     pub source: Arc<dyn PartitionSource>,
+    /// The R1CS matrices the source synthesizes from with [`SynthesisMode::Matrices`] (the
+    /// process's resident ones of this partition structure).
+    pub matrices: Option<Arc<R1csMatrices>>,
 }
 
 /// Checks a PoSt input (the vanilla proofs decode as sector proofs of its sector size, of the
 /// right shape and count, in ascending sector order, and verify against the randomness) and
-/// prepares its partitions. CPU work (decoding and verifying every vanilla proof, on rayon):
-/// call it off any async runtime.
-pub fn prepare(input: &PostInput) -> Result<PostJob, ProverError> {
+/// prepares its partitions, synthesized in one pass or, with [`SynthesisMode::Matrices`], from
+/// the partition structure's R1CS matrices and the native witness (the matrices recorded from
+/// partition 0 on the structure's first use in this process, unless their file holds them).
+/// CPU work (decoding and verifying every vanilla proof, on rayon): call it off any async
+/// runtime.
+pub fn prepare(input: &PostInput, synthesis: SynthesisMode) -> Result<PostJob, ProverError> {
     let size = u64::from(input.post_proof.sector_size());
-    with_shape!(size, prepare_shape, input)
+    with_shape!(size, prepare_shape, input, synthesis)
+}
+
+/// What fixes a PoSt partition circuit's structure (the sector size, the circuit's sectors and
+/// their challenges), as the key of its R1CS matrices.
+pub(crate) fn matrices_key(public_params: &fallback::PublicParams) -> MatricesKey {
+    let size = public_params.sector_size;
+    let sectors = public_params.sector_count;
+    let challenges = public_params.challenge_count;
+    MatricesKey {
+        circuit: format!(
+            "FallbackPoSt partition: {size}-byte sectors, {sectors} sectors of {challenges} \
+             challenges"
+        ),
+        file_stem: format!("post-{size}-bytes-{sectors}-sectors-{challenges}-challenges"),
+    }
+}
+
+/// The R1CS matrices of `public_params`' partition circuit, resident in the process: read from
+/// their file or recorded from `circuit` (any partition's: the structure does not depend on
+/// the witness), its sectors recorded as independent parts on every core (ADR 0023).
+pub(crate) fn resident_matrices<Tree: 'static + MerkleTreeTrait>(
+    public_params: &fallback::PublicParams,
+    circuit: impl FnOnce() -> Result<FallbackPoStCircuit<Tree>, String>,
+) -> Result<Arc<R1csMatrices>, ProverError> {
+    let fail = |message: String| ProverError::Synthesis {
+        partition: 0,
+        message: format!("recording the PoSt R1CS matrices: {message}"),
+    };
+    let (matrices, loaded) = matrices::resident(&matrices_key(public_params), || {
+        let circuit = circuit().map_err(fail)?;
+        R1csMatrices::record_split(circuit.sectors.len(), |sectors| {
+            Ok(FallbackPoStCircuit::<Tree> {
+                prover_id: circuit.prover_id,
+                sectors: circuit.sectors[sectors].to_vec(),
+            })
+        })
+        .map_err(|e| fail(e.to_string()))
+    })?;
+    if !loaded {
+        tracing::info!(
+            circuit = %matrices_key(public_params).circuit,
+            "PoSt R1CS matrices reused"
+        );
+    }
+    Ok(matrices)
+}
+
+/// A partition synthesized from its native witness (`circuit`'s values and `vanilla`'s paths)
+/// and `matrices`, each sector on its own core.
+pub(crate) fn synthesize_native<Tree: 'static + MerkleTreeTrait>(
+    circuit: &FallbackPoStCircuit<Tree>,
+    vanilla: &fallback::Proof<Tree::Proof>,
+    matrices: &R1csMatrices,
+    evaluations: &EvalAlloc,
+) -> Result<Synthesized, String> {
+    let witness = PostPartitionWitness::of(circuit, vanilla)?;
+    groth16::synthesize_native_from_matrices_into(&witness, matrices, evaluations)
+        .map_err(|e| e.to_string())
 }
 
 type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
@@ -450,6 +516,7 @@ fn public_params<Tree: 'static + MerkleTreeTrait>(
 
 fn prepare_shape<Tree: 'static + MerkleTreeTrait>(
     input: &PostInput,
+    synthesis: SynthesisMode,
 ) -> Result<PostJob, ProverError> {
     let proof = input.post_proof;
     let name = post_proof_name(proof);
@@ -564,12 +631,13 @@ fn prepare_shape<Tree: 'static + MerkleTreeTrait>(
             circuit_k: 0,
         }],
     };
-    let source = FallbackPartitions::<Tree> {
+    let mut source = FallbackPartitions::<Tree> {
         config,
         public_params: pp,
         public_inputs,
         vanilla: Arc::clone(&input.vanilla_proofs),
         plan,
+        matrices: None,
     };
     // storage-proofs-post's vanilla verifier on every partition before proving (as
     // filecoin-proofs does, milliseconds): vanilla proofs of other challenges (another
@@ -600,6 +668,15 @@ fn prepare_shape<Tree: 'static + MerkleTreeTrait>(
             ));
         }
     }
+    if synthesis == SynthesisMode::Matrices {
+        source.matrices = Some(resident_matrices(&source.public_params, || {
+            let vanilla = source
+                .partition_vanilla_proof(0)
+                .map_err(|e| format!("arranging the vanilla proofs: {e:#}"))?;
+            source.circuit(0, &vanilla)
+        })?);
+    }
+    let matrices = source.matrices.clone();
     Ok(PostJob {
         post_proof: proof,
         partitions: source.plan.len() as u32,
@@ -611,6 +688,7 @@ fn prepare_shape<Tree: 'static + MerkleTreeTrait>(
             })
             .collect(),
         source: Arc::new(source),
+        matrices,
     })
 }
 
@@ -634,6 +712,8 @@ struct FallbackPartitions<Tree: 'static + MerkleTreeTrait> {
     public_inputs: fallback::PublicInputs<Domain<Tree>>,
     vanilla: Arc<[Vec<u8>]>,
     plan: Vec<PartitionPlan>,
+    /// Two-pass synthesis from these, when set.
+    matrices: Option<Arc<R1csMatrices>>,
 }
 
 impl<Tree: 'static + MerkleTreeTrait> FallbackPartitions<Tree> {
@@ -670,6 +750,25 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPartitions<Tree> {
             &self.partition_inputs(p),
             &self.decoded(p)?,
         )
+    }
+
+    /// Plan entry `p`'s circuit over its vanilla proof, as filecoin-proofs builds it.
+    fn circuit(
+        &self,
+        p: usize,
+        vanilla: &filecoin_proofs::VanillaProof<Tree>,
+    ) -> Result<FallbackPoStCircuit<Tree>, String> {
+        <FallbackPoStCompound<Tree> as CompoundProof<
+            FallbackPoSt<'_, Tree>,
+            FallbackPoStCircuit<Tree>,
+        >>::circuit(
+            &self.public_inputs,
+            Default::default(),
+            vanilla,
+            &self.public_params,
+            Some(self.plan[p].circuit_k),
+        )
+        .map_err(|e| format!("building the FallbackPoStCircuit: {e:#}"))
     }
 
     /// Whether partition `p`'s vanilla proofs verify for every challenge its verifier checks
@@ -719,14 +818,16 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPartitions<Tree> {
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionSource for FallbackPartitions<Tree> {
     /// FallbackPoStCircuit synthesizes its sectors in groups on every core (our assignment
-    /// is extensible, as bellperson's is).
+    /// is extensible, as bellperson's is); from the matrices, every sector's native witness
+    /// is a part of its own.
     fn synthesis_threads(&self) -> usize {
         self.public_params.sector_count
     }
 
-    /// ... and collects every group's sub-system before extending the partition with them.
+    /// In one pass it collects every group's sub-system before extending the partition with
+    /// them; the native witness is written straight into the assignment.
     fn synthesizes_in_subsystems(&self) -> bool {
-        true
+        self.matrices.is_none()
     }
 
     fn synthesize(
@@ -743,19 +844,15 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for FallbackPartitions<Tre
         let vanilla = self
             .partition_vanilla_proof(p)
             .map_err(|e| fail(format!("arranging the vanilla proofs: {e:#}")))?;
-        let circuit = <FallbackPoStCompound<Tree> as CompoundProof<
-            FallbackPoSt<'_, Tree>,
-            FallbackPoStCircuit<Tree>,
-        >>::circuit(
-            &self.public_inputs,
-            Default::default(),
-            &vanilla,
-            &self.public_params,
-            Some(self.plan[p].circuit_k),
-        )
-        .map_err(|e| fail(format!("building the FallbackPoStCircuit: {e:#}")))?;
-        drop(vanilla);
-        groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| fail(e.to_string()))
+        let circuit = self.circuit(p, &vanilla).map_err(fail)?;
+        match &self.matrices {
+            Some(matrices) => synthesize_native(&circuit, &vanilla, matrices, evaluations),
+            None => {
+                drop(vanilla);
+                groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| e.to_string())
+            }
+        }
+        .map_err(fail)
     }
 }
 

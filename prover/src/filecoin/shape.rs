@@ -140,8 +140,7 @@ fn placeholder_matrices<Tree: 'static + MerkleTreeTrait>(
     seal_proof: RegisteredSealProof,
     dir: &std::path::Path,
 ) -> Result<(R1csMatrices, MatricesOrigin), ProverError> {
-    placeholder_partitions::<Tree>(Placeholder::of(seal_proof))?
-        .read_or_record_matrices(seal_proof, Some(dir))
+    placeholder_partitions::<Tree>(Placeholder::of(seal_proof))?.read_or_record_matrices(Some(dir))
 }
 
 fn placeholder_shape<Tree: 'static + MerkleTreeTrait>(

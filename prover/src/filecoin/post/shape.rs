@@ -28,12 +28,15 @@ use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
 
-use super::{Domain, PostKind, kind_name, post_proof_name, public_params};
+use super::{
+    Domain, PostKind, kind_name, post_proof_name, public_params, resident_matrices,
+    synthesize_native,
+};
 use crate::circuits::{CircuitShape, R1csCounts, count_r1cs};
 use crate::error::ProverError;
 use crate::filecoin::counted::{Counted, committed};
 use crate::filecoin::shape::{random_domain, tree_proof};
-use crate::groth16::{self, Synthesized};
+use crate::groth16::{self, R1csMatrices, SynthesisMode, Synthesized};
 use crate::pipeline::PartitionSource;
 use proofpipe_kernels::EvalAlloc;
 
@@ -76,20 +79,42 @@ fn shape_of<Tree: 'static + MerkleTreeTrait>(
 }
 
 /// The partitions of a placeholder PoSt of `proof`: any partition index, each the proof's exact
-/// circuit with pseudorandom values from `(seed, partition)`.
+/// circuit with pseudorandom values from `(seed, partition)`, synthesized in one pass or from
+/// the resident R1CS matrices (returned too; recorded from partition 0 unless resident or in
+/// their file) and the native witness.
 pub fn placeholder_source(
     proof: RegisteredPoStProof,
     seed: u64,
-) -> Result<Arc<dyn PartitionSource>, ProverError> {
+    synthesis: SynthesisMode,
+) -> Result<PlaceholderPost, ProverError> {
     let size = u64::from(proof.sector_size());
-    with_shape!(size, placeholder_shape, proof, seed)
+    with_shape!(size, placeholder_shape, proof, seed, synthesis)
+}
+
+/// A placeholder PoSt's partitions and, from the matrices, the matrices they synthesize from.
+pub struct PlaceholderPost {
+    pub source: Arc<dyn PartitionSource>,
+    pub matrices: Option<Arc<R1csMatrices>>,
 }
 
 fn placeholder_shape<Tree: 'static + MerkleTreeTrait>(
     proof: RegisteredPoStProof,
     seed: u64,
-) -> Result<Arc<dyn PartitionSource>, ProverError> {
-    Ok(Arc::new(PlaceholderPartitions::<Tree>::new(proof, seed)?))
+    synthesis: SynthesisMode,
+) -> Result<PlaceholderPost, ProverError> {
+    let mut partitions = PlaceholderPartitions::<Tree>::new(proof, seed)?;
+    if synthesis == SynthesisMode::Matrices {
+        partitions.matrices = Some(resident_matrices(&partitions.public_params, || {
+            partitions
+                .circuit(0)
+                .map_err(|e| format!("building the placeholder FallbackPoStCircuit: {e:#}"))
+        })?);
+    }
+    let matrices = partitions.matrices.clone();
+    Ok(PlaceholderPost {
+        source: Arc::new(partitions),
+        matrices,
+    })
 }
 
 struct PlaceholderPartitions<Tree: 'static + MerkleTreeTrait> {
@@ -99,6 +124,8 @@ struct PlaceholderPartitions<Tree: 'static + MerkleTreeTrait> {
     public_inputs: fallback::PublicInputs<Domain<Tree>>,
     nodes: usize,
     seed: u64,
+    /// Two-pass synthesis from these, when set.
+    matrices: Option<Arc<R1csMatrices>>,
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PlaceholderPartitions<Tree> {
@@ -119,6 +146,7 @@ impl<Tree: 'static + MerkleTreeTrait> PlaceholderPartitions<Tree> {
             public_params,
             public_inputs,
             seed,
+            matrices: None,
         })
     }
 
@@ -177,7 +205,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for PlaceholderPartitions<
     }
 
     fn synthesizes_in_subsystems(&self) -> bool {
-        true
+        self.matrices.is_none()
     }
 
     fn synthesize(
@@ -187,12 +215,20 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for PlaceholderPartitions<
         evaluations: &EvalAlloc,
     ) -> Result<Synthesized, ProverError> {
         let fail = |message: String| ProverError::Synthesis { partition, message };
-        let circuit = self.circuit(partition).map_err(|e| {
+        let vanilla = self.vanilla(partition);
+        let circuit = self.circuit_of(&vanilla).map_err(|e| {
             fail(format!(
                 "building the placeholder FallbackPoStCircuit: {e:#}"
             ))
         })?;
-        groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| fail(e.to_string()))
+        match &self.matrices {
+            Some(matrices) => synthesize_native(&circuit, &vanilla, matrices, evaluations),
+            None => {
+                drop(vanilla);
+                groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| e.to_string())
+            }
+        }
+        .map_err(fail)
     }
 }
 
@@ -417,6 +453,40 @@ mod tests {
             &synthesized.inputs,
             &synthesized.aux,
         );
+    }
+
+    /// From the R1CS matrices (recorded sector by sector) and the native witness, a placeholder
+    /// partition is what one pass makes of it: a, b, c, assignment and densities; the matrices
+    /// are the predicted size and shared by the next job of the structure.
+    fn two_pass_is_one_pass(proof: RegisteredPoStProof) {
+        let counts = counted(proof).unwrap();
+        let one_pass = placeholder_source(proof, 3, SynthesisMode::OnePass).unwrap();
+        assert!(one_pass.matrices.is_none());
+        let one_pass = one_pass.source;
+        assert!(one_pass.synthesizes_in_subsystems());
+        let two_pass = placeholder_source(proof, 3, SynthesisMode::Matrices).unwrap();
+        let matrices = two_pass.matrices.unwrap();
+        let two_pass = two_pass.source;
+        assert!(!two_pass.synthesizes_in_subsystems());
+        assert_eq!(matrices.shape(), counts.shape());
+        matrices.check_predicted(&counts).unwrap();
+        for partition in [0, 2] {
+            let a = one_pass
+                .synthesize(partition, counts.shape(), &EvalAlloc::heap())
+                .unwrap();
+            let b = two_pass
+                .synthesize(partition, counts.shape(), &EvalAlloc::heap())
+                .unwrap();
+            assert_eq!(a.first_difference(&b), None, "{}", post_proof_name(proof));
+        }
+        let again = placeholder_source(proof, 4, SynthesisMode::Matrices).unwrap();
+        assert!(Arc::ptr_eq(&again.matrices.unwrap(), &matrices));
+    }
+
+    #[test]
+    fn a_post_partition_from_its_matrices_and_native_witness_is_its_one_pass_synthesis() {
+        two_pass_is_one_pass(RegisteredPoStProof::StackedDrgWindow2KiBV1_2);
+        two_pass_is_one_pass(RegisteredPoStProof::StackedDrgWinning2KiBV1);
     }
 
     #[test]

@@ -174,7 +174,12 @@ fn proto3_json_leaves_zero_fields_out_and_they_read_as_zero() {
 
 #[test]
 fn bad_vanilla_proofs_are_refused_before_proving() {
-    let e = |input: &PostInput| prepare(input).err().unwrap().to_string();
+    let e = |input: &PostInput| {
+        prepare(input, SynthesisMode::OnePass)
+            .err()
+            .unwrap()
+            .to_string()
+    };
     let input = input();
     assert!(
         e(&input).contains("vanilla_proofs[0] is not a bincode FallbackPoStSectorProof"),

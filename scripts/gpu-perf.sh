@@ -24,6 +24,10 @@
 #   porep32-parallel  the same, synthesized from the R1CS matrices with each partition's
 #               challenges on every core (ADR 0023, 0038), partition 0's synthesis alone 3
 #               times first (wall and CPU seconds), then 3 runs after a one-partition warm-up
+#   post32      one 32 GiB WindowPoSt partition (StackedDrgWindow32GiBV1_2, placeholder vanilla
+#               proofs, timing-only parameters) from its R1CS matrices and native witness
+#               (ADR 0040): its synthesis alone 3 times, then 3 runs after a warm-up
+#   post32-one-pass  the same partition in one pass (the gadgets, sectors on every core), 1 run
 # TIMEOUT (default 300) bounds each step.
 set -uo pipefail
 out=${1:?usage: gpu-perf.sh OUT_DIR [STEP ...]}
@@ -108,6 +112,11 @@ for step in "${steps[@]}"; do
     porep32-parallel)
         bench porep32-parallel --porep-shape 32GiB --synthesis matrices --synthesis-alone 3 \
             --runs 3 ;;
+    post32)
+        bench post32 --post-shape StackedDrgWindow32GiBV1_2 --synthesis matrices \
+            --synthesis-alone 3 --runs 3 ;;
+    post32-one-pass)
+        bench post32-one-pass --post-shape StackedDrgWindow32GiBV1_2 --runs 1 --no-warmup ;;
     *)
         echo "unknown step $step" >> "$summary"
         status=1 ;;

@@ -38,6 +38,11 @@ use crate::filecoin::counted::{Counted, committed};
 use crate::filecoin::shape::{random_domain, tree_proof};
 use crate::groth16::{self, R1csMatrices, SynthesisMode, Synthesized};
 use crate::pipeline::PartitionSource;
+use crate::witness::post::PostPartitionWitness;
+use crate::witness::{Assignment, write_whole};
+use bellperson::util_cs::witness_cs::WitnessCS;
+use bellperson::{Circuit, ConstraintSystem};
+use blstrs::Scalar as Fr;
 use proofpipe_kernels::EvalAlloc;
 
 /// What fixes a PoSt partition's circuit structure: its public parameters' counts and the
@@ -230,6 +235,74 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for PlaceholderPartitions<
         }
         .map_err(fail)
     }
+}
+
+/// The first sectors of a placeholder PoSt partition, ready to be witnessed either way, as
+/// often as asked: by `FallbackPoStCircuit`'s own synthesis on bellperson's witness-only
+/// constraint system (the gadgets) and natively ([`crate::witness::post`]). For the benchmark
+/// that times one against the other.
+pub struct PlaceholderPostWitness {
+    gadget: Box<dyn Fn() -> Result<Assignment, ProverError> + Send + Sync>,
+    native: PostPartitionWitness,
+}
+
+impl PlaceholderPostWitness {
+    /// Partition 0 of `proof`'s placeholder, cut to its first `sectors` sectors.
+    pub fn new(proof: RegisteredPoStProof, sectors: usize) -> Result<Self, ProverError> {
+        let size = u64::from(proof.sector_size());
+        with_shape!(size, placeholder_post_witness, proof, sectors)
+    }
+
+    /// The circuit's own synthesis. bellperson's `WitnessCS` is extensible, so the circuit
+    /// synthesizes groups of sectors on rayon's threads (run it in a one-thread pool to time
+    /// one core) and keeps each group's temporary ONE among the inputs.
+    pub fn by_gadgets(&self) -> Result<Assignment, ProverError> {
+        (self.gadget)()
+    }
+
+    /// The native witness, on this thread, into `out` (cleared first; its capacity is kept).
+    pub fn natively_into(&self, out: &mut Assignment) {
+        write_whole(&self.native, out);
+    }
+}
+
+fn placeholder_post_witness<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredPoStProof,
+    sectors: usize,
+) -> Result<PlaceholderPostWitness, ProverError> {
+    let fail = |message: String| ProverError::Synthesis {
+        partition: 0,
+        message,
+    };
+    let partitions = PlaceholderPartitions::<Tree>::new(proof, 0)?;
+    let mut vanilla = partitions.vanilla(0);
+    let mut circuit = partitions
+        .circuit_of(&vanilla)
+        .map_err(|e| fail(format!("{e:#}")))?;
+    if sectors == 0 || sectors > circuit.sectors.len() {
+        return Err(fail(format!(
+            "{sectors} sectors of a partition of {}",
+            circuit.sectors.len()
+        )));
+    }
+    circuit.sectors.truncate(sectors);
+    vanilla.sectors.truncate(sectors);
+    let native = PostPartitionWitness::of(&circuit, &vanilla).map_err(fail)?;
+    let gadget = move || {
+        let mut cs = WitnessCS::<Fr>::new();
+        circuit
+            .clone()
+            .synthesize(&mut cs)
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(Assignment {
+            inputs: cs.scalar_inputs(),
+            aux: cs.scalar_aux(),
+        })
+    };
+    Ok(PlaceholderPostWitness {
+        gadget: Box::new(gadget),
+        native,
+    })
 }
 
 /// Counts partition 0 of `proof`'s placeholder PoSt (every witness value computed, none kept).
@@ -431,8 +504,7 @@ mod tests {
     /// sub-systems, extended as bellperson's `ProvingAssignment` extends: bellperson's
     /// `WitnessCS` keeps each sub-system's temporary ONE among the inputs, the prover does not).
     fn native_witness_is_the_circuits<Tree: 'static + MerkleTreeTrait>(proof: RegisteredPoStProof) {
-        use crate::witness::post::PostPartitionWitness;
-        use crate::witness::{Assignment, NativeWitness, assert_same_assignment, write_whole};
+        use crate::witness::{NativeWitness, assert_same_assignment};
 
         let partitions = PlaceholderPartitions::<Tree>::new(proof, 5).unwrap();
         let vanilla = partitions.vanilla(0);

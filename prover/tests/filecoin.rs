@@ -203,8 +203,8 @@ fn matrices_written_by_params_matrices_prove_a_sealed_sector() {
     assert_eq!(v["synthesis"], "matrices", "{v}");
     assert_eq!(v["matrices_bytes"], first["heap_bytes"], "{v}");
     assert!(
-        first["heap_bytes"].as_u64().unwrap() > 200 << 20,
-        "2 KiB matrices are 262 MiB: {first}"
+        first["heap_bytes"].as_u64().unwrap() > 100 << 20,
+        "2 KiB matrices are 141 MiB: {first}"
     );
 }
 

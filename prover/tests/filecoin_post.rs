@@ -527,6 +527,69 @@ fn bad_post_inputs_get_a_clear_error_and_exit_code_2() {
     );
 }
 
+/// `params matrices --post-proof` writes a PoSt partition's matrices once (from a placeholder
+/// partition); a prover pointed at the directory reads them and its proof verifies.
+#[test]
+fn post_matrices_written_by_params_matrices_prove_a_window_post() {
+    let Some(data) = testdata() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let write = || {
+        let out = prover()
+            .args([
+                "params",
+                "matrices",
+                "--post-proof",
+                "StackedDrgWindow2KiBV1_2",
+                "--json",
+                "--dir",
+            ])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        last_json(&String::from_utf8_lossy(&out.stdout))
+    };
+    let first = write();
+    assert_eq!(first["origin"], "recorded_and_written", "{first}");
+    assert_eq!(first["proof"], "StackedDrgWindow2KiBV1_2", "{first}");
+    let second = write();
+    assert_eq!(second["origin"], "read", "{second}");
+    assert_eq!(second["heap_bytes"], first["heap_bytes"], "{second}");
+    let files = || -> Vec<(std::path::PathBuf, std::time::SystemTime)> {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.path(), e.metadata().unwrap().modified().unwrap())
+            })
+            .collect()
+    };
+    let written = files();
+    assert_eq!(written.len(), 1, "one file, no temporary left: {written:?}");
+
+    let out = dir.path().join("window.proof");
+    let (code, stdout, stderr) = run(prover()
+        .env("PROOFPIPE_MATRICES_DIR", dir.path())
+        .arg("prove")
+        .arg(Kind::Window.flag())
+        .arg(&data.window)
+        .arg("--params-dir")
+        .arg(&data.params)
+        .args(["--synthesis", "matrices", "--verify", "--json", "--out"])
+        .arg(&out));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let v = last_json(&stdout);
+    assert_eq!(v["verified"], true, "{v}");
+    assert_eq!(v["matrices_bytes"], first["heap_bytes"], "{v}");
+    // Read, not recorded again: the file is the one written above.
+    let after: Vec<_> = files().into_iter().filter(|(p, _)| *p != out).collect();
+    assert_eq!(after, written, "the matrices file was rewritten");
+}
+
 /// The placeholder PoSt partitions (`post::shape`, what `bench --post-shape` and `plan
 /// --post-shape` time and size at 32 GiB) are the real circuits: the same variables in every
 /// query as a real partition of sealed sectors, and the committed counts are the real (random)

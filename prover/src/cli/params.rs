@@ -8,6 +8,7 @@ use bytesize::ByteSize;
 use clap::Args;
 use proofpipe_prover::ProverError;
 use proofpipe_prover::filecoin::fetch::{self, Fetched, ParamKind};
+use proofpipe_prover::filecoin::post;
 use proofpipe_prover::filecoin::{
     self as filecoin, DEFAULT_PARAMETER_CACHE, MATRICES_DIR_ENV, PARAMETER_CACHE_ENV, shape,
 };
@@ -148,11 +149,16 @@ fn fetch(args: FetchArgs) -> Result<ExitCode, ProverError> {
 }
 
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("proof").required(true).args(["seal_proof", "post_proof"])))]
 pub struct MatricesArgs {
-    /// The seal proof whose partition circuit to record (a registered proof's name, or a
+    /// The seal proof whose PoRep partition circuit to record (a registered proof's name, or a
     /// sector size such as 32GiB).
     #[arg(long, value_parser = super::porep::parse_seal_proof)]
-    seal_proof: filecoin_proofs_api::RegisteredSealProof,
+    seal_proof: Option<filecoin_proofs_api::RegisteredSealProof>,
+    /// The PoSt proof whose partition circuit to record (a registered proof's name such as
+    /// StackedDrgWindow32GiBV1_2, or curio's number).
+    #[arg(long, value_parser = post::parse_post_proof)]
+    post_proof: Option<filecoin_proofs_api::RegisteredPoStProof>,
     /// The directory of the matrices files. Default: PROOFPIPE_MATRICES_DIR, else
     /// FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters.
     #[arg(long)]
@@ -171,16 +177,25 @@ fn matrices(args: MatricesArgs) -> Result<ExitCode, ProverError> {
         });
     };
     let started = Instant::now();
-    let (matrices, origin) = shape::matrices_in(args.seal_proof, &dir)?;
+    let (name, (matrices, origin)) = match (args.seal_proof, args.post_proof) {
+        (Some(proof), _) => (
+            filecoin::seal_proof_name(proof),
+            shape::matrices_in(proof, &dir)?,
+        ),
+        (None, Some(proof)) => (
+            post::post_proof_name(proof),
+            post::shape::matrices_in(proof, &dir)?,
+        ),
+        (None, None) => unreachable!("clap requires one of --seal-proof and --post-proof"),
+    };
     let seconds = started.elapsed().as_secs_f64();
-    let name = filecoin::seal_proof_name(args.seal_proof);
     if origin == MatricesOrigin::Recorded {
         return Err(unwritable(&dir));
     }
     if args.json {
         println!(
             "{}",
-            json!({"seal_proof": name, "dir": dir, "origin": origin, "seconds": seconds,
+            json!({"proof": name, "seal_proof": args.seal_proof.map(|_| &name), "dir": dir, "origin": origin, "seconds": seconds,
                    "heap_bytes": matrices.heap_bytes(), "nonzeros": matrices.nonzeros(),
                    "shape": matrices.shape()})
         );

@@ -458,14 +458,7 @@ pub(crate) fn resident_matrices<Tree: 'static + MerkleTreeTrait>(
         message: format!("recording the PoSt R1CS matrices: {message}"),
     };
     let (matrices, loaded) = matrices::resident(&matrices_key(public_params), || {
-        let circuit = circuit().map_err(fail)?;
-        R1csMatrices::record_split(circuit.sectors.len(), |sectors| {
-            Ok(FallbackPoStCircuit::<Tree> {
-                prover_id: circuit.prover_id,
-                sectors: circuit.sectors[sectors].to_vec(),
-            })
-        })
-        .map_err(|e| fail(e.to_string()))
+        record_matrices(&circuit().map_err(fail)?)
     })?;
     if !loaded {
         tracing::info!(
@@ -474,6 +467,22 @@ pub(crate) fn resident_matrices<Tree: 'static + MerkleTreeTrait>(
         );
     }
     Ok(matrices)
+}
+
+/// `circuit`'s R1CS matrices, each sector a part recorded on its own core (ADR 0023).
+pub(crate) fn record_matrices<Tree: 'static + MerkleTreeTrait>(
+    circuit: &FallbackPoStCircuit<Tree>,
+) -> Result<R1csMatrices, ProverError> {
+    R1csMatrices::record_split(circuit.sectors.len(), |sectors| {
+        Ok(FallbackPoStCircuit::<Tree> {
+            prover_id: circuit.prover_id,
+            sectors: circuit.sectors[sectors].to_vec(),
+        })
+    })
+    .map_err(|e| ProverError::Synthesis {
+        partition: 0,
+        message: format!("recording the PoSt R1CS matrices: {e}"),
+    })
 }
 
 /// A partition synthesized from its native witness (`circuit`'s values and `vanilla`'s paths)

@@ -29,13 +29,14 @@ use storage_proofs_post::fallback::{
 };
 
 use super::{
-    Domain, PostKind, kind_name, post_proof_name, public_params, resident_matrices,
-    synthesize_native,
+    Domain, PostKind, kind_name, matrices_key, post_proof_name, public_params, record_matrices,
+    resident_matrices, synthesize_native,
 };
 use crate::circuits::{CircuitShape, R1csCounts, count_r1cs};
 use crate::error::ProverError;
 use crate::filecoin::counted::{Counted, committed};
 use crate::filecoin::shape::{random_domain, tree_proof};
+use crate::groth16::matrices_file::MatricesOrigin;
 use crate::groth16::{self, R1csMatrices, SynthesisMode, Synthesized};
 use crate::pipeline::PartitionSource;
 use crate::witness::post::PostPartitionWitness;
@@ -302,6 +303,32 @@ fn placeholder_post_witness<Tree: 'static + MerkleTreeTrait>(
     Ok(PlaceholderPostWitness {
         gadget: Box::new(gadget),
         native,
+    })
+}
+
+/// `proof`'s partition matrices in their file in `dir` (ADR 0031): read and checked when it
+/// holds them, else recorded from a placeholder partition (the structure does not depend on
+/// the witness) and written, so that provers sharing `dir` never record them.
+pub fn matrices_in(
+    proof: RegisteredPoStProof,
+    dir: &std::path::Path,
+) -> Result<(R1csMatrices, MatricesOrigin), ProverError> {
+    let size = u64::from(proof.sector_size());
+    with_shape!(size, placeholder_matrices, proof, dir)
+}
+
+fn placeholder_matrices<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredPoStProof,
+    dir: &std::path::Path,
+) -> Result<(R1csMatrices, MatricesOrigin), ProverError> {
+    let partitions = PlaceholderPartitions::<Tree>::new(proof, 0)?;
+    let key = matrices_key(&partitions.public_params);
+    crate::filecoin::matrices::read_or_record(&key, Some(dir), || {
+        let circuit = partitions.circuit(0).map_err(|e| ProverError::Synthesis {
+            partition: 0,
+            message: format!("building the placeholder FallbackPoStCircuit: {e:#}"),
+        })?;
+        record_matrices(&circuit)
     })
 }
 

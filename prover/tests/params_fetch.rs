@@ -198,8 +198,16 @@ async fn an_interrupted_download_resumes_and_a_file_with_another_digest_is_refus
 /// A mirror directory serving made-up 2 KiB PoRep parameter files of `len` bytes, the names
 /// of those files, and a parameters.json listing them with their digests.
 fn served_porep_2kib(len: usize) -> (tempfile::TempDir, Vec<String>, std::path::PathBuf) {
+    served_2kib(&[ParamKind::Porep], len)
+}
+
+/// The 2 KiB files of `kinds`, served as [`served_porep_2kib`] serves PoRep's.
+fn served_2kib(
+    kinds: &[ParamKind],
+    len: usize,
+) -> (tempfile::TempDir, Vec<String>, std::path::PathBuf) {
     let served = tempfile::tempdir().unwrap();
-    let names = required_names(&[ParamKind::Porep], &[2 << 10]).unwrap();
+    let names = required_names(kinds, &[2 << 10]).unwrap();
     let mut manifest = serde_json::Map::new();
     for (i, name) in names.iter().enumerate() {
         let path = served.path().join(name);
@@ -214,11 +222,13 @@ fn served_porep_2kib(len: usize) -> (tempfile::TempDir, Vec<String>, std::path::
     (served, names, manifest_path)
 }
 
-/// `params fetch --porep-matrices`: the parameters fetched (here from a file:// mirror), then
-/// each PoRep size's R1CS matrices written beside them; a second run finds both and checks them.
+/// `params fetch --porep-matrices --post-matrices`: the parameters fetched (here from a file://
+/// mirror), then each PoRep and PoSt size's R1CS matrices written beside them; a second run
+/// finds both and checks them.
 #[test]
-fn fetch_with_porep_matrices_writes_the_matrices_beside_the_parameters() {
-    let (served, _, manifest_path) = served_porep_2kib(1 << 16);
+fn fetch_with_porep_and_post_matrices_writes_the_matrices_beside_the_parameters() {
+    let (served, _, manifest_path) =
+        served_2kib(&[ParamKind::Porep, ParamKind::WindowPost], 1 << 16);
     let dir = tempfile::tempdir().unwrap();
     let fetch = || {
         support::json_report(
@@ -231,7 +241,7 @@ fn fetch_with_porep_matrices_writes_the_matrices_beside_the_parameters() {
                     "--sector-size",
                     "2KiB",
                     "--kind",
-                    "porep",
+                    "porep,window-post",
                 ])
                 .arg("--base-url")
                 .arg(format!("file://{}", served.path().display()))
@@ -239,20 +249,24 @@ fn fetch_with_porep_matrices_writes_the_matrices_beside_the_parameters() {
                 .arg(&manifest_path)
                 .arg("--dir")
                 .arg(dir.path())
-                .args(["--porep-matrices", "--json"]),
+                .args(["--porep-matrices", "--post-matrices", "--json"]),
         )
     };
     let first = fetch();
-    assert_eq!(
-        first["matrices"][0]["seal_proof"], "StackedDrg2KiBV1_1",
-        "{first}"
-    );
-    assert_eq!(
-        first["matrices"][0]["origin"], "recorded_and_written",
-        "{first}"
-    );
+    for (i, proof) in ["StackedDrg2KiBV1_1", "StackedDrgWindow2KiBV1_2"]
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(first["matrices"][i]["proof"], *proof, "{first}");
+        assert_eq!(
+            first["matrices"][i]["origin"], "recorded_and_written",
+            "{first}"
+        );
+    }
     let second = fetch();
-    assert_eq!(second["matrices"][0]["origin"], "read", "{second}");
+    for i in 0..2 {
+        assert_eq!(second["matrices"][i]["origin"], "read", "{second}");
+    }
     let matrices_files = std::fs::read_dir(dir.path())
         .unwrap()
         .filter(|e| {
@@ -260,7 +274,7 @@ fn fetch_with_porep_matrices_writes_the_matrices_beside_the_parameters() {
             name.to_string_lossy().ends_with(".matrices")
         })
         .count();
-    assert_eq!(matrices_files, 1);
+    assert_eq!(matrices_files, 2);
 }
 
 /// `params fetch --verifying-keys-only`: a verifier's machine gets the `.vk` files and no

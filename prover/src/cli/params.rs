@@ -48,6 +48,10 @@ pub struct FetchArgs {
     /// and cores of a recording (32 GiB: ~29 s on 16 cores, 6.5 GiB kept; docs/filecoin.md).
     #[arg(long, conflicts_with = "verifying_keys_only")]
     porep_matrices: bool,
+    /// The same for each WindowPoSt and WinningPoSt kind and sector size fetched (ADR 0040;
+    /// 32 GiB WindowPoSt: 10.1 GiB kept, a recording's memory and cores).
+    #[arg(long, conflicts_with = "verifying_keys_only")]
+    post_matrices: bool,
     /// Only the verifying keys (`.vk`, megabytes): for a machine that verifies proofs and
     /// never proves them.
     #[arg(long)]
@@ -101,6 +105,26 @@ fn fetch(args: FetchArgs) -> Result<ExitCode, ProverError> {
             ));
         }
     }
+    if args.post_matrices {
+        for &kind in &kinds {
+            for &size in &args.sector_sizes {
+                let Some(proof) = fetch::post_proof_of_size(kind, size)? else {
+                    continue;
+                };
+                let started = Instant::now();
+                let (matrices, origin) = post::shape::matrices_in(proof, &dir)?;
+                if origin == MatricesOrigin::Recorded {
+                    return Err(unwritable(&dir));
+                }
+                matrices_rows.push((
+                    post::post_proof_name(proof),
+                    origin,
+                    matrices.heap_bytes(),
+                    started.elapsed().as_secs_f64(),
+                ));
+            }
+        }
+    }
     if args.json {
         let rows: Vec<_> = done
             .iter()
@@ -109,7 +133,7 @@ fn fetch(args: FetchArgs) -> Result<ExitCode, ProverError> {
         let matrices: Vec<_> = matrices_rows
             .iter()
             .map(|(proof, origin, bytes, seconds)| {
-                json!({"seal_proof": proof, "origin": origin, "heap_bytes": bytes, "seconds": seconds})
+                json!({"proof": proof, "origin": origin, "heap_bytes": bytes, "seconds": seconds})
             })
             .collect();
         println!(

@@ -136,6 +136,37 @@ pub fn seal_proof_of_size(sector_size: u64) -> Result<RegisteredSealProof, Prove
     ][size_index(sector_size)?])
 }
 
+/// The PoSt proof of `kind` at `sector_size` bytes (the current WindowPoSt, V1_2), `None` for
+/// PoRep and SnapDeals.
+pub fn post_proof_of_size(
+    kind: ParamKind,
+    sector_size: u64,
+) -> Result<Option<RegisteredPoStProof>, ProverError> {
+    use RegisteredPoStProof::*;
+    let index = size_index(sector_size)?;
+    Ok(match kind {
+        ParamKind::Porep | ParamKind::Snap => None,
+        ParamKind::WindowPost => Some(
+            [
+                StackedDrgWindow2KiBV1_2,
+                StackedDrgWindow8MiBV1_2,
+                StackedDrgWindow512MiBV1_2,
+                StackedDrgWindow32GiBV1_2,
+                StackedDrgWindow64GiBV1_2,
+            ][index],
+        ),
+        ParamKind::WinningPost => Some(
+            [
+                StackedDrgWinning2KiBV1,
+                StackedDrgWinning8MiBV1,
+                StackedDrgWinning512MiBV1,
+                StackedDrgWinning32GiBV1,
+                StackedDrgWinning64GiBV1,
+            ][index],
+        ),
+    })
+}
+
 /// filecoin-proofs' circuit identifier of `kind` at `sector_size` bytes.
 fn circuit_identifier(kind: ParamKind, sector_size: u64) -> Result<String, ProverError> {
     let index = size_index(sector_size)?;
@@ -156,29 +187,11 @@ fn circuit_identifier(kind: ParamKind, sector_size: u64) -> Result<String, Prove
                 ][index],
             ))
         }
-        ParamKind::WindowPost => {
-            use RegisteredPoStProof::*;
-            [
-                StackedDrgWindow2KiBV1_2,
-                StackedDrgWindow8MiBV1_2,
-                StackedDrgWindow512MiBV1_2,
-                StackedDrgWindow32GiBV1_2,
-                StackedDrgWindow64GiBV1_2,
-            ][index]
+        ParamKind::WindowPost | ParamKind::WinningPost => {
+            let proof = post_proof_of_size(kind, sector_size)?.expect("a PoSt kind");
+            proof
                 .circuit_identifier()
-                .map_err(named("naming the WindowPoSt parameters"))
-        }
-        ParamKind::WinningPost => {
-            use RegisteredPoStProof::*;
-            [
-                StackedDrgWinning2KiBV1,
-                StackedDrgWinning8MiBV1,
-                StackedDrgWinning512MiBV1,
-                StackedDrgWinning32GiBV1,
-                StackedDrgWinning64GiBV1,
-            ][index]
-                .circuit_identifier()
-                .map_err(named("naming the WinningPoSt parameters"))
+                .map_err(named("naming the PoSt parameters"))
         }
     }
 }

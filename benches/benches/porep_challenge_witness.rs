@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use proofpipe_benches::{env_count, print_median_ratio};
+use proofpipe_benches::{env_count, time_gadgets_against_native, write_json_report};
 use proofpipe_prover::filecoin::parse_seal_proof;
 use proofpipe_prover::filecoin::shape::{Placeholder, PlaceholderWitness};
 use proofpipe_prover::witness::Assignment;
@@ -48,54 +48,23 @@ fn main() {
     let (inputs, aux) = (gadget.inputs.len(), gadget.aux.len());
     drop(gadget);
 
-    let mut ratios = Vec::new();
-    let mut rows = Vec::new();
-    for run in 0..runs {
-        let started = Instant::now();
-        let gadget = witness.by_gadgets().expect("the circuit's own synthesis");
-        let gadget_s = started.elapsed().as_secs_f64();
-        drop(gadget);
+    let ratios = time_gadgets_against_native(
+        runs,
+        (inputs, aux),
+        || drop(witness.by_gadgets().expect("the circuit's own synthesis")),
         // The native witness writes into kept capacity, as synthesis writes into the
         // partition's preallocated assignment.
-        let started = Instant::now();
-        witness.natively_into(&mut native);
-        let native_s = started.elapsed().as_secs_f64();
-        let ratio = gadget_s / native_s;
-        println!(
-            "run {run}: {aux} aux, {inputs} inputs | gadgets {gadget_s:.3} s | native \
-             {native_s:.3} s | gadgets / native = {ratio:.1}"
-        );
-        rows.push(json!({"run": run, "gadget_s": gadget_s, "native_s": native_s, "ratio": ratio}));
-        ratios.push(ratio);
-    }
-    let (median, min, max) = proofpipe_prover::bench::spread(ratios.clone());
-    print_median_ratio(ratios);
-    if let Ok(path) = std::env::var("PROOFPIPE_BENCH_JSON") {
-        let cpu = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split(':').nth(1))
-                    .map(|m| m.trim().to_string())
-            })
-            .unwrap_or_default();
-        let report = json!({
-            "bench": "porep_challenge_witness",
-            "command": "cargo bench -p proofpipe-benches --bench porep_challenge_witness",
-            "sector": sector,
-            "challenges": 1,
-            "inputs": inputs,
-            "aux": aux,
-            "identical": true,
-            "threads": 1,
-            "cpu": cpu,
-            "runs": rows,
-            "median_ratio": median,
-            "min_ratio": min,
-            "max_ratio": max,
-        });
-        std::fs::write(&path, format!("{report:#}\n"))
-            .unwrap_or_else(|e| panic!("writing the report to {path}: {e}"));
-    }
+        || witness.natively_into(&mut native),
+    );
+    let report = json!({
+        "bench": "porep_challenge_witness",
+        "command": "cargo bench -p proofpipe-benches --bench porep_challenge_witness",
+        "sector": sector,
+        "challenges": 1,
+        "inputs": inputs,
+        "aux": aux,
+        "identical": true,
+        "threads": 1,
+    });
+    write_json_report(report, ratios);
 }

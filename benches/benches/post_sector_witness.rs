@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use blstrs::Scalar as Fr;
 use ff::Field;
-use proofpipe_benches::{env_count, print_median_ratio};
+use proofpipe_benches::{env_count, time_gadgets_against_native, write_json_report};
 use proofpipe_prover::filecoin::post::parse_post_proof;
 use proofpipe_prover::filecoin::post::shape::PlaceholderPostWitness;
 use proofpipe_prover::witness::Assignment;
@@ -52,51 +52,21 @@ fn main() {
     let (inputs, aux) = (native.inputs.len(), native.aux.len());
     drop(gadget);
 
-    let mut ratios = Vec::new();
-    let mut rows = Vec::new();
-    for run in 0..runs {
-        let started = Instant::now();
-        drop(by_gadgets());
-        let gadget_s = started.elapsed().as_secs_f64();
-        let started = Instant::now();
-        witness.natively_into(&mut native);
-        let native_s = started.elapsed().as_secs_f64();
-        let ratio = gadget_s / native_s;
-        println!(
-            "run {run}: {aux} aux, {inputs} inputs | gadgets {gadget_s:.3} s | native \
-             {native_s:.3} s | gadgets / native = {ratio:.1}"
-        );
-        rows.push(json!({"run": run, "gadget_s": gadget_s, "native_s": native_s, "ratio": ratio}));
-        ratios.push(ratio);
-    }
-    let (median, min, max) = proofpipe_prover::bench::spread(ratios.clone());
-    print_median_ratio(ratios);
-    if let Ok(path) = std::env::var("PROOFPIPE_BENCH_JSON") {
-        let cpu = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split(':').nth(1))
-                    .map(|m| m.trim().to_string())
-            })
-            .unwrap_or_default();
-        let report = json!({
-            "bench": "post_sector_witness",
-            "command": "cargo bench -p proofpipe-benches --bench post_sector_witness",
-            "post_proof": proof_name,
-            "sectors": sectors,
-            "inputs": inputs,
-            "aux": aux,
-            "identical": true,
-            "threads": 1,
-            "cpu": cpu,
-            "runs": rows,
-            "median_ratio": median,
-            "min_ratio": min,
-            "max_ratio": max,
-        });
-        std::fs::write(&path, format!("{report:#}\n"))
-            .unwrap_or_else(|e| panic!("writing the report to {path}: {e}"));
-    }
+    let ratios = time_gadgets_against_native(
+        runs,
+        (inputs, aux),
+        || drop(by_gadgets()),
+        || witness.natively_into(&mut native),
+    );
+    let report = json!({
+        "bench": "post_sector_witness",
+        "command": "cargo bench -p proofpipe-benches --bench post_sector_witness",
+        "post_proof": proof_name,
+        "sectors": sectors,
+        "inputs": inputs,
+        "aux": aux,
+        "identical": true,
+        "threads": 1,
+    });
+    write_json_report(report, ratios);
 }

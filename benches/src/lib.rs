@@ -22,3 +22,69 @@ pub fn print_median_ratio(ratios: Vec<f64>) {
     let (median, min, max) = proofpipe_prover::bench::spread(ratios);
     println!("median of {runs}: {median:.1}x (spread {min:.1}-{max:.1})");
 }
+
+/// Times a witness computed by a circuit's gadgets (`gadgets`) against the same witness
+/// computed natively (`native`), in turn, `runs` times, each run printed with the assignment's
+/// size, then the median ratio. Returns the report's fields: `runs` (each run's seconds and
+/// ratio), `median_ratio`, `min_ratio`, `max_ratio`.
+pub fn time_gadgets_against_native(
+    runs: usize,
+    (inputs, aux): (usize, usize),
+    mut gadgets: impl FnMut(),
+    mut native: impl FnMut(),
+) -> serde_json::Value {
+    use std::time::Instant;
+    let mut ratios = Vec::new();
+    let mut rows = Vec::new();
+    for run in 0..runs {
+        let started = Instant::now();
+        gadgets();
+        let gadget_s = started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        native();
+        let native_s = started.elapsed().as_secs_f64();
+        let ratio = gadget_s / native_s;
+        println!(
+            "run {run}: {aux} aux, {inputs} inputs | gadgets {gadget_s:.3} s | native \
+             {native_s:.3} s | gadgets / native = {ratio:.1}"
+        );
+        rows.push(serde_json::json!({
+            "run": run, "gadget_s": gadget_s, "native_s": native_s, "ratio": ratio,
+        }));
+        ratios.push(ratio);
+    }
+    let (median, min, max) = proofpipe_prover::bench::spread(ratios.clone());
+    print_median_ratio(ratios);
+    serde_json::json!({
+        "runs": rows,
+        "median_ratio": median,
+        "min_ratio": min,
+        "max_ratio": max,
+    })
+}
+
+/// Writes `report` (a JSON object) with `timings`' fields (a JSON object, such as
+/// [`time_gadgets_against_native`]'s) and this machine's CPU model (`cpu`) to the file
+/// `PROOFPIPE_BENCH_JSON` names; nothing when it is unset.
+pub fn write_json_report(mut report: serde_json::Value, timings: serde_json::Value) {
+    let Ok(path) = std::env::var("PROOFPIPE_BENCH_JSON") else {
+        return;
+    };
+    if let serde_json::Value::Object(fields) = timings {
+        for (field, value) in fields {
+            report[field] = value;
+        }
+    }
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_default();
+    report["cpu"] = cpu.into();
+    std::fs::write(&path, format!("{report:#}\n"))
+        .unwrap_or_else(|e| panic!("writing the report to {path}: {e}"));
+}

@@ -485,6 +485,26 @@ pub(crate) fn record_matrices<Tree: 'static + MerkleTreeTrait>(
     })
 }
 
+/// The `FallbackPoStCircuit` filecoin-proofs builds from `vanilla` (a partition's vanilla proof
+/// in the circuit's shape) with partition index `k`.
+pub(crate) fn fallback_circuit<Tree: 'static + MerkleTreeTrait>(
+    public_inputs: &fallback::PublicInputs<Domain<Tree>>,
+    public_params: &fallback::PublicParams,
+    vanilla: &fallback::Proof<Tree::Proof>,
+    k: usize,
+) -> anyhow::Result<FallbackPoStCircuit<Tree>> {
+    <FallbackPoStCompound<Tree> as CompoundProof<
+        FallbackPoSt<'_, Tree>,
+        FallbackPoStCircuit<Tree>,
+    >>::circuit(
+        public_inputs,
+        Default::default(),
+        vanilla,
+        public_params,
+        Some(k),
+    )
+}
+
 /// A partition synthesized from its native witness (`circuit`'s values and `vanilla`'s paths)
 /// and `matrices`, each sector on its own core.
 pub(crate) fn synthesize_native<Tree: 'static + MerkleTreeTrait>(
@@ -767,15 +787,11 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPartitions<Tree> {
         p: usize,
         vanilla: &filecoin_proofs::VanillaProof<Tree>,
     ) -> Result<FallbackPoStCircuit<Tree>, String> {
-        <FallbackPoStCompound<Tree> as CompoundProof<
-            FallbackPoSt<'_, Tree>,
-            FallbackPoStCircuit<Tree>,
-        >>::circuit(
+        fallback_circuit(
             &self.public_inputs,
-            Default::default(),
-            vanilla,
             &self.public_params,
-            Some(self.plan[p].circuit_k),
+            vanilla,
+            self.plan[p].circuit_k,
         )
         .map_err(|e| format!("building the FallbackPoStCircuit: {e:#}"))
     }

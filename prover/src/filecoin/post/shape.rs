@@ -22,15 +22,12 @@ use filecoin_proofs_api::{MerkleTreeTrait, RegisteredPoStProof};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use serde::Serialize;
-use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::util::NODE_SIZE;
-use storage_proofs_post::fallback::{
-    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
-};
+use storage_proofs_post::fallback::{self, FallbackPoStCircuit, PublicSector};
 
 use super::{
-    Domain, PostKind, kind_name, matrices_key, post_proof_name, public_params, record_matrices,
-    resident_matrices, synthesize_native,
+    Domain, PostKind, fallback_circuit, kind_name, matrices_key, post_proof_name, public_params,
+    record_matrices, resident_matrices, synthesize_native,
 };
 use crate::circuits::{CircuitShape, R1csCounts, count_r1cs};
 use crate::error::ProverError;
@@ -191,16 +188,7 @@ impl<Tree: 'static + MerkleTreeTrait> PlaceholderPartitions<Tree> {
         &self,
         vanilla: &fallback::Proof<Tree::Proof>,
     ) -> anyhow::Result<FallbackPoStCircuit<Tree>> {
-        <FallbackPoStCompound<Tree> as CompoundProof<
-            FallbackPoSt<'_, Tree>,
-            FallbackPoStCircuit<Tree>,
-        >>::circuit(
-            &self.public_inputs,
-            Default::default(),
-            vanilla,
-            &self.public_params,
-            Some(0),
-        )
+        fallback_circuit(&self.public_inputs, &self.public_params, vanilla, 0)
     }
 }
 

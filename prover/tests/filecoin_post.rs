@@ -534,24 +534,18 @@ fn post_matrices_written_by_params_matrices_prove_a_window_post() {
     let Some(data) = testdata() else { return };
     let dir = tempfile::tempdir().unwrap();
     let write = || {
-        let out = prover()
-            .args([
-                "params",
-                "matrices",
-                "--post-proof",
-                "StackedDrgWindow2KiBV1_2",
-                "--json",
-                "--dir",
-            ])
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        last_json(&String::from_utf8_lossy(&out.stdout))
+        support::json_report(
+            prover()
+                .args([
+                    "params",
+                    "matrices",
+                    "--post-proof",
+                    "StackedDrgWindow2KiBV1_2",
+                    "--json",
+                    "--dir",
+                ])
+                .arg(dir.path()),
+        )
     };
     let first = write();
     assert_eq!(first["origin"], "recorded_and_written", "{first}");

@@ -12,6 +12,7 @@ use proofpipe_prover::filecoin::post;
 use proofpipe_prover::filecoin::{
     self as filecoin, DEFAULT_PARAMETER_CACHE, MATRICES_DIR_ENV, PARAMETER_CACHE_ENV, shape,
 };
+use proofpipe_prover::groth16::R1csMatrices;
 use proofpipe_prover::groth16::matrices_file::MatricesOrigin;
 use proofpipe_prover::params::ParamsStore;
 use proofpipe_prover::sizing::parse_memory_size;
@@ -89,39 +90,24 @@ fn fetch(args: FetchArgs) -> Result<ExitCode, ProverError> {
     };
     let done = runtime.block_on(fetch::fetch_all(&mirrors, &dir, &files))?;
     let mut matrices_rows = Vec::new();
+    let mut row = |name: String, written: (R1csMatrices, MatricesOrigin, f64)| {
+        let (matrices, origin, seconds) = written;
+        matrices_rows.push((name, origin, matrices.heap_bytes(), seconds));
+    };
     if args.porep_matrices && kinds.contains(&ParamKind::Porep) {
         for &size in &args.sector_sizes {
             let proof = fetch::seal_proof_of_size(size)?;
-            let started = Instant::now();
-            let (matrices, origin) = shape::matrices_in(proof, &dir)?;
-            if origin == MatricesOrigin::Recorded {
-                return Err(unwritable(&dir));
-            }
-            matrices_rows.push((
-                filecoin::seal_proof_name(proof),
-                origin,
-                matrices.heap_bytes(),
-                started.elapsed().as_secs_f64(),
-            ));
+            let written = written_matrices(&dir, || shape::matrices_in(proof, &dir))?;
+            row(filecoin::seal_proof_name(proof), written);
         }
     }
     if args.post_matrices {
         for &kind in &kinds {
             for &size in &args.sector_sizes {
-                let Some(proof) = fetch::post_proof_of_size(kind, size)? else {
-                    continue;
-                };
-                let started = Instant::now();
-                let (matrices, origin) = post::shape::matrices_in(proof, &dir)?;
-                if origin == MatricesOrigin::Recorded {
-                    return Err(unwritable(&dir));
+                if let Some(proof) = fetch::post_proof_of_size(kind, size)? {
+                    let written = written_matrices(&dir, || post::shape::matrices_in(proof, &dir))?;
+                    row(post::post_proof_name(proof), written);
                 }
-                matrices_rows.push((
-                    post::post_proof_name(proof),
-                    origin,
-                    matrices.heap_bytes(),
-                    started.elapsed().as_secs_f64(),
-                ));
             }
         }
     }
@@ -200,22 +186,17 @@ fn matrices(args: MatricesArgs) -> Result<ExitCode, ProverError> {
             ),
         });
     };
-    let started = Instant::now();
-    let (name, (matrices, origin)) = match (args.seal_proof, args.post_proof) {
+    let (name, (matrices, origin, seconds)) = match (args.seal_proof, args.post_proof) {
         (Some(proof), _) => (
             filecoin::seal_proof_name(proof),
-            shape::matrices_in(proof, &dir)?,
+            written_matrices(&dir, || shape::matrices_in(proof, &dir))?,
         ),
         (None, Some(proof)) => (
             post::post_proof_name(proof),
-            post::shape::matrices_in(proof, &dir)?,
+            written_matrices(&dir, || post::shape::matrices_in(proof, &dir))?,
         ),
         (None, None) => unreachable!("clap requires one of --seal-proof and --post-proof"),
     };
-    let seconds = started.elapsed().as_secs_f64();
-    if origin == MatricesOrigin::Recorded {
-        return Err(unwritable(&dir));
-    }
     if args.json {
         println!(
             "{}",
@@ -244,6 +225,21 @@ fn origin_words(origin: MatricesOrigin) -> &'static str {
 }
 
 /// Recorded but not written: the warning logged says why; the command did not do its job.
+/// The matrices `load` reads from or writes into their file in `dir`, how, and in how many
+/// seconds; refused when the file could not be written (a prover mounting `dir` would record
+/// them again).
+fn written_matrices(
+    dir: &std::path::Path,
+    load: impl FnOnce() -> Result<(R1csMatrices, MatricesOrigin), ProverError>,
+) -> Result<(R1csMatrices, MatricesOrigin, f64), ProverError> {
+    let started = Instant::now();
+    let (matrices, origin) = load()?;
+    if origin == MatricesOrigin::Recorded {
+        return Err(unwritable(dir));
+    }
+    Ok((matrices, origin, started.elapsed().as_secs_f64()))
+}
+
 fn unwritable(dir: &std::path::Path) -> ProverError {
     ProverError::InvalidArgument {
         what: "matrices directory",

@@ -89,9 +89,9 @@ def registered_metrics():
     constructors, the operator's behind its registry prefix."""
     names = set()
     sources = {
-        "prover/src/metrics.rs": "",
-        "prover/src/pipeline/tracker.rs": "",
-        "prover/src/daemon/metrics.rs": "",
+        "pipeline/src/metrics.rs": "",
+        "pipeline/src/pipeline/tracker.rs": "",
+        "daemon/src/metrics.rs": "",
         "operator/src/runtime/metrics.rs": "proofpipe_operator_",
         "gateway/src/metrics.rs": "proofpipe_gateway_",
     }

@@ -2,7 +2,7 @@
 # On the GPU machine: the real 32 GiB PoRep partition (filecoin-proofs 19.1's StackedCircuit
 # for StackedDrg32GiBV1_1, 130,278,869 constraints, a 2^27 domain) through the pipeline, one
 # proof's 10 partitions, with timing-only parameters of its exact query counts and placeholder
-# vanilla proofs of its exact shape, both from the committed counts (prover/src/filecoin/shape.rs,
+# vanilla proofs of its exact shape, both from the committed counts (filecoin/src/shape.rs,
 # ADR 0019): no sector and no parameter files needed. No proof verifies; timing only.
 #
 #   scripts/gpu-porep-shape.sh OUT_DIR        # device-bin/proofpipe-prover from scripts/cuda-build.sh

@@ -2,7 +2,7 @@
 # On the GPU machine: the real 32 GiB PoSt circuits (filecoin-proofs 19.1's FallbackPoStCircuit:
 # the WinningPoSt, and one WindowPoSt partition as curio sends it) through the pipeline, with
 # timing-only parameters of their committed counts and placeholder vanilla proofs of their exact
-# shape (prover/src/filecoin/post/shape.rs): no sectors and no parameter files needed. No proof
+# shape (filecoin/src/post/shape.rs): no sectors and no parameter files needed. No proof
 # verifies; timing only. What it answers: how long a WinningPoSt takes once its parameters are
 # resident (the seed engine: 0.8 s), and a WindowPoSt partition.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The memory model's measurements (docs/memory-model.md, prover/src/sizing/measurements.rs):
+# The memory model's measurements (docs/memory-model.md, pipeline/src/sizing/measurements.rs):
 # one `bench` per line of MATRIX with timing-only parameters, no stock run and no warm-up,
 # each with its JSON report (pipeline.memory: RSS, device memory and stage counts sampled
 # every 20 ms), its log and an nvidia-smi memory trace (100 ms). Run on the GPU machine.

@@ -50,9 +50,9 @@ fi
 # filecoin-proofs' version (Cargo.lock), so it is kept outside the clone under a key of their
 # contents: runs on the same machine share it, a change to any of them makes it anew. Set
 # PROOFPIPE_FILECOIN_TESTDATA to use (or make) a directory of your own instead.
-testdata_inputs=(scripts/filecoin-testdata.sh Cargo.lock prover/src/filecoin/testdata.rs
-  prover/src/filecoin/post_testdata.rs prover/src/filecoin/params.rs prover/src/cli/porep.rs
-  prover/src/cli/snap.rs prover/src/cli/post.rs prover/src/params/random_setup.rs)
+testdata_inputs=(scripts/filecoin-testdata.sh Cargo.lock filecoin/src/testdata.rs
+  filecoin/src/post_testdata.rs filecoin/src/params.rs prover/src/cli/porep.rs
+  prover/src/cli/snap.rs prover/src/cli/post.rs pipeline/src/params/random_setup.rs)
 testdata_key=$(cat "${testdata_inputs[@]}" | sha256sum | cut -c1-16)
 testdata_cache="${PROOFPIPE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/proofpipe}/filecoin-testdata"
 testdata_dir="${PROOFPIPE_FILECOIN_TESTDATA:-$testdata_cache/$testdata_key}"
@@ -111,8 +111,8 @@ fi
 # The slow recounts of the 32 GiB and 64 GiB PoRep partitions (~170 s each; the committed 32 GiB
 # counts are also held to the seed engine's numbers by a fast test) and PoSt partitions (~8.5 min
 # each) run by hand:
-#   cargo test -p proofpipe-prover --lib -- --ignored counted_shape_of
-#   cargo test -p proofpipe-prover --lib -- --ignored counted_post_shape_of
+#   cargo test -p proofpipe-filecoin --lib -- --ignored counted_shape_of
+#   cargo test -p proofpipe-filecoin --lib -- --ignored counted_post_shape_of
 #
 # The Filecoin scenario and the quickstart page run after them, from the container images'
 # root filesystems (below), so they are skipped here.

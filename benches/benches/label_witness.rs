@@ -15,10 +15,10 @@ use bellperson::gadgets::uint32::UInt32;
 use bellperson::util_cs::witness_cs::WitnessCS;
 use blstrs::Scalar as Fr;
 use proofpipe_benches::{env_count, print_median_ratio};
-use proofpipe_prover::witness::Assignment;
-use proofpipe_prover::witness::sha256::{
+use proofpipe_filecoin::witness::sha256::{
     LABEL_PARENTS, Word, allocate_gadget_element, create_label, padded_element,
 };
+use proofpipe_pipeline::witness::Assignment;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use storage_proofs_core::gadgets::uint64::UInt64;

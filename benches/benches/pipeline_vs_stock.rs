@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use proofpipe_prover::bench::compare;
-use proofpipe_prover::circuits::CircuitKind;
-use proofpipe_prover::params::ParamsStore;
-use proofpipe_prover::pipeline::PipelineConfig;
-use proofpipe_prover::sizing::{Overrides, SizingInput, detect_memory_limit, plan};
+use proofpipe_benches::compare::compare;
+use proofpipe_pipeline::circuits::CircuitKind;
+use proofpipe_pipeline::params::ParamsStore;
+use proofpipe_pipeline::pipeline::PipelineConfig;
+use proofpipe_pipeline::sizing::{Overrides, SizingInput, detect_memory_limit, plan};
 
 fn cases() -> Vec<(CircuitKind, usize, u32)> {
     let spec = std::env::var("PROOFPIPE_BENCH")
@@ -69,7 +69,7 @@ fn main() {
             PipelineConfig::from_plan(&plan),
             backend,
             true,
-            &proofpipe_prover::bench::Feed::Synthesis,
+            &proofpipe_benches::compare::Feed::Synthesis,
         )
         .expect("benchmark run");
         let mib = |b: Option<u64>| {

@@ -12,9 +12,9 @@
 use std::time::Instant;
 
 use proofpipe_benches::{env_count, time_gadgets_against_native, write_json_report};
-use proofpipe_prover::filecoin::parse_seal_proof;
-use proofpipe_prover::filecoin::shape::{Placeholder, PlaceholderWitness};
-use proofpipe_prover::witness::Assignment;
+use proofpipe_filecoin::parse_seal_proof;
+use proofpipe_filecoin::shape::{Placeholder, PlaceholderWitness};
+use proofpipe_pipeline::witness::Assignment;
 use serde_json::json;
 
 fn main() {

@@ -19,11 +19,11 @@
 
 use std::time::Instant;
 
+use proofpipe_filecoin::shape::{self, PartitionShape, Placeholder};
+use proofpipe_filecoin::{parse_seal_proof, seal_proof_name};
 use proofpipe_kernels::EvalAlloc;
-use proofpipe_prover::filecoin::shape::{self, PartitionShape, Placeholder};
-use proofpipe_prover::filecoin::{parse_seal_proof, seal_proof_name};
-use proofpipe_prover::groth16::SynthesisMode;
-use proofpipe_prover::params::ProvingKey;
+use proofpipe_pipeline::groth16::SynthesisMode;
+use proofpipe_pipeline::params::ProvingKey;
 
 /// Wall time and this thread's time on a CPU (Linux's schedstat; the wall time if unreadable),
 /// so a machine shared with other work still gives the work's own cost.

@@ -14,9 +14,9 @@ use std::time::Instant;
 use blstrs::Scalar as Fr;
 use ff::Field;
 use proofpipe_benches::{env_count, time_gadgets_against_native, write_json_report};
-use proofpipe_prover::filecoin::post::parse_post_proof;
-use proofpipe_prover::filecoin::post::shape::PlaceholderPostWitness;
-use proofpipe_prover::witness::Assignment;
+use proofpipe_filecoin::post::parse_post_proof;
+use proofpipe_filecoin::post::shape::PlaceholderPostWitness;
+use proofpipe_pipeline::witness::Assignment;
 use serde_json::json;
 
 fn main() {

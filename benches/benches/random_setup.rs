@@ -11,8 +11,8 @@ use std::time::Instant;
 use bellperson::groth16::{Parameters, generate_random_parameters};
 use blstrs::Bls12;
 use proofpipe_benches::{env_count, print_median_ratio};
-use proofpipe_prover::circuits::CircuitKind;
-use proofpipe_prover::params::random_setup::random_parameters;
+use proofpipe_pipeline::circuits::CircuitKind;
+use proofpipe_pipeline::params::random_setup::random_parameters;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 

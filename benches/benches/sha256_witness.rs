@@ -13,7 +13,7 @@ use bellperson::ConstraintSystem;
 use bellperson::gadgets::sha256::sha256_compression_function;
 use bellperson::util_cs::witness_cs::WitnessCS;
 use blstrs::Scalar as Fr;
-use proofpipe_prover::witness::sha256::{
+use proofpipe_filecoin::witness::sha256::{
     GENERAL_BLOCK_AUX, allocate_gadget_block, compress_general_block,
 };
 

@@ -12,8 +12,8 @@
 
 use std::time::{Duration, Instant};
 
-use proofpipe_prover::circuits::CircuitKind;
-use proofpipe_prover::groth16::{R1csMatrices, synthesize, synthesize_from_matrices};
+use proofpipe_pipeline::circuits::CircuitKind;
+use proofpipe_pipeline::groth16::{R1csMatrices, synthesize, synthesize_from_matrices};
 
 fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let start = Instant::now();

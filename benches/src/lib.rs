@@ -7,6 +7,12 @@
 //!   matrix products (a candidate for synthesis-bound circuits; docs/benchmarks.md).
 //! - `porep_synthesis`: the real Filecoin PoRep partition (placeholder vanilla proofs of its
 //!   exact shape) synthesized in one pass against two (docs/benchmarks.md).
+//!
+//! [`compare`] is the harness the benches and `proofpipe-prover bench` share (the pipeline and
+//! the stock prover on one workload, steady state, memory trace); [`plot`] draws its timeline.
+
+pub mod compare;
+pub mod plot;
 
 /// A count from the environment (`name`), else `default`; anything but a number is refused.
 pub fn env_count(name: &str, default: usize) -> usize {
@@ -19,7 +25,7 @@ pub fn env_count(name: &str, default: usize) -> usize {
 /// The summary line of a benchmark's runs: the median ratio and its spread.
 pub fn print_median_ratio(ratios: Vec<f64>) {
     let runs = ratios.len();
-    let (median, min, max) = proofpipe_prover::bench::spread(ratios);
+    let (median, min, max) = crate::compare::spread(ratios);
     println!("median of {runs}: {median:.1}x (spread {min:.1}-{max:.1})");
 }
 
@@ -53,7 +59,7 @@ pub fn time_gadgets_against_native(
         }));
         ratios.push(ratio);
     }
-    let (median, min, max) = proofpipe_prover::bench::spread(ratios.clone());
+    let (median, min, max) = crate::compare::spread(ratios.clone());
     print_median_ratio(ratios);
     serde_json::json!({
         "runs": rows,

@@ -197,6 +197,15 @@ impl FilecoinProofKind {
         matches!(self, Self::WindowPoStPartition | Self::WinningPoSt)
     }
 
+    /// The field of `spec.filecoin` that names the registered proof of a job of this kind.
+    pub fn proof_field(self) -> &'static str {
+        match self {
+            Self::PoRepC2 => "sealProof",
+            Self::SnapDealsUpdate => "updateProof",
+            Self::WindowPoStPartition | Self::WinningPoSt => "postProof",
+        }
+    }
+
     /// What the input at `spec.filecoin.input` is for this kind.
     pub fn input_name(self) -> &'static str {
         match self {

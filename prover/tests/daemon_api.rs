@@ -21,11 +21,11 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use proofpipe_crds::{
     ASSIGNED_POD_LABEL, PartitionProof, ProofJob, ProofJobPhase, ProverPhase, ProverPool,
 };
-use proofpipe_prover::circuits::CircuitKind;
-use proofpipe_prover::daemon::payload::status_proof;
-use proofpipe_prover::groth16::G2Placement;
-use proofpipe_prover::params::ParamsStore;
-use proofpipe_prover::pipeline::{JobSpec, Pipeline, PipelineConfig};
+use proofpipe_daemon::payload::status_proof;
+use proofpipe_pipeline::circuits::CircuitKind;
+use proofpipe_pipeline::groth16::G2Placement;
+use proofpipe_pipeline::params::ParamsStore;
+use proofpipe_pipeline::pipeline::{JobSpec, Pipeline, PipelineConfig};
 use proofpipe_testkit::cluster::TestNamespace;
 use serde_json::{Value, json};
 
@@ -429,7 +429,7 @@ async fn prove_one_partition(params_dir: &Path, partition: u32) -> PartitionProo
             finalize_queue: 1,
             partition_budget: None,
             g2: G2Placement::GpuStage,
-            bases: proofpipe_prover::groth16::QueryPlacement::all_resident(),
+            bases: proofpipe_pipeline::groth16::QueryPlacement::all_resident(),
             record_timeline: false,
             matrices: Default::default(),
         };

@@ -590,11 +590,11 @@ fn post_matrices_written_by_params_matrices_prove_a_window_post() {
 /// setup's query counts.
 #[test]
 fn the_placeholder_post_partitions_have_the_real_partitions_r1cs() {
+    use proofpipe_filecoin::params::{self, DigestCheck};
+    use proofpipe_filecoin::post::{self, PostInput};
     use proofpipe_kernels::EvalAlloc;
-    use proofpipe_prover::filecoin::params::{self, DigestCheck};
-    use proofpipe_prover::filecoin::post::{self, PostInput};
-    use proofpipe_prover::groth16::SynthesisMode;
-    use proofpipe_prover::params::QueryCounts;
+    use proofpipe_pipeline::groth16::SynthesisMode;
+    use proofpipe_pipeline::params::QueryCounts;
 
     let Some(data) = testdata() else { return };
     for path in [&data.window, &data.winning] {

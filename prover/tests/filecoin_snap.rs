@@ -243,10 +243,10 @@ fn bad_snap_inputs_get_a_clear_error_and_exit_code_2() {
 /// circuit that proves.
 #[test]
 fn the_counted_snap_shape_is_the_real_partitions() {
+    use proofpipe_filecoin::params::{self, DigestCheck};
+    use proofpipe_filecoin::snap::{self, SnapInput};
     use proofpipe_kernels::EvalAlloc;
-    use proofpipe_prover::filecoin::params::{self, DigestCheck};
-    use proofpipe_prover::filecoin::snap::{self, SnapInput};
-    use proofpipe_prover::params::QueryCounts;
+    use proofpipe_pipeline::params::QueryCounts;
 
     let Some(data) = testdata() else { return };
     let input = SnapInput::read(&data.snap).unwrap();

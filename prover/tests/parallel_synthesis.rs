@@ -9,10 +9,10 @@
 
 use std::path::PathBuf;
 
+use proofpipe_filecoin::c1::{self, SectorIdentity};
+use proofpipe_filecoin::porep;
 use proofpipe_kernels::EvalAlloc;
-use proofpipe_prover::filecoin::c1::{self, SectorIdentity};
-use proofpipe_prover::filecoin::porep;
-use proofpipe_prover::groth16::SynthesisMode;
+use proofpipe_pipeline::groth16::SynthesisMode;
 
 fn c1_file() -> Option<PathBuf> {
     match std::env::var_os("PROOFPIPE_FILECOIN_TESTDATA") {

@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex};
 use axum::Router;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
-use proofpipe_prover::ProverError;
-use proofpipe_prover::filecoin::fetch::{
+use proofpipe_filecoin::fetch::{
     Fetched, Manifest, ManifestEntry, ParamKind, READY_FILE, fetch_all, file_digest,
     required_names, wanted_files,
 };
+use proofpipe_pipeline::ProverError;
 use tower_http::services::ServeDir;
 
 mod support;

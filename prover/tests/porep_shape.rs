@@ -7,13 +7,13 @@
 
 use std::sync::Arc;
 
+use proofpipe_filecoin::c1::{self, SectorIdentity};
+use proofpipe_filecoin::params::{self, DigestCheck};
+use proofpipe_filecoin::porep;
+use proofpipe_filecoin::shape::{self, Placeholder};
 use proofpipe_kernels::EvalAlloc;
-use proofpipe_prover::filecoin::c1::{self, SectorIdentity};
-use proofpipe_prover::filecoin::params::{self, DigestCheck};
-use proofpipe_prover::filecoin::porep;
-use proofpipe_prover::filecoin::shape::{self, Placeholder};
-use proofpipe_prover::groth16::SynthesisMode;
-use proofpipe_prover::params::QueryCounts;
+use proofpipe_pipeline::groth16::SynthesisMode;
+use proofpipe_pipeline::params::QueryCounts;
 
 mod support;
 use support::{filecoin_testdata, same_structure};

@@ -1,6 +1,6 @@
 //! One partition's R1CS dimensions and proving-key size for each registered Filecoin proof a
 //! ProofJob may name, so that the operator can size a job before any prover loads its
-//! parameters. Copied from the prover's committed counts (`prover/src/filecoin/counted.rs`
+//! parameters. Copied from the prover's committed counts (`filecoin/src/counted.rs`
 //! and the kinds' tables), which a prover test holds this table to; a proof without counted
 //! shapes has no row, and a job of it is never judged too large.
 

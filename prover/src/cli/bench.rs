@@ -7,25 +7,25 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use proofpipe_kernels::GpuOptions;
-use proofpipe_prover::ProverError;
-use proofpipe_prover::bench::{
+use proofpipe_benches::compare::{
     BenchReport, Feed, FeedKind, SourceWorkload, bench_source, compare, spread,
 };
-use proofpipe_prover::filecoin::shape::{self, PartitionShape, Placeholder};
+use proofpipe_filecoin::shape::{self, PartitionShape, Placeholder};
+use proofpipe_kernels::GpuOptions;
+use proofpipe_pipeline::ProverError;
 
-use proofpipe_prover::circuits::R1csCounts;
-use proofpipe_prover::filecoin::post::{self, post_proof_name, shape::PostShape};
-use proofpipe_prover::filecoin::snap::{self, shape::SnapShape, update_proof_name};
-use proofpipe_prover::filecoin::{
+use proofpipe_benches::plot::timeline_svg;
+use proofpipe_filecoin::post::{self, post_proof_name, shape::PostShape};
+use proofpipe_filecoin::snap::{self, shape::SnapShape, update_proof_name};
+use proofpipe_filecoin::{
     RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof, seal_proof_name,
 };
-use proofpipe_prover::groth16::{R1csMatrices, SynthesisMode};
-use proofpipe_prover::params::ProvingKey;
-use proofpipe_prover::pipeline::{PartitionSource, PipelineConfig, ReplaySource};
-use proofpipe_prover::plot::timeline_svg;
-use proofpipe_prover::rss;
-use proofpipe_prover::sizing::{Plan, SizingInput, detect_memory_limit, plan};
+use proofpipe_pipeline::circuits::R1csCounts;
+use proofpipe_pipeline::groth16::{R1csMatrices, SynthesisMode};
+use proofpipe_pipeline::params::ProvingKey;
+use proofpipe_pipeline::pipeline::{PartitionSource, PipelineConfig, ReplaySource};
+use proofpipe_pipeline::rss;
+use proofpipe_pipeline::sizing::{Plan, SizingInput, detect_memory_limit, plan};
 use serde_json::{Value, json};
 
 use super::setup::{self, ParamsSource};
@@ -514,7 +514,7 @@ pub(super) fn shape_backend() -> Arc<dyn proofpipe_kernels::ProvingBackend> {
 fn shape_sizing(
     args: &BenchArgs,
     circuit: String,
-    shape: proofpipe_prover::circuits::CircuitShape,
+    shape: proofpipe_pipeline::circuits::CircuitShape,
     backend: &Arc<dyn proofpipe_kernels::ProvingBackend>,
     partitions: u32,
 ) -> Result<SizingInput, ProverError> {

@@ -9,14 +9,14 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use proofpipe_prover::ProverError;
-use proofpipe_prover::bench::{PipelineRun, SourceWorkload, run_source_pipeline};
-use proofpipe_prover::daemon::config::{URGENT_GPU_RESERVE_VAR, URGENT_RESERVE_VAR};
-use proofpipe_prover::daemon::urgent::{Footprint, room_beside};
-use proofpipe_prover::filecoin::{RegisteredPoStProof, RegisteredSealProof};
-use proofpipe_prover::groth16::SynthesisMode;
-use proofpipe_prover::pipeline::PipelineConfig;
-use proofpipe_prover::sizing::{Plan, SizingError, SizingInput, parse_memory_size, plan};
+use proofpipe_benches::compare::{PipelineRun, SourceWorkload, run_source_pipeline};
+use proofpipe_daemon::config::{URGENT_GPU_RESERVE_VAR, URGENT_RESERVE_VAR};
+use proofpipe_daemon::urgent::{Footprint, room_beside};
+use proofpipe_filecoin::{RegisteredPoStProof, RegisteredSealProof};
+use proofpipe_pipeline::ProverError;
+use proofpipe_pipeline::groth16::SynthesisMode;
+use proofpipe_pipeline::pipeline::PipelineConfig;
+use proofpipe_pipeline::sizing::{Plan, SizingError, SizingInput, parse_memory_size, plan};
 use serde::Serialize;
 use serde_json::json;
 
@@ -25,7 +25,7 @@ use super::bench::{
     ShapeRun, porep_shape_input, post_shape_input, prepare_porep_shape, prepare_post_shape,
     shape_backend,
 };
-use proofpipe_prover::bench::spread;
+use proofpipe_benches::compare::spread;
 
 /// The three plans of one prover serving a PoRep and an urgent PoSt.
 #[derive(Debug, Serialize)]
@@ -355,10 +355,10 @@ fn print_summary(porep: &str, post: &str, runs: &[UrgentRun]) {
 
 #[cfg(test)]
 mod tests {
-    use proofpipe_prover::circuits::R1csCounts;
-    use proofpipe_prover::filecoin::post;
-    use proofpipe_prover::filecoin::shape::counted;
-    use proofpipe_prover::sizing::Overrides;
+    use proofpipe_filecoin::post;
+    use proofpipe_filecoin::shape::counted;
+    use proofpipe_pipeline::circuits::R1csCounts;
+    use proofpipe_pipeline::sizing::Overrides;
 
     use super::*;
 

@@ -6,12 +6,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use proofpipe_prover::ProverError;
-use proofpipe_prover::daemon::config::{choose_memory_limit, from_env};
-use proofpipe_prover::daemon::fault::Fault;
-use proofpipe_prover::daemon::{self, DaemonOptions};
-use proofpipe_prover::params::ParamsStore;
-use proofpipe_prover::sizing::detect_memory_limit;
+use proofpipe_daemon::DaemonOptions;
+use proofpipe_daemon::config::{choose_memory_limit, from_env};
+use proofpipe_daemon::fault::Fault;
+use proofpipe_pipeline::ProverError;
+use proofpipe_pipeline::params::ParamsStore;
+use proofpipe_pipeline::sizing::detect_memory_limit;
 
 #[derive(Args, Debug)]
 pub struct DaemonArgs {
@@ -59,7 +59,7 @@ pub fn run(args: DaemonArgs) -> Result<ExitCode, ProverError> {
         .enable_all()
         .build()
         .map_err(ProverError::Runtime)?;
-    let result = runtime.block_on(daemon::run(settings, limit, options));
+    let result = runtime.block_on(proofpipe_daemon::run(settings, limit, options));
     // Don't wait for a cancelled job's pipeline to drain: its proofs are written, and the
     // process is about to exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
@@ -70,7 +70,7 @@ pub fn run(args: DaemonArgs) -> Result<ExitCode, ProverError> {
             message.push_str(&format!(": {cause}"));
             source = cause.source();
         }
-        daemon::write_termination_message(&args.termination_log, &message);
+        proofpipe_daemon::write_termination_message(&args.termination_log, &message);
     }
     result.map(|()| ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 mod bench;
 mod bench_urgent;
 mod daemon;
+mod filecoin;
 mod output;
 mod params;
 mod plan;
@@ -16,11 +17,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use proofpipe_prover::ProverError;
-use proofpipe_prover::circuits::CircuitKind;
-use proofpipe_prover::filecoin::post::PostKind;
-use proofpipe_prover::params::ParamsStore;
-use proofpipe_prover::sizing::{Overrides, parse_memory_size};
+use proofpipe_model::kinds::FilecoinProofKind;
+use proofpipe_pipeline::ProverError;
+use proofpipe_pipeline::circuits::CircuitKind;
+use proofpipe_pipeline::params::ParamsStore;
+use proofpipe_pipeline::sizing::{Overrides, parse_memory_size};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -56,7 +57,7 @@ enum Command {
     PorepTestdata(porep::TestdataArgs),
     /// Check a PoRep proof file with Filecoin's own verifier (filecoin-proofs-api's
     /// verify_seal): exit 0 if it is valid for the C1 output's sector, 1 if not.
-    PorepVerify(porep::VerifyArgs),
+    PorepVerify(filecoin::VerifyArgs),
     /// Make Filecoin SnapDeals test data: EmptySectorUpdate parameters from a random setup (NOT
     /// Filecoin's; tests only) and a sealed sector snap-updated here, written as the vanilla
     /// partition proofs and commitments `prove --snap-vanilla` reads.
@@ -64,7 +65,7 @@ enum Command {
     /// Check a SnapDeals proof file with Filecoin's own verifier (filecoin-proofs-api's
     /// verify_empty_sector_update_proof): exit 0 if it is valid for the input's commitments, 1 if
     /// not.
-    SnapVerify(snap::VerifyArgs),
+    SnapVerify(filecoin::VerifyArgs),
     /// Make Filecoin PoSt test data: WindowPoSt or WinningPoSt parameters from a random setup
     /// (NOT Filecoin's; tests only) and the vanilla sector proofs of sealed sectors, written as
     /// the input `prove --window-post-vanilla` / `--winning-post-vanilla` reads.
@@ -72,11 +73,11 @@ enum Command {
     /// Check a WindowPoSt proof file with Filecoin's own verifier (filecoin-proofs-api's
     /// verify_window_post): exit 0 if it is valid for the input's sectors and randomness, 1 if
     /// not.
-    WindowPostVerify(post::VerifyArgs),
+    WindowPostVerify(filecoin::VerifyArgs),
     /// Check a WinningPoSt proof file with Filecoin's own verifier (filecoin-proofs-api's
     /// verify_winning_post): exit 0 if it is valid for the input's sector and randomness, 1 if
     /// not.
-    WinningPostVerify(post::VerifyArgs),
+    WinningPostVerify(filecoin::VerifyArgs),
 }
 
 /// What to prove.
@@ -152,7 +153,7 @@ enum Synthesis {
     Matrices,
 }
 
-impl From<Synthesis> for proofpipe_prover::groth16::SynthesisMode {
+impl From<Synthesis> for proofpipe_pipeline::groth16::SynthesisMode {
     fn from(s: Synthesis) -> Self {
         match s {
             Synthesis::OnePass => Self::OnePass,
@@ -177,7 +178,7 @@ struct ProveArgs {
     #[command(flatten)]
     synthesis: SynthesisArgs,
     #[command(flatten)]
-    porep: porep::PorepArgs,
+    filecoin: filecoin::FilecoinArgs,
     /// Witness seed: the same seed gives the same statements.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -205,20 +206,20 @@ struct PlanArgs {
     /// --synthesis matrices.
     #[arg(long, value_name = "SEAL_PROOF", value_parser = porep::parse_seal_proof,
           conflicts_with_all = ["circuit", "constraints"])]
-    porep_shape: Option<proofpipe_prover::filecoin::RegisteredSealProof>,
+    porep_shape: Option<proofpipe_filecoin::RegisteredSealProof>,
     /// Plan for the Filecoin PoSt partition of this registered PoSt proof (its name, e.g.
     /// StackedDrgWindow32GiBV1_2, or curio's number), from its committed R1CS counts
     /// (prover/src/filecoin/post/shape.rs); one partition unless --partitions.
     #[arg(long, value_name = "POST_PROOF", value_parser = post::parse_post_proof,
           conflicts_with_all = ["circuit", "constraints", "porep_shape"])]
-    post_shape: Option<proofpipe_prover::filecoin::RegisteredPoStProof>,
+    post_shape: Option<proofpipe_filecoin::RegisteredPoStProof>,
     /// Plan for the Filecoin SnapDeals (EmptySectorUpdate) proof of this registered update
     /// proof (a sector size, 32GiB, or its name, StackedDrg32GiBV1), from its committed R1CS
     /// counts (prover/src/filecoin/snap/shape.rs); all its partitions (16 at 32 GiB) unless
     /// --partitions.
     #[arg(long, value_name = "UPDATE_PROOF", value_parser = snap::parse_update_proof,
           conflicts_with_all = ["circuit", "constraints", "porep_shape", "post_shape"])]
-    snap_shape: Option<proofpipe_prover::filecoin::RegisteredUpdateProof>,
+    snap_shape: Option<proofpipe_filecoin::RegisteredUpdateProof>,
     /// How partitions would be synthesized (matrices: only with --porep-shape, whose matrices'
     /// size is known before recording them).
     #[arg(long, value_enum, default_value_t = Synthesis::OnePass)]
@@ -324,7 +325,7 @@ struct BenchArgs {
     /// (no parameter files), made from the committed counts. No proof verifies; no stock run.
     #[arg(long, value_name = "SEAL_PROOF", value_parser = porep::parse_seal_proof,
           conflicts_with_all = ["circuit", "constraints", "params_dir"])]
-    porep_shape: Option<proofpipe_prover::filecoin::RegisteredSealProof>,
+    porep_shape: Option<proofpipe_filecoin::RegisteredSealProof>,
     /// Benchmark the Filecoin PoSt partition of this registered PoSt proof (its name, e.g.
     /// StackedDrgWinning32GiBV1 or StackedDrgWindow32GiBV1_2, or curio's number) instead of a
     /// synthetic circuit: placeholder vanilla proofs of its exact shape and timing-only
@@ -332,7 +333,7 @@ struct BenchArgs {
     /// verifies; no stock run.
     #[arg(long, value_name = "POST_PROOF", value_parser = post::parse_post_proof,
           conflicts_with_all = ["circuit", "constraints", "params_dir", "porep_shape"])]
-    post_shape: Option<proofpipe_prover::filecoin::RegisteredPoStProof>,
+    post_shape: Option<proofpipe_filecoin::RegisteredPoStProof>,
     /// Benchmark the Filecoin SnapDeals (EmptySectorUpdate) proof of this registered update
     /// proof (a sector size, 32GiB, or its name, StackedDrg32GiBV1) instead of a synthetic
     /// circuit: placeholder vanilla proofs of its exact shape and timing-only parameters of its
@@ -340,7 +341,7 @@ struct BenchArgs {
     /// verifies; no stock run.
     #[arg(long, value_name = "UPDATE_PROOF", value_parser = snap::parse_update_proof,
           conflicts_with_all = ["circuit", "constraints", "params_dir", "porep_shape", "post_shape"])]
-    snap_shape: Option<proofpipe_prover::filecoin::RegisteredUpdateProof>,
+    snap_shape: Option<proofpipe_filecoin::RegisteredUpdateProof>,
     /// With --porep-shape, --post-shape or --snap-shape: run the timed runs once per GPU memory
     /// cap, each with a fresh backend held to that cap (as PROOFPIPE_GPU_MEMORY holds a prover)
     /// and a plan for it, comma separated: sizes such as 24GiB, or `none` for the whole card. A
@@ -354,7 +355,7 @@ struct BenchArgs {
     /// Reports the PoSt's latency and the PoRep's delay against the runs alone.
     #[arg(long, value_name = "POST_PROOF", value_parser = post::parse_post_proof,
           requires = "porep_shape")]
-    urgent_post_shape: Option<proofpipe_prover::filecoin::RegisteredPoStProof>,
+    urgent_post_shape: Option<proofpipe_filecoin::RegisteredPoStProof>,
     /// Seconds into the PoRep at which the urgent PoSt is sent.
     #[arg(long, default_value_t = 20.0, requires = "urgent_post_shape")]
     urgent_after: f64,
@@ -394,81 +395,43 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
     // filecoin-proofs reads its parameter directory from the environment once, on first use:
     // set it now, while this process has one thread.
     let filecoin_dir = match &cli.command {
-        Command::Prove(args)
-            if args.porep.porep_c1.is_some()
-                || args.porep.snap_vanilla.is_some()
-                || args.porep.window_post_vanilla.is_some()
-                || args.porep.winning_post_vanilla.is_some() =>
-        {
-            Some(args.params_dir.as_deref())
-        }
+        Command::Prove(args) if args.filecoin.input().is_some() => Some(args.params_dir.as_deref()),
         Command::PorepTestdata(args) => Some(args.params_dir()),
-        Command::PorepVerify(args) => Some(args.params_dir()),
         Command::SnapTestdata(args) => Some(args.params_dir()),
-        Command::SnapVerify(args) => Some(args.params_dir()),
         Command::PostTestdata(args) => Some(args.params_dir()),
-        Command::WindowPostVerify(args) | Command::WinningPostVerify(args) => {
-            Some(args.params_dir())
-        }
+        Command::PorepVerify(args)
+        | Command::SnapVerify(args)
+        | Command::WindowPostVerify(args)
+        | Command::WinningPostVerify(args) => Some(args.params_dir()),
         _ => None,
     };
     if let Some(flag) = filecoin_dir {
         // SAFETY: no thread has been started yet.
-        unsafe { proofpipe_prover::filecoin::use_parameter_dir(&porep::parameter_dir(flag)) };
+        unsafe { proofpipe_filecoin::use_parameter_dir(&filecoin::parameter_dir(flag)) };
     }
     let progress = output::init(&cli.log, cli.log_format);
     match cli.command {
-        Command::Prove(args) => {
-            let filecoin = &args.porep;
-            let post_input = [
-                (&filecoin.window_post_vanilla, PostKind::Window),
-                (&filecoin.winning_post_vanilla, PostKind::Winning),
-            ]
-            .into_iter()
-            .find_map(|(path, kind)| path.as_ref().map(|p| (p, kind)));
-            let two_pass = args.synthesis.synthesis == Synthesis::Matrices;
-            match (&filecoin.porep_c1, &filecoin.snap_vanilla, post_input) {
-                (Some(c1), _, _) => porep::prove(
-                    filecoin,
-                    c1,
-                    &args.sizing,
-                    args.synthesis.synthesis.into(),
-                    args.params_dir.as_deref(),
-                    args.json,
-                ),
-                (None, Some(_), _) if two_pass => Err(ProverError::InvalidArgument {
-                    what: "--synthesis",
-                    reason: "SnapDeals partitions are synthesized in one pass; two-pass \
-                             (matrices) synthesis is for --porep-c1, the PoSt inputs and \
-                             synthetic circuits"
-                        .into(),
-                }),
-                (None, Some(vanilla), _) => snap::prove(
-                    filecoin,
-                    vanilla,
-                    &args.sizing,
-                    args.params_dir.as_deref(),
-                    args.json,
-                ),
-                (None, None, Some((input, kind))) => post::prove(
-                    filecoin,
-                    input,
-                    kind,
-                    &args.sizing,
-                    args.synthesis.synthesis.into(),
-                    args.params_dir.as_deref(),
-                    args.json,
-                ),
-                (None, None, None) => prove::run(args, &progress),
-            }
-        }
+        Command::Prove(args) => match args.filecoin.input() {
+            Some((kind, input)) => filecoin::prove(
+                &args.filecoin,
+                kind,
+                input,
+                &args.sizing,
+                args.synthesis.synthesis.into(),
+                args.params_dir.as_deref(),
+                args.json,
+            ),
+            None => prove::run(args, &progress),
+        },
         Command::PostTestdata(args) => post::testdata(args),
-        Command::WindowPostVerify(args) => post::verify(args, PostKind::Window),
-        Command::WinningPostVerify(args) => post::verify(args, PostKind::Winning),
         Command::SnapTestdata(args) => snap::testdata(args),
-        Command::SnapVerify(args) => snap::verify(args),
         Command::PorepTestdata(args) => porep::testdata(args),
-        Command::PorepVerify(args) => porep::verify(args),
+        Command::PorepVerify(args) => filecoin::verify(args, FilecoinProofKind::PoRepC2),
+        Command::SnapVerify(args) => filecoin::verify(args, FilecoinProofKind::SnapDealsUpdate),
+        Command::WindowPostVerify(args) => {
+            filecoin::verify(args, FilecoinProofKind::WindowPoStPartition)
+        }
+        Command::WinningPostVerify(args) => filecoin::verify(args, FilecoinProofKind::WinningPoSt),
         Command::Plan(args) => plan::run(args),
         Command::Params(args) => params::run(args),
         Command::Bench(args) => bench::run(args),

@@ -6,16 +6,14 @@ use std::time::Instant;
 
 use bytesize::ByteSize;
 use clap::Args;
-use proofpipe_prover::ProverError;
-use proofpipe_prover::filecoin::fetch::{self, Fetched, ParamKind};
-use proofpipe_prover::filecoin::post;
-use proofpipe_prover::filecoin::{
-    self as filecoin, DEFAULT_PARAMETER_CACHE, MATRICES_DIR_ENV, PARAMETER_CACHE_ENV, shape,
-};
-use proofpipe_prover::groth16::R1csMatrices;
-use proofpipe_prover::groth16::matrices_file::MatricesOrigin;
-use proofpipe_prover::params::ParamsStore;
-use proofpipe_prover::sizing::parse_memory_size;
+use proofpipe_filecoin::fetch::{self, Fetched, ParamKind};
+use proofpipe_filecoin::post;
+use proofpipe_filecoin::{DEFAULT_PARAMETER_CACHE, MATRICES_DIR_ENV, PARAMETER_CACHE_ENV, shape};
+use proofpipe_pipeline::ProverError;
+use proofpipe_pipeline::groth16::R1csMatrices;
+use proofpipe_pipeline::groth16::matrices_file::MatricesOrigin;
+use proofpipe_pipeline::params::ParamsStore;
+use proofpipe_pipeline::sizing::parse_memory_size;
 use serde_json::json;
 
 use super::{ParamsAction, ParamsArgs, store};
@@ -98,7 +96,7 @@ fn fetch(args: FetchArgs) -> Result<ExitCode, ProverError> {
         for &size in &args.sector_sizes {
             let proof = fetch::seal_proof_of_size(size)?;
             let written = written_matrices(&dir, || shape::matrices_in(proof, &dir))?;
-            row(filecoin::seal_proof_name(proof), written);
+            row(proofpipe_filecoin::seal_proof_name(proof), written);
         }
     }
     if args.post_matrices {
@@ -178,7 +176,7 @@ pub struct MatricesArgs {
 }
 
 fn matrices(args: MatricesArgs) -> Result<ExitCode, ProverError> {
-    let Some(dir) = args.dir.or_else(filecoin::matrices_dir) else {
+    let Some(dir) = args.dir.or_else(proofpipe_filecoin::matrices_dir) else {
         return Err(ProverError::InvalidArgument {
             what: "matrices directory",
             reason: format!(
@@ -188,7 +186,7 @@ fn matrices(args: MatricesArgs) -> Result<ExitCode, ProverError> {
     };
     let (name, (matrices, origin, seconds)) = match (args.seal_proof, args.post_proof) {
         (Some(proof), _) => (
-            filecoin::seal_proof_name(proof),
+            proofpipe_filecoin::seal_proof_name(proof),
             written_matrices(&dir, || shape::matrices_in(proof, &dir))?,
         ),
         (None, Some(proof)) => (

@@ -5,15 +5,15 @@
 use std::process::ExitCode;
 
 use bytesize::ByteSize;
-use proofpipe_prover::ProverError;
-use proofpipe_prover::filecoin::post::{self, post_proof_name, shape::PostShape};
-use proofpipe_prover::filecoin::seal_proof_name;
-use proofpipe_prover::filecoin::shape::{self, PartitionShape};
-use proofpipe_prover::filecoin::snap::{self, shape::SnapShape, update_proof_name};
-use proofpipe_prover::groth16::R1csMatrices;
-use proofpipe_prover::params::{QueryCounts, estimated_params_bytes};
-use proofpipe_prover::sizing::{BasesPlacement, QueryBytes};
-use proofpipe_prover::sizing::{SizingInput, detect_memory_limit, plan};
+use proofpipe_filecoin::post::{self, post_proof_name, shape::PostShape};
+use proofpipe_filecoin::seal_proof_name;
+use proofpipe_filecoin::shape::{self, PartitionShape};
+use proofpipe_filecoin::snap::{self, shape::SnapShape, update_proof_name};
+use proofpipe_pipeline::ProverError;
+use proofpipe_pipeline::groth16::R1csMatrices;
+use proofpipe_pipeline::params::{QueryCounts, estimated_params_bytes};
+use proofpipe_pipeline::sizing::{BasesPlacement, QueryBytes};
+use proofpipe_pipeline::sizing::{SizingInput, detect_memory_limit, plan};
 use serde_json::json;
 
 use super::{PlanArgs, Synthesis, cpu_cores};
@@ -253,7 +253,7 @@ fn with_queries(counts: QueryCounts) -> (u64, Option<QueryBytes>) {
 }
 
 /// Which queries' bases stay on the card and which stream from page-locked host memory.
-fn gpu_bases(gpu: &proofpipe_prover::sizing::GpuPlan) -> String {
+fn gpu_bases(gpu: &proofpipe_pipeline::sizing::GpuPlan) -> String {
     let p = gpu.placement;
     if !p.any_streamed() {
         return "all resident".into();

@@ -4,9 +4,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use proofpipe_prover::ProverError;
-use proofpipe_prover::pipeline::{JobEvent, JobOutcome, JobSpec, Pipeline};
-use proofpipe_prover::rss;
+use proofpipe_pipeline::ProverError;
+use proofpipe_pipeline::pipeline::{JobEvent, JobOutcome, JobSpec, Pipeline};
+use proofpipe_pipeline::rss;
 use serde::Serialize;
 
 use super::{ProveArgs, setup, store};
@@ -129,7 +129,7 @@ pub fn run(args: ProveArgs, progress: &MultiProgress) -> Result<ExitCode, Prover
             t.queue_wait.as_secs_f64(),
             t.gpu.as_secs_f64(),
             t.finalize.as_secs_f64(),
-            proofpipe_prover::groth16::short_hex(&p.proof),
+            proofpipe_pipeline::groth16::short_hex(&p.proof),
         );
     }
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;

@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
-use proofpipe_prover::ProverError;
-use proofpipe_prover::circuits::CircuitShape;
-use proofpipe_prover::groth16::R1csMatrices;
-use proofpipe_prover::params::{CircuitParams, ParamsStore};
-use proofpipe_prover::pipeline::PipelineConfig;
-use proofpipe_prover::rss;
-use proofpipe_prover::sizing::{MemoryLimit, Plan, SizingInput, detect_memory_limit, plan};
+use proofpipe_pipeline::ProverError;
+use proofpipe_pipeline::circuits::CircuitShape;
+use proofpipe_pipeline::groth16::R1csMatrices;
+use proofpipe_pipeline::params::{CircuitParams, ParamsStore};
+use proofpipe_pipeline::pipeline::PipelineConfig;
+use proofpipe_pipeline::rss;
+use proofpipe_pipeline::sizing::{MemoryLimit, Plan, SizingInput, detect_memory_limit, plan};
 
 use proofpipe_kernels::GpuDevice;
 
@@ -66,7 +66,7 @@ pub fn prepare(
         circuit: job.circuit.to_string(),
         shape,
         memory_limit: limit.bytes,
-        params_bytes: proofpipe_prover::params::estimated_params_bytes(shape),
+        params_bytes: proofpipe_pipeline::params::estimated_params_bytes(shape),
         query_bytes: None,
         matrices_bytes: matrices.as_ref().map_or(0, |m| m.heap_bytes()),
         headroom: sizing.headroom,

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use proofpipe_prover::groth16::Synthesized;
+use proofpipe_pipeline::groth16::Synthesized;
 
 /// The Filecoin test data (`PROOFPIPE_FILECOIN_TESTDATA`, made by `scripts/filecoin-testdata.sh`,
 /// which `scripts/test.sh` runs and exports). Unset: the test says so (naming `what` it would

@@ -11,9 +11,9 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar as Fr};
 use proofpipe_crds::ProofJob;
-use proofpipe_prover::circuits::CircuitKind;
-use proofpipe_prover::groth16;
-use proofpipe_prover::params::ParamsStore;
+use proofpipe_pipeline::circuits::CircuitKind;
+use proofpipe_pipeline::groth16;
+use proofpipe_pipeline::params::ParamsStore;
 
 /// Verifies every proof in `job`'s status with the parameters cached in `params_dir`.
 pub fn verify_job_proofs(job: &ProofJob, params_dir: &Path) -> Result<(), String> {

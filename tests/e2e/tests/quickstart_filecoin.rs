@@ -28,7 +28,7 @@ use proofpipe_e2e::filecoin::required_env;
 use proofpipe_e2e::gateway::start_gateway;
 use proofpipe_e2e::process::free_port;
 use proofpipe_e2e::stack::{Stack, live_pods};
-use proofpipe_prover::filecoin::fetch::{ManifestEntry, ParamKind, file_digest, required_names};
+use proofpipe_filecoin::fetch::{ManifestEntry, ParamKind, file_digest, required_names};
 use tower_http::services::ServeDir;
 
 const PAGE: &str = "docs/quickstart-filecoin.md";

@@ -9,7 +9,7 @@ use BasesPlacement::{Resident as R, Streamed as S};
 const GIB: u64 = 1 << 30;
 
 /// A registered proof's partition and its queries, from the prover's committed counts
-/// (`prover/src/filecoin/shape.rs` and `post/shape.rs`): h = m - 1, l = aux,
+/// (`filecoin/src/shape.rs` and `post/shape.rs`): h = m - 1, l = aux,
 /// a = inputs + a_aux_density, b = b_input_density + b_aux_density.
 fn counted(proof: &str, a_aux_density: u64, b_density: u64) -> (CircuitShape, QueryBytes) {
     let row = partition_shape(proof).unwrap();

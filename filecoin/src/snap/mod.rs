@@ -1,0 +1,419 @@
+//! SnapDeals (EmptySectorUpdate) proofs through the pipeline: partition k's
+//! `EmptySectorUpdateCircuit`, built by storage-proofs-update the way
+//! `generate_empty_sector_update_proof_with_vanilla` builds it (`EmptySectorUpdateCompound::circuit`
+//! from partition k's vanilla `PartitionProof`), synthesized by our workers, proved by our GPU
+//! stage and finalized by us. The proof is laid out as filecoin-proofs-api returns it (one
+//! 192-byte Groth16 proof per partition, in order), so `verify_empty_sector_update_proof`
+//! (and the chain) accepts it.
+//!
+//! The input is what curio sends the seed engine for a SnapDeals proof: the registered update
+//! proof, `comm_r_old`, `comm_r_new`, `comm_d_new` (32 bytes each) and one bincode-serialized
+//! `PartitionProof` per partition (filecoin-proofs-api's `generate_partition_proofs`), here in a
+//! JSON file:
+//!
+//! ```json
+//! {"registered_proof": "StackedDrg32GiBV1",
+//!  "comm_r_old": "<base64>", "comm_r_new": "<base64>", "comm_d_new": "<base64>",
+//!  "vanilla_proofs": ["<base64 of bincode(PartitionProof)>", ...]}
+//! ```
+
+mod placeholder;
+pub mod shape;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use base64::Engine;
+use bincode::Options;
+use filecoin_proofs::{as_safe_commitment, with_shape};
+use filecoin_proofs_api::{MerkleTreeTrait, RegisteredUpdateProof};
+use serde_json::Value;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleProofTrait;
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_update::constants::{TreeDDomain, TreeRDomain, TreeRHasher, h_default};
+use storage_proofs_update::{
+    EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof,
+    PublicInputs, PublicParams,
+};
+
+use proofpipe_kernels::EvalAlloc;
+
+use proofpipe_pipeline::circuits::CircuitShape;
+use proofpipe_pipeline::error::ProverError;
+use proofpipe_pipeline::groth16::{self, Synthesized};
+use proofpipe_pipeline::pipeline::PartitionSource;
+
+/// The update proofs by sector size, as `--update-proof` accepts them: a registered update
+/// proof's own name (`StackedDrg32GiBV1`), a sector size (`32GiB`), or the number curio sends
+/// (go-state-types' `abi.RegisteredUpdateProof`: 0 for 2 KiB … 4 for 64 GiB).
+pub fn parse_update_proof(s: &str) -> Result<RegisteredUpdateProof, ProverError> {
+    use RegisteredUpdateProof::*;
+    let proof = match s.to_ascii_lowercase().as_str() {
+        "2kib" | "0" => Some(StackedDrg2KiBV1),
+        "8mib" | "1" => Some(StackedDrg8MiBV1),
+        "512mib" | "2" => Some(StackedDrg512MiBV1),
+        "32gib" | "3" => Some(StackedDrg32GiBV1),
+        "64gib" | "4" => Some(StackedDrg64GiBV1),
+        _ => None,
+    };
+    proof
+        .or_else(|| serde_json::from_value(Value::String(s.to_string())).ok())
+        .ok_or_else(|| ProverError::InvalidArgument {
+            what: "update proof",
+            reason: format!(
+                "{s:?} is neither a sector size (2KiB, 8MiB, 512MiB, 32GiB, 64GiB), a registered \
+                 update proof name such as StackedDrg32GiBV1, nor its number 0-4"
+            ),
+        })
+}
+
+/// A registered update proof's name as filecoin-proofs-api spells it.
+pub fn update_proof_name(proof: RegisteredUpdateProof) -> String {
+    serde_json::to_value(proof)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{proof:?}"))
+}
+
+/// The SnapDeals partitions of `proof` (storage-proofs-update's own count: 16 from 32 GiB up).
+pub fn partitions(proof: RegisteredUpdateProof) -> u32 {
+    PublicParams::from_sector_size(u64::from(proof.sector_size())).partition_count as u32
+}
+
+/// What a SnapDeals proof is made from: curio's request to the seed engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapInput {
+    pub update_proof: RegisteredUpdateProof,
+    pub comm_r_old: [u8; 32],
+    pub comm_r_new: [u8; 32],
+    pub comm_d_new: [u8; 32],
+    /// One bincode-serialized `PartitionProof` per partition, in partition order.
+    pub vanilla_proofs: Vec<Vec<u8>>,
+}
+
+fn bad(reason: impl Into<String>) -> ProverError {
+    ProverError::InvalidArgument {
+        what: "SnapDeals input",
+        reason: reason.into(),
+    }
+}
+
+fn b64() -> base64::engine::GeneralPurpose {
+    base64::engine::general_purpose::STANDARD
+}
+
+impl SnapInput {
+    /// Reads the JSON file described in this module's documentation.
+    pub fn read(path: &Path) -> Result<Self, ProverError> {
+        let bytes =
+            std::fs::read(path).map_err(ProverError::io("reading the SnapDeals input", path))?;
+        Self::parse(&bytes).map_err(|e| match e {
+            ProverError::InvalidArgument { reason, .. } => {
+                bad(format!("{}: {reason}", path.display()))
+            }
+            other => other,
+        })
+    }
+
+    pub fn parse(bytes: &[u8]) -> Result<Self, ProverError> {
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| {
+            bad(format!(
+                "not JSON ({e}); expected {{\"registered_proof\", \"comm_r_old\", \"comm_r_new\", \
+                 \"comm_d_new\", \"vanilla_proofs\"}}"
+            ))
+        })?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| bad("not a JSON object with registered_proof, comm_r_old, …"))?;
+        let field = |name: &str| {
+            obj.get(name)
+                .ok_or_else(|| bad(format!("the field {name:?} is missing")))
+        };
+        let update_proof = match field("registered_proof")? {
+            Value::String(s) => parse_update_proof(s),
+            Value::Number(n) => parse_update_proof(&n.to_string()),
+            other => Err(bad(format!(
+                "registered_proof is {other}, not a name or number"
+            ))),
+        }
+        .map_err(|e| bad(format!("registered_proof: {e}")))?;
+        let comm = |name: &str| -> Result<[u8; 32], ProverError> {
+            let s = field(name)?
+                .as_str()
+                .ok_or_else(|| bad(format!("{name} is not a string")))?;
+            let bytes = if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+                hex::decode(s).ok()
+            } else {
+                b64().decode(s).ok()
+            }
+            .ok_or_else(|| bad(format!("{name} is neither base64 nor 64 hex digits")))?;
+            <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
+                bad(format!(
+                    "{name} has {} bytes, a commitment has 32",
+                    bytes.len()
+                ))
+            })
+        };
+        let (comm_r_old, comm_r_new, comm_d_new) = (
+            comm("comm_r_old")?,
+            comm("comm_r_new")?,
+            comm("comm_d_new")?,
+        );
+        let list = field("vanilla_proofs")?
+            .as_array()
+            .ok_or_else(|| bad("vanilla_proofs is not a list"))?;
+        let vanilla_proofs = list
+            .iter()
+            .enumerate()
+            .map(|(k, p)| {
+                p.as_str()
+                    .and_then(|s| b64().decode(s).ok())
+                    .ok_or_else(|| bad(format!("vanilla_proofs[{k}] is not a base64 string")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            update_proof,
+            comm_r_old,
+            comm_r_new,
+            comm_d_new,
+            vanilla_proofs,
+        })
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        let v = serde_json::json!({
+            "registered_proof": update_proof_name(self.update_proof),
+            "comm_r_old": b64().encode(self.comm_r_old),
+            "comm_r_new": b64().encode(self.comm_r_new),
+            "comm_d_new": b64().encode(self.comm_d_new),
+            "vanilla_proofs": self.vanilla_proofs.iter().map(|p| b64().encode(p)).collect::<Vec<_>>(),
+        });
+        serde_json::to_vec_pretty(&v).expect("JSON serializes")
+    }
+}
+
+/// A SnapDeals input made ready for the pipeline.
+pub struct SnapJob {
+    pub update_proof: RegisteredUpdateProof,
+    pub partitions: u32,
+    pub source: Arc<dyn PartitionSource>,
+}
+
+/// Checks a SnapDeals input (the vanilla proofs decode as partition proofs of its sector size,
+/// one per partition, of the right shape) and prepares its partitions.
+pub fn prepare(input: &SnapInput) -> Result<SnapJob, ProverError> {
+    let size = u64::from(input.update_proof.sector_size());
+    with_shape!(size, prepare_shape, input)
+}
+
+/// bincode as filecoin-proofs-api writes it, but refusing bytes left over.
+fn decode<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    bytes: &[u8],
+) -> Result<PartitionProof<Tree>, bincode::Error> {
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .reject_trailing_bytes()
+        .deserialize(bytes)
+}
+
+fn prepare_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    input: &SnapInput,
+) -> Result<SnapJob, ProverError> {
+    let proof = input.update_proof;
+    let name = update_proof_name(proof);
+    let pp = PublicParams::from_sector_size(u64::from(proof.sector_size()));
+    let nodes = pp.sector_nodes;
+    if input.vanilla_proofs.len() != pp.partition_count {
+        return Err(bad(format!(
+            "it has {} vanilla proofs where {name} has {} partitions",
+            input.vanilla_proofs.len(),
+            pp.partition_count
+        )));
+    }
+    let commitment = |bytes: &[u8; 32], what: &str| -> Result<TreeRDomain, ProverError> {
+        as_safe_commitment(bytes, what)
+            .map_err(|e| bad(format!("{what} is not a field element: {e:#}")))
+    };
+    let comm_r_old = commitment(&input.comm_r_old, "comm_r_old")?;
+    let comm_r_new = commitment(&input.comm_r_new, "comm_r_new")?;
+    let comm_d_new: TreeDDomain = as_safe_commitment(&input.comm_d_new, "comm_d_new")
+        .map_err(|e| bad(format!("comm_d_new is not a field element: {e:#}")))?;
+    for (c, what) in [
+        (&input.comm_r_old, "comm_r_old"),
+        (&input.comm_r_new, "comm_r_new"),
+        (&input.comm_d_new, "comm_d_new"),
+    ] {
+        if *c == [0; 32] {
+            return Err(bad(format!("{what} is all zeros")));
+        }
+    }
+    let public_inputs = PublicInputs {
+        k: pp.partition_count,
+        comm_r_old,
+        comm_d_new,
+        comm_r_new,
+        h: h_default(nodes),
+    };
+    for (k, bytes) in input.vanilla_proofs.iter().enumerate() {
+        let vanilla = decode::<Tree>(bytes).map_err(|e| {
+            bad(format!(
+                "vanilla_proofs[{k}] is not a bincode PartitionProof of a {name} sector: {e}"
+            ))
+        })?;
+        let shape_ok = vanilla.apex_leafs.len() == pp.apex_leaf_count
+            && vanilla.challenge_proofs.len() == pp.challenge_count
+            && vanilla.challenge_proofs.iter().all(|c| {
+                c.proof_r_old.path().len() == c.proof_r_old.expected_len(nodes)
+                    && c.proof_r_new.path().len() == c.proof_r_new.expected_len(nodes)
+                    && c.proof_d_new.path().len() == c.proof_d_new.expected_len(nodes)
+            });
+        if !shape_ok {
+            return Err(bad(format!(
+                "vanilla_proofs[{k}] is not of a {name} sector: {} apex leaves and {} challenges \
+                 (a {name} partition has {} and {}), or Merkle paths of another tree height",
+                vanilla.apex_leafs.len(),
+                vanilla.challenge_proofs.len(),
+                pp.apex_leaf_count,
+                pp.challenge_count
+            )));
+        }
+        // storage-proofs-update's own vanilla verifier: vanilla proofs of another sector or
+        // update make a circuit that is not satisfied (its synthesis stops on an assertion),
+        // so refuse them here, by name, before anything is proved.
+        let k_inputs = PublicInputs { k, ..public_inputs };
+        let valid = EmptySectorUpdate::<Tree>::verify(&pp, &k_inputs, &vanilla)
+            .map_err(|e| bad(format!("vanilla_proofs[{k}] cannot be checked: {e:#}")))?;
+        if !valid {
+            return Err(bad(format!(
+                "vanilla_proofs[{k}] does not verify against comm_r_old, comm_r_new and comm_d_new \
+                 (storage-proofs-update's vanilla verifier): the vanilla proofs are of another \
+                 sector or update than the commitments"
+            )));
+        }
+    }
+    Ok(SnapJob {
+        update_proof: proof,
+        partitions: pp.partition_count as u32,
+        source: Arc::new(SnapPartitions::<Tree> {
+            public_inputs,
+            public_params: pp,
+            vanilla: input.vanilla_proofs.clone(),
+            _tree: std::marker::PhantomData,
+        }),
+    })
+}
+
+/// The partitions of one SnapDeals proof, each decoded and built on the synthesis worker that
+/// proves it (the vanilla proofs stay bincode bytes until then).
+struct SnapPartitions<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
+    public_inputs: PublicInputs,
+    public_params: PublicParams,
+    vanilla: Vec<Vec<u8>>,
+    _tree: std::marker::PhantomData<fn() -> Tree>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionSource
+    for SnapPartitions<Tree>
+{
+    fn synthesize(
+        &self,
+        partition: u32,
+        shape: CircuitShape,
+        evaluations: &EvalAlloc,
+    ) -> Result<Synthesized, ProverError> {
+        let k = partition as usize;
+        let fail = |message: String| ProverError::Synthesis { partition, message };
+        let bytes = self
+            .vanilla
+            .get(k)
+            .ok_or_else(|| fail(format!("there are {} partitions", self.vanilla.len())))?;
+        let vanilla =
+            decode::<Tree>(bytes).map_err(|e| fail(format!("decoding the vanilla proof: {e}")))?;
+        let circuit = <EmptySectorUpdateCompound<Tree> as CompoundProof<
+            EmptySectorUpdate<Tree>,
+            EmptySectorUpdateCircuit<Tree>,
+        >>::circuit(
+            &self.public_inputs,
+            // EmptySectorUpdateCircuit's component private inputs are `()`.
+            (),
+            &vanilla,
+            &self.public_params,
+            Some(k),
+        )
+        .map_err(|e| fail(format!("building the EmptySectorUpdateCircuit: {e:#}")))?;
+        drop(vanilla);
+        groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| fail(e.to_string()))
+    }
+}
+
+/// Filecoin's own verdict on `proof` for this input
+/// (`filecoin_proofs_api::update::verify_empty_sector_update_proof`, with the verifying key from
+/// filecoin-proofs' parameter directory).
+pub fn verify(input: &SnapInput, proof: &[u8]) -> Result<bool, ProverError> {
+    filecoin_proofs_api::update::verify_empty_sector_update_proof(
+        input.update_proof,
+        proof,
+        input.comm_r_old,
+        input.comm_r_new,
+        input.comm_d_new,
+    )
+    .map_err(ProverError::filecoin("verify_empty_sector_update_proof"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn update_proofs_parse_by_size_name_and_number() {
+        use RegisteredUpdateProof::*;
+        assert_eq!(parse_update_proof("32GiB").unwrap(), StackedDrg32GiBV1);
+        assert_eq!(
+            parse_update_proof("StackedDrg2KiBV1").unwrap(),
+            StackedDrg2KiBV1
+        );
+        assert_eq!(parse_update_proof("4").unwrap(), StackedDrg64GiBV1);
+        assert!(parse_update_proof("16GiB").is_err());
+        assert_eq!(update_proof_name(StackedDrg8MiBV1), "StackedDrg8MiBV1");
+        // storage-proofs-update's own partition counts.
+        assert_eq!(partitions(StackedDrg2KiBV1), 1);
+        assert_eq!(partitions(StackedDrg512MiBV1), 16);
+        assert_eq!(partitions(StackedDrg32GiBV1), 16);
+    }
+
+    #[test]
+    fn inputs_round_trip_and_bad_ones_are_named() {
+        let input = SnapInput {
+            update_proof: RegisteredUpdateProof::StackedDrg2KiBV1,
+            comm_r_old: [1; 32],
+            comm_r_new: [2; 32],
+            comm_d_new: [3; 32],
+            vanilla_proofs: vec![vec![1, 2, 3]],
+        };
+        assert_eq!(SnapInput::parse(&input.to_json()).unwrap(), input);
+        let err = |bytes: &[u8]| SnapInput::parse(bytes).unwrap_err().to_string();
+        assert!(err(b"{\"registered_proof\"").contains("not JSON"));
+        assert!(err(b"{}").contains("\"registered_proof\" is missing"));
+        let mut v: Value = serde_json::from_slice(&input.to_json()).unwrap();
+        v["comm_r_new"] = "AAAA".into();
+        assert!(err(&serde_json::to_vec(&v).unwrap()).contains("comm_r_new has 3 bytes"));
+        // Not partition proofs at all.
+        let e = prepare(&input).err().unwrap().to_string();
+        assert!(
+            e.contains("vanilla_proofs[0] is not a bincode PartitionProof"),
+            "{e}"
+        );
+        let e = prepare(&SnapInput {
+            vanilla_proofs: vec![],
+            ..input
+        })
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            e.contains("0 vanilla proofs where StackedDrg2KiBV1 has 1"),
+            "{e}"
+        );
+    }
+}

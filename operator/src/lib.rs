@@ -2,7 +2,7 @@
 //! provers, as fixed by ADR 0003 (docs/decisions/0003-operator-prover-contract.md).
 //!
 //! One folder per resource, each holding its pure decisions (no Kubernetes client) and its
-//! reconciler: [`job`] (queue, assignment, the lifecycle state machine) and [`pool`] (scaling,
+//! reconciler: [`job`] (the lifecycle state machine) and [`pool`] (scaling, assignment,
 //! autoscaling, pod specs, RBAC, status). [`runtime`] is the Kubernetes plumbing around them
 //! (leader election, informers, writes, events, metrics); [`run`] ties everything together.
 
@@ -12,6 +12,7 @@ pub mod job;
 pub mod names;
 pub mod pool;
 pub mod runtime;
+pub mod shared;
 
 use std::future::Future;
 use std::net::SocketAddr;

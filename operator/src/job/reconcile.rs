@@ -19,7 +19,6 @@ use proofpipe_model::sizing::Fit;
 use crate::error::Error;
 use crate::job::state::{JobEvent, JobObservation, ProverProgress, decide, operator_fields};
 use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FINALIZER};
-use crate::pool::prover_pods::{assigned_pod_health, termination as termination_of};
 use crate::runtime::controller::{
     CONCURRENCY, Context, error_policy, log_outcome, namespace_of, succeeded,
 };
@@ -27,6 +26,7 @@ use crate::runtime::events;
 use crate::runtime::informers::Caches;
 use crate::runtime::metrics::Outcome;
 use crate::runtime::writes::{delete_job, remove_finalizer, set_assigned_pod, set_job_status};
+use crate::shared::prover_pods::{assigned_pod_health, termination as termination_of};
 use proofpipe_crds::fit::ProverLimits;
 
 pub(crate) async fn run(context: Arc<Context>, triggers: UnboundedReceiver<ObjectRef<ProofJob>>) {

@@ -14,10 +14,9 @@ use kube::{Api, Resource, ResourceExt};
 use proofpipe_crds::{ProofJob, ProverPool};
 
 use crate::error::Error;
-use crate::job::assignment::Assignment;
+use crate::pool::assignment::Assignment;
 use crate::pool::decision::{PoolInput, decide, queued_partitions};
 use crate::pool::pod_spec::{prover_pod, template_hash};
-use crate::pool::prover_pods::ProverPod;
 use crate::pool::scaling::PodPlan;
 use crate::pool::status as pool_status;
 use crate::runtime::controller::{
@@ -30,6 +29,7 @@ use crate::runtime::writes::{
     create_pod, delete_pod, remove_prover_entries, set_assigned_pod, set_pool_replicas,
     set_pool_status,
 };
+use crate::shared::prover_pods::ProverPod;
 
 /// Assignment writes of one pool reconcile in flight at once.
 const ASSIGN_CONCURRENCY: usize = 16;

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use super::controller::Context;
 use crate::error::{Error, KubeResultExt};
 use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FIELD_MANAGER, FINALIZER};
-use crate::pool::prover_pods::ProverPod;
 use crate::pool::prover_rbac;
+use crate::shared::prover_pods::ProverPod;
 
 fn apply() -> PatchParams {
     PatchParams::apply(FIELD_MANAGER).force()
@@ -308,8 +308,8 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::prover_pods::PodHealth;
-    use crate::pool::prover_pods::tests::prover;
+    use crate::shared::prover_pods::PodHealth;
+    use crate::shared::prover_pods::tests::prover;
 
     #[test]
     fn the_finalizer_comes_and_goes_with_the_assignment() {

@@ -13,7 +13,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use proofpipe_crds::{ProofJobPhase, ProofJobSpec, ProofJobStatus, ProverFailure};
 
 use crate::conditions::{DesiredCondition, settle};
-use crate::pool::prover_pods::PodHealth;
+use crate::shared::prover_pods::PodHealth;
 pub use failure::{MAX_RETRY_DELAY, RETRY_DELAY, retry_delay};
 use failure::{lost, reported};
 

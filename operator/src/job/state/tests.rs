@@ -2,6 +2,7 @@
 use proofpipe_crds::PartitionProof;
 
 use super::*;
+use crate::shared::prover_pods::PodHealth;
 
 fn spec() -> ProofJobSpec {
     serde_json::from_value(serde_json::json!({

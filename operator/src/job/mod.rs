@@ -3,5 +3,6 @@
 //! [`crate::shared::queue`], read by the pool too; which prover takes it is the pool's
 //! decision (`pool::assignment`).
 
+pub(crate) mod events;
 pub(crate) mod reconcile;
 pub mod state;

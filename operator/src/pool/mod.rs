@@ -6,6 +6,7 @@
 pub mod assignment;
 pub mod autoscale;
 pub mod decision;
+pub(crate) mod events;
 pub mod pod_spec;
 pub mod prover_rbac;
 pub(crate) mod reconcile;

@@ -24,6 +24,7 @@ it, and exits 1 if there is any; 0 otherwise, 2 for a bad argument.
 Plain Python 3.11, standard library only.
 """
 import glob
+import signal
 import sys
 import tomllib
 from pathlib import Path
@@ -512,4 +513,5 @@ def main(args):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped into head
     sys.exit(main(sys.argv[1:]))

@@ -53,7 +53,7 @@ pub enum Error {
 
     /// A controller stopped although it should run until the process ends.
     #[error("the {0} controller stopped")]
-    ControllerStopped(&'static str),
+    ControllerStopped(std::borrow::Cow<'static, str>),
 
     /// Registering a Prometheus metric failed (a name clash: a programming error).
     #[error("registering metrics")]

@@ -2,9 +2,14 @@
 //! provers, as fixed by ADR 0003 (docs/decisions/0003-operator-prover-contract.md).
 //!
 //! One folder per resource, each holding its pure decisions (no Kubernetes client) and its
-//! reconciler: [`job`] (queue, assignment, the lifecycle state machine) and [`pool`] (scaling,
-//! autoscaling, pod specs, RBAC, status). [`runtime`] is the Kubernetes plumbing around them
-//! (leader election, informers, writes, events, metrics); [`run`] ties everything together.
+//! reconciler: [`job`] (the lifecycle state machine) and [`pool`] (scaling, autoscaling,
+//! assignment, pod specs, RBAC, status). What both read sits below them in [`shared`] (a
+//! prover pod as the decisions see it, a pool's queue), so that neither imports the other.
+//! [`runtime`] is the Kubernetes plumbing below both (leader election, informers, writes,
+//! events, metrics, running a controller around a reconcile function): it knows neither.
+//! [`run`] ties everything together: which controller runs which reconcile is decided here
+//! (`wire`). No file imports, directly or not, a file that imports it:
+//! `scripts/import-cycles.py operator` checks it (ADR 0041).
 
 pub mod conditions;
 pub mod error;
@@ -12,6 +17,7 @@ pub mod job;
 pub mod names;
 pub mod pool;
 pub mod runtime;
+pub mod shared;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -23,7 +29,9 @@ use kube::Client;
 
 pub use error::Error;
 
+use crate::runtime::controller::{Context, Controller, Settings, controller};
 use crate::runtime::http::Health;
+use crate::runtime::informers::Triggers;
 use crate::runtime::leader_election::{LeaderElector, fenced_client};
 use crate::runtime::lease::Timing;
 use crate::runtime::metrics::Metrics;
@@ -143,11 +151,17 @@ pub async fn run_until(
         }
         let (stopping, stopping_receiver) = tokio::sync::watch::channel(false);
         // The controllers write through the fence: nothing once the renew deadline passed.
+        let settings = Settings {
+            namespace: config.namespace.clone(),
+            identity: config.identity.clone(),
+            retry_delay: config.retry_delay,
+        };
         let mut controllers = Box::pin(runtime::controller::run(
             fenced_client(client.clone(), elector.fence()),
-            &config,
+            settings,
             metrics,
             stopping_receiver,
+            wire,
         ));
         tokio::select! {
             // Lost: the controllers are dropped here, cancelling every reconcile.
@@ -179,6 +193,25 @@ pub async fn run_until(
         result = serving => result,
         result = operating => result,
     }
+}
+
+/// Which controller runs which reconcile: the one place that names both [`runtime`] and the
+/// resources' reconcilers. [`runtime::controller::run`] calls it once the watches exist.
+fn wire(context: &Arc<Context>, triggers: Triggers) -> Vec<Controller> {
+    vec![
+        controller(
+            context,
+            context.caches.pools.clone(),
+            triggers.pools,
+            pool::reconcile::reconcile,
+        ),
+        controller(
+            context,
+            context.caches.jobs.clone(),
+            triggers.jobs,
+            job::reconcile::reconcile,
+        ),
+    ]
 }
 
 /// Both CustomResourceDefinitions as one multi-document YAML stream, ProofJob first: the

@@ -6,46 +6,28 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
-use futures::channel::mpsc::UnboundedReceiver;
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::controller::{self, Action};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
 use proofpipe_crds::ProofJob;
 use proofpipe_model::sizing::Fit;
 
 use crate::error::Error;
+use crate::job::events;
 use crate::job::state::{JobEvent, JobObservation, ProverProgress, decide, operator_fields};
 use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FINALIZER};
-use crate::pool::prover_pods::{assigned_pod_health, termination as termination_of};
-use crate::runtime::controller::{
-    CONCURRENCY, Context, error_policy, log_outcome, namespace_of, succeeded,
-};
-use crate::runtime::events;
+use crate::runtime::controller::{Context, namespace_of, succeeded};
 use crate::runtime::informers::Caches;
 use crate::runtime::metrics::Outcome;
 use crate::runtime::writes::{delete_job, remove_finalizer, set_assigned_pod, set_job_status};
+use crate::shared::prover_pods::{assigned_pod_health, termination as termination_of};
 use proofpipe_crds::fit::ProverLimits;
 
-pub(crate) async fn run(context: Arc<Context>, triggers: UnboundedReceiver<ObjectRef<ProofJob>>) {
-    // Every job change triggers its reconcile (the daemons' proofs arrive as status writes,
-    // and each one may complete the job), as do changes of its pod and the appearance or
-    // removal of its pool: the informers decide (crate::runtime::triggers).
-    Controller::for_stream(
-        futures::stream::pending::<Result<ProofJob, watcher::Error>>(),
-        context.caches.jobs.clone(),
-    )
-    .reconcile_on(triggers)
-    .with_config(controller::Config::default().concurrency(CONCURRENCY))
-    .graceful_shutdown_on(context.stopping())
-    .run(reconcile, error_policy, context)
-    .for_each(log_outcome::<ProofJob, _>)
-    .await;
-}
-
-async fn reconcile(job: Arc<ProofJob>, context: Arc<Context>) -> Result<Action, Error> {
+/// Reconciles one ProofJob. Every change of the job triggers it (the daemons' proofs arrive
+/// as status writes, and each one may complete the job), as do changes of its pod and the
+/// appearance or removal of its pool: the informers decide (crate::runtime::triggers).
+pub(crate) async fn reconcile(job: Arc<ProofJob>, context: Arc<Context>) -> Result<Action, Error> {
     let guard = context.metrics.reconcile("ProofJob");
     let namespace = namespace_of(&*job)?;
     let api: Api<ProofJob> = context.namespaced(&namespace);

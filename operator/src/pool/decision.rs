@@ -10,14 +10,14 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use proofpipe_crds::{AutoscalingSpec, AutoscalingStatus, ProofJob, ProverPool};
 
-use crate::job::assignment::{
+use crate::pool::assignment::{
     Assignment, assign, busy_pods, idle_ready_pods, out_of_rotation, urgent_hosts,
 };
-use crate::job::queue::{queue, remaining_partitions};
 use crate::pool::autoscale::{self, AutoscaleDecision, AutoscaleObservation, Demand, Policy};
-use crate::pool::prover_pods::ProverPod;
 use crate::pool::scaling::{PodPlan, plan};
 use crate::pool::status::{self as pool_status, PoolObservation, PoolStatusPlan};
+use crate::shared::prover_pods::ProverPod;
+use crate::shared::queue::{queue, remaining_partitions};
 use proofpipe_crds::fit::ProverLimits;
 use proofpipe_model::sizing::Fit;
 
@@ -231,10 +231,10 @@ mod tests {
     use k8s_openapi::api::core::v1::Pod;
 
     use super::*;
-    use crate::job::queue::tests::job;
     use crate::names::{ASSIGNED_POD_LABEL, TEMPLATE_HASH_LABEL};
     use crate::pool::pod_spec::template_hash;
-    use crate::pool::prover_pods::tests::pod;
+    use crate::shared::prover_pods::tests::pod;
+    use crate::shared::queue::tests::job;
 
     fn pool(replicas: i32) -> ProverPool {
         let mut pool: ProverPool = serde_json::from_value(serde_json::json!({

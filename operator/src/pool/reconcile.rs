@@ -4,53 +4,41 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use futures::channel::mpsc::UnboundedReceiver;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::controller::{self, Action};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
 use proofpipe_crds::{ProofJob, ProverPool};
 
 use crate::error::Error;
-use crate::job::assignment::Assignment;
+use crate::pool::assignment::Assignment;
 use crate::pool::decision::{PoolInput, decide, queued_partitions};
 use crate::pool::pod_spec::{prover_pod, template_hash};
-use crate::pool::prover_pods::ProverPod;
 use crate::pool::scaling::PodPlan;
 use crate::pool::status as pool_status;
-use crate::runtime::controller::{
-    CONCURRENCY, Context, error_policy, log_outcome, namespace_of, succeeded,
-};
-use crate::runtime::events;
+use crate::pool::{events, prover_rbac};
+use crate::runtime::controller::{CONFLICT_RETRY, Context, namespace_of, succeeded};
+use crate::runtime::events::pod_reference;
 use crate::runtime::informers::Caches;
 use crate::runtime::metrics::Outcome;
 use crate::runtime::writes::{
-    create_pod, delete_pod, remove_prover_entries, set_assigned_pod, set_pool_replicas,
-    set_pool_status,
+    apply_object, create_pod, delete_pod, remove_prover_entries, set_assigned_pod,
+    set_pool_replicas, set_pool_status,
 };
+use crate::shared::prover_pods::ProverPod;
 
 /// Assignment writes of one pool reconcile in flight at once.
 const ASSIGN_CONCURRENCY: usize = 16;
 
-pub(crate) async fn run(context: Arc<Context>, triggers: UnboundedReceiver<ObjectRef<ProverPool>>) {
-    // Triggered by spec changes of the pool, changes of its pods, and the changes of its
-    // jobs that concern it (crate::runtime::triggers); its provers' reports, which are status writes,
-    // are picked up by the periodic requeue.
-    Controller::for_stream(
-        futures::stream::pending::<Result<ProverPool, watcher::Error>>(),
-        context.caches.pools.clone(),
-    )
-    .reconcile_on(triggers)
-    .with_config(controller::Config::default().concurrency(CONCURRENCY))
-    .graceful_shutdown_on(context.stopping())
-    .run(reconcile, error_policy, context)
-    .for_each(log_outcome::<ProverPool, _>)
-    .await;
-}
-
-async fn reconcile(pool: Arc<ProverPool>, context: Arc<Context>) -> Result<Action, Error> {
+/// Reconciles one ProverPool. Triggered by spec changes of the pool, changes of its pods,
+/// and the changes of its jobs that concern it (crate::runtime::triggers); its provers'
+/// reports, which are status writes, are picked up by the periodic requeue.
+pub(crate) async fn reconcile(
+    pool: Arc<ProverPool>,
+    context: Arc<Context>,
+) -> Result<Action, Error> {
     let guard = context.metrics.reconcile("ProverPool");
     match reconcile_pool(&pool, &context).await {
         Ok((outcome, requeue_after)) => {
@@ -60,9 +48,7 @@ async fn reconcile(pool: Arc<ProverPool>, context: Arc<Context>) -> Result<Actio
             // reconcile) is decided again soon, not at the next resync: the job's change may
             // be one that does not concern the pool, and so triggers nothing.
             if outcome == Outcome::Conflict {
-                return Ok(Action::requeue(
-                    requeue_after.min(crate::runtime::controller::CONFLICT_RETRY),
-                ));
+                return Ok(Action::requeue(requeue_after.min(CONFLICT_RETRY)));
             }
             Ok(Action::requeue(requeue_after))
         }
@@ -88,7 +74,7 @@ async fn reconcile_pool(
         context.metrics.forget_pool(&namespace, &name);
         return Ok((Outcome::Unchanged, crate::pool::decision::RESYNC));
     }
-    context.apply_prover_rbac_once(&namespace).await?;
+    apply_prover_rbac_once(context, &namespace).await?;
 
     let caches = &context.caches;
     let pods = caches.pods_of_pool(&namespace, &name);
@@ -220,6 +206,38 @@ async fn reconcile_pool(
     Ok((outcome, decision.requeue_after))
 }
 
+/// Applies the prover ServiceAccount, Role and RoleBinding of `namespace` once per process:
+/// they are the operator's alone (server-side apply with force), so re-applying them on every
+/// reconcile would only add load. A user who deletes them gets them back at the operator's
+/// next start.
+async fn apply_prover_rbac_once(context: &Context, namespace: &str) -> Result<(), Error> {
+    if (context.rbac_applied.lock())
+        .expect("never poisoned")
+        .contains(namespace)
+    {
+        return Ok(());
+    }
+    apply_object(
+        &context.namespaced::<ServiceAccount>(namespace),
+        &prover_rbac::service_account(namespace),
+    )
+    .await?;
+    apply_object(
+        &context.namespaced::<Role>(namespace),
+        &prover_rbac::role(namespace),
+    )
+    .await?;
+    apply_object(
+        &context.namespaced::<RoleBinding>(namespace),
+        &prover_rbac::role_binding(namespace),
+    )
+    .await?;
+    (context.rbac_applied.lock())
+        .expect("never poisoned")
+        .insert(namespace.to_owned());
+    Ok(())
+}
+
 /// One pod change of a [`PodPlan`].
 #[derive(Clone, Copy)]
 enum PodChange {
@@ -249,7 +267,7 @@ async fn apply_pod_plan(
         .chain(pod_plan.roll.iter().map(|pod| (PodChange::Roll, pod)))
         .chain(pod_plan.create.iter().map(|pod| (PodChange::Create, pod)));
     for (change, pod) in changes {
-        let pod_ref = events::pod_reference(Some(namespace), pod);
+        let pod_ref = pod_reference(Some(namespace), pod);
         let (note, event) = match change {
             PodChange::Replace => {
                 delete_pod(&api, namespace, pod).await?;

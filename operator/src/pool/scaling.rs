@@ -17,7 +17,7 @@ use std::cmp::Reverse;
 use std::collections::BTreeSet;
 
 use crate::names::prover_pod_name;
-use crate::pool::prover_pods::{PodHealth, ProverPod};
+use crate::shared::prover_pods::{PodHealth, ProverPod};
 
 /// Pod changes that bring a pool to its desired size.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -141,7 +141,7 @@ fn removal_order(pod: &ProverPod, busy: &BTreeSet<String>) -> (u8, bool, Reverse
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::prover_pods::tests::{outdated_prover, prover};
+    use crate::shared::prover_pods::tests::{outdated_prover, prover};
 
     fn busy(names: &[&str]) -> BTreeSet<String> {
         names.iter().map(|name| (*name).to_owned()).collect()

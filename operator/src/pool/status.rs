@@ -8,10 +8,10 @@ use proofpipe_crds::{
 };
 
 use crate::conditions::{DesiredCondition, settle};
-use crate::job::queue::remaining_partitions;
 use crate::names::pool_selector;
-use crate::pool::prover_pods::{PodHealth, ProverPod};
 use crate::pool::scaling::max_unavailable;
+use crate::shared::prover_pods::{PodHealth, ProverPod};
+use crate::shared::queue::remaining_partitions;
 
 /// What the pool's status is computed from.
 #[derive(Clone, Debug)]
@@ -338,8 +338,8 @@ mod tests {
     use proofpipe_crds::{PipelineSizing, ProverPhase, StageBuffers};
 
     use super::*;
-    use crate::job::queue::tests::job;
-    use crate::pool::prover_pods::tests::prover;
+    use crate::shared::prover_pods::tests::prover;
+    use crate::shared::queue::tests::job;
 
     /// The condition of `type_` in `status`; panics if there is none.
     fn find_condition<'a>(status: &'a ProverPoolStatus, type_: &str) -> &'a Condition {
@@ -528,7 +528,7 @@ mod tests {
 
     #[test]
     fn a_pool_of_no_provers_with_waiting_jobs_is_not_ready() {
-        let job = crate::job::queue::tests::job("waiting", 0, 0);
+        let job = crate::shared::queue::tests::job("waiting", 0, 0);
         let idle = ready_condition(0, &[], &[]);
         assert_eq!(
             (idle.status.as_str(), idle.reason.as_str()),
@@ -651,9 +651,9 @@ mod tests {
     fn a_rolling_pool_counts_updated_pods_and_names_the_busy_ones_it_waits_for() {
         let pods = [
             prover(0, PodHealth::Ready),
-            crate::pool::prover_pods::tests::outdated_prover(1, PodHealth::Ready),
-            crate::pool::prover_pods::tests::outdated_prover(2, PodHealth::Ready),
-            crate::pool::prover_pods::tests::outdated_prover(3, PodHealth::Terminating),
+            crate::shared::prover_pods::tests::outdated_prover(1, PodHealth::Ready),
+            crate::shared::prover_pods::tests::outdated_prover(2, PodHealth::Ready),
+            crate::shared::prover_pods::tests::outdated_prover(3, PodHealth::Terminating),
         ];
         let busy = BTreeSet::from(["gpu-prover-2".to_owned()]);
         let observe = |pods: &[ProverPod]| {

@@ -1,35 +1,38 @@
-//! What the two controllers share: the I/O edge around the pure cores.
-//!
-//! - [`crate::pool::reconcile`] reconciles a ProverPool: its prover RBAC, its pods (create,
-//!   replace, scale down), assignment of its queue to idle Ready provers, and its status.
-//! - [`crate::job::reconcile`] reconciles a ProofJob: its phase and status from
-//!   [`crate::job::state`], requeue on a lost pod, failure, TTL deletion, unassignment on
-//!   suspend and on deletion (the finalizer).
+//! What the controllers share: the [`Context`] every reconcile gets, running a controller of
+//! one kind around the reconcile function it is handed ([`controller`]), and running the
+//! watches with the controllers made over them ([`run`]). Which controller runs which
+//! reconcile is decided above (`wire` in lib.rs): nothing in `runtime` knows the
+//! resources' modules.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::channel::mpsc::UnboundedReceiver;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::controller::{self, Action};
-use kube::runtime::events::Reporter;
+use kube::runtime::events::{Event, Reporter};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::events;
-use super::informers::{self, Caches};
+use super::informers::{self, Caches, Triggers};
 use crate::error::Error;
 use crate::names::FIELD_MANAGER;
 use crate::runtime::event_recorder::Recorder;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::retry::FailureCounts;
-use crate::{job, pool};
 
 /// Reconciles of one kind that may run at once (the default is unbounded).
-pub(crate) const CONCURRENCY: u16 = 8;
+const CONCURRENCY: u16 = 8;
 /// After losing a resourceVersion race: the watch brings the new version almost at once.
 pub(crate) const CONFLICT_RETRY: Duration = Duration::from_millis(500);
 
@@ -60,6 +63,19 @@ impl Context {
         }
     }
 
+    /// Publishes `event` about `regarding`. A failure is logged, never fatal: Events explain
+    /// decisions, they do not make them.
+    pub(crate) async fn publish(&self, regarding: &ObjectReference, event: Event) {
+        if let Err(error) = self.recorder.publish(&event, regarding).await {
+            tracing::warn!(
+                reason = %event.reason,
+                object = ?regarding.name,
+                %error,
+                "publishing an Event failed"
+            );
+        }
+    }
+
     pub(crate) fn namespaced<K>(&self, namespace: &str) -> Api<K>
     where
         K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
@@ -79,25 +95,71 @@ where
     }
 }
 
-/// Runs the watches and both controllers until `stopping` turns true, then lets their
-/// reconciles in flight finish and returns `Ok`; a controller or watch that stops unasked is
-/// an error.
+/// What the controllers are run with: the part of [`crate::Config`] they read.
+pub(crate) struct Settings {
+    /// Watch this namespace only; `None` watches all.
+    pub(crate) namespace: Option<String>,
+    /// This replica's name in Events.
+    pub(crate) identity: String,
+    /// The delay before retrying a failed attempt (doubled per failure).
+    pub(crate) retry_delay: Duration,
+}
+
+/// A controller of one kind, made by [`controller`], for [`run`] to run.
+pub(crate) struct Controller {
+    kind: Cow<'static, str>,
+    running: BoxFuture<'static, ()>,
+}
+
+/// A controller of `K`: `reconcile` runs for the objects of `store` that `triggers` name (the
+/// informers decide which changes are worth a reconcile: [`crate::runtime::triggers`]), at
+/// most [`CONCURRENCY`] at once; a failed one goes through [`error_policy`]. Once the process
+/// is asked to stop it starts no new reconcile and ends when those in flight have.
+pub(crate) fn controller<K, R, F>(
+    context: &Arc<Context>,
+    store: Store<K>,
+    triggers: UnboundedReceiver<ObjectRef<K>>,
+    reconcile: R,
+) -> Controller
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    R: FnMut(Arc<K>, Arc<Context>) -> F + Send + 'static,
+    F: Future<Output = Result<Action, Error>> + Send + 'static,
+{
+    let running = kube::runtime::Controller::for_stream(
+        futures::stream::pending::<Result<K, watcher::Error>>(),
+        store,
+    )
+    .reconcile_on(triggers)
+    .with_config(controller::Config::default().concurrency(CONCURRENCY))
+    .graceful_shutdown_on(context.stopping())
+    .run(reconcile, error_policy, context.clone())
+    .for_each(log_outcome::<K, _>);
+    Controller {
+        kind: K::kind(&()),
+        running: running.boxed(),
+    }
+}
+
+/// Runs the watches, and the controllers `wire` makes over their caches and triggers, until
+/// `stopping` turns true; then lets their reconciles in flight finish and returns `Ok`. A
+/// controller or watch that stops unasked is an error.
 pub(crate) async fn run(
     client: Client,
-    config: &crate::Config,
+    settings: Settings,
     metrics: Metrics,
     stopping: tokio::sync::watch::Receiver<bool>,
+    wire: impl FnOnce(&Arc<Context>, Triggers) -> Vec<Controller>,
 ) -> Result<(), Error> {
-    let namespace = config.namespace.clone();
-    let identity = config.identity.as_str();
     let reporter = Reporter {
         controller: FIELD_MANAGER.into(),
-        instance: Some(identity.to_owned()),
+        instance: Some(settings.identity),
     };
+    let namespace = settings.namespace.as_deref();
     let (pools, jobs, pods) = (
-        watched(&client, namespace.as_deref()),
-        watched(&client, namespace.as_deref()),
-        watched(&client, namespace.as_deref()),
+        watched(&client, namespace),
+        watched(&client, namespace),
+        watched(&client, namespace),
     );
     let (caches, triggers, watches) = informers::start(pools, jobs, pods, metrics.clone());
     let context = Arc::new(Context {
@@ -107,34 +169,33 @@ pub(crate) async fn run(
         failures: FailureCounts::default(),
         caches,
         rbac_applied: Mutex::default(),
-        retry_delay: config.retry_delay,
+        retry_delay: settings.retry_delay,
         stopping,
     });
+    let (mut kinds, running): (Vec<_>, Vec<_>) = wire(&context, triggers)
+        .into_iter()
+        .map(|controller| (controller.kind, controller.running))
+        .unzip();
     let controllers = async {
         tokio::select! {
             () = context.caches.ready() => {}
             () = context.stopping() => return Ok(()),
         }
-        tracing::info!("caches filled; reconciling");
-        let pools = Box::pin(pool::reconcile::run(context.clone(), triggers.pools));
-        let jobs = Box::pin(job::reconcile::run(context.clone(), triggers.jobs));
-        let (first, other) = match futures::future::select(pools, jobs).await {
-            futures::future::Either::Left(((), jobs)) => {
-                ("ProverPool", futures::future::Either::Left(jobs))
-            }
-            futures::future::Either::Right(((), pools)) => {
-                ("ProofJob", futures::future::Either::Right(pools))
-            }
-        };
-        if !*context.stopping.borrow() {
-            return Err(Error::ControllerStopped(first));
+        if running.is_empty() {
+            context.stopping().await;
+            return Ok(());
         }
-        // Asked to stop: the other one is finishing its reconciles in flight.
-        other.await;
+        tracing::info!("caches filled; reconciling");
+        let ((), first, others) = futures::future::select_all(running).await;
+        if !*context.stopping.borrow() {
+            return Err(Error::ControllerStopped(kinds.swap_remove(first)));
+        }
+        // Asked to stop: the others are finishing their reconciles in flight.
+        futures::future::join_all(others).await;
         Ok(())
     };
     tokio::select! {
-        () = watches => Err(Error::ControllerStopped("watches")),
+        () = watches => Err(Error::ControllerStopped("watches".into())),
         result = controllers => result,
     }
 }
@@ -142,7 +203,7 @@ pub(crate) async fn run(
 /// Logs what a controller stream yields besides successful reconciles: a failing watch (a
 /// missing permission, say) would otherwise go unnoticed. Failed reconciles were already
 /// logged by [`error_policy`].
-pub(crate) fn log_outcome<K, T>(
+fn log_outcome<K, T>(
     outcome: Result<T, controller::Error<Error, watcher::Error>>,
 ) -> std::future::Ready<()>
 where
@@ -183,7 +244,7 @@ fn failure_key<K: Resource<DynamicType = ()>>(object: &K) -> String {
 /// On a failed reconcile: a lost resourceVersion race is retried soon and quietly; anything
 /// else is logged, published as a Warning Event carrying the error chain (so `kubectl
 /// describe` explains a stuck object) and retried with exponential backoff.
-pub(crate) fn error_policy<K>(object: Arc<K>, error: &Error, context: Arc<Context>) -> Action
+fn error_policy<K>(object: Arc<K>, error: &Error, context: Arc<Context>) -> Action
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
 {

@@ -45,7 +45,7 @@ fn job_as_seen_by_pool(job: &ProofJob) -> JobAsSeenByPool<'_> {
             .and_then(|status| status.next_attempt_after.as_ref())
             .map(|time| time.0.to_string()),
         queued_partitions: (assigned_pod.is_none() && !finished)
-            .then(|| crate::job::queue::remaining_partitions(job)),
+            .then(|| crate::shared::queue::remaining_partitions(job)),
     }
 }
 
@@ -111,7 +111,7 @@ mod tests {
     use proofpipe_crds::{PartitionProof, ProofJobPhase, ProofJobStatus};
 
     use super::*;
-    use crate::job::queue::tests::job;
+    use crate::shared::queue::tests::job;
 
     fn with_status(mut job: ProofJob, phase: ProofJobPhase, proofs: i32) -> ProofJob {
         job.status = Some(ProofJobStatus {

@@ -6,18 +6,19 @@
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{PatchOperation, RemoveOperation, TestOperation};
-use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use std::fmt::Debug;
+
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use proofpipe_crds::{ProofJob, ProofJobStatus, ProverPool, ProverPoolStatus};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::controller::Context;
 use crate::error::{Error, KubeResultExt};
 use crate::names::{ASSIGNED_POD_LABEL, ASSIGNED_POD_UID_ANNOTATION, FIELD_MANAGER, FINALIZER};
-use crate::pool::prover_pods::ProverPod;
-use crate::pool::prover_rbac;
+use crate::shared::prover_pods::ProverPod;
 
 fn apply() -> PatchParams {
     PatchParams::apply(FIELD_MANAGER).force()
@@ -238,6 +239,25 @@ pub(crate) async fn remove_prover_entries(
     })
 }
 
+/// Applies `object`, of a built-in kind: its k8s-openapi type serializes its own
+/// `apiVersion` and `kind`, as an apply body needs.
+pub(crate) async fn apply_object<K>(api: &Api<K>, object: &K) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Serialize,
+{
+    let name = object.name_any();
+    api.patch(&name, &apply(), &Patch::Apply(object))
+        .await
+        .map(drop)
+        .context(|| {
+            format!(
+                "applying {} {}/{name}",
+                K::kind(&()),
+                object.namespace().unwrap_or_default()
+            )
+        })
+}
+
 /// Creates `pod`; one that already exists (a watch that lagged) is fine.
 pub(crate) async fn create_pod(api: &Api<Pod>, pod: &Pod) -> Result<(), Error> {
     match api.create(&PostParams::default(), pod).await {
@@ -261,55 +281,11 @@ pub(crate) async fn delete_pod(api: &Api<Pod>, namespace: &str, name: &str) -> R
     .context(|| format!("deleting Pod {namespace}/{name}"))
 }
 
-impl Context {
-    /// Applies the prover ServiceAccount, Role and RoleBinding in `namespace` (k8s-openapi
-    /// types serialize their own `apiVersion` and `kind`, as an apply body needs).
-    /// Applies the prover RBAC of `namespace` once per process: it is the operator's alone
-    /// (server-side apply with force), so re-applying on every reconcile would only add load.
-    /// A user who deletes it gets it back at the operator's next start.
-    pub(crate) async fn apply_prover_rbac_once(&self, namespace: &str) -> Result<(), Error> {
-        if self
-            .rbac_applied
-            .lock()
-            .expect("never poisoned")
-            .contains(namespace)
-        {
-            return Ok(());
-        }
-        self.apply_prover_rbac(namespace).await?;
-        self.rbac_applied
-            .lock()
-            .expect("never poisoned")
-            .insert(namespace.to_owned());
-        Ok(())
-    }
-
-    async fn apply_prover_rbac(&self, namespace: &str) -> Result<(), Error> {
-        let name = crate::names::PROVER_SERVICE_ACCOUNT;
-        let service_account = prover_rbac::service_account(namespace);
-        self.namespaced::<ServiceAccount>(namespace)
-            .patch(name, &apply(), &Patch::Apply(&service_account))
-            .await
-            .context(|| format!("applying ServiceAccount {namespace}/{name}"))?;
-        let role = prover_rbac::role(namespace);
-        self.namespaced::<Role>(namespace)
-            .patch(name, &apply(), &Patch::Apply(&role))
-            .await
-            .context(|| format!("applying Role {namespace}/{name}"))?;
-        let binding = prover_rbac::role_binding(namespace);
-        self.namespaced::<RoleBinding>(namespace)
-            .patch(name, &apply(), &Patch::Apply(&binding))
-            .await
-            .context(|| format!("applying RoleBinding {namespace}/{name}"))?;
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::prover_pods::PodHealth;
-    use crate::pool::prover_pods::tests::prover;
+    use crate::shared::prover_pods::PodHealth;
+    use crate::shared::prover_pods::tests::prover;
 
     #[test]
     fn the_finalizer_comes_and_goes_with_the_assignment() {

@@ -242,6 +242,14 @@ async fn main() {
             p99 * 1e3
         );
     }
+    for kind in ["ProofJob", "ProverPool"] {
+        // A conflict is a write refused with 409 (it counts among the requests below).
+        let outcomes: Vec<String> = reconcile_outcomes(&at_finish_text, kind)
+            .iter()
+            .map(|(outcome, count)| format!("{outcome} {count:.0}"))
+            .collect();
+        println!("| {kind} reconciles by outcome | {} |", outcomes.join(", "));
+    }
     println!(
         "| operator API requests per job | {:.2} |",
         total(&during) / args.jobs as f64
@@ -348,6 +356,20 @@ fn api_requests(metrics: &str) -> BTreeMap<(String, String), f64> {
                 (label("verb")?, label("resource")?),
                 value.trim().parse().ok()?,
             ))
+        })
+        .collect()
+}
+
+/// `proofpipe_operator_reconciles_total` of `kind` by outcome (applied, unchanged,
+/// conflict, failed).
+fn reconcile_outcomes(metrics: &str, kind: &str) -> BTreeMap<String, f64> {
+    let prefix = format!("proofpipe_operator_reconciles_total{{kind=\"{kind}\",outcome=\"");
+    metrics
+        .lines()
+        .filter_map(|line| line.strip_prefix(&prefix))
+        .filter_map(|rest| {
+            let (outcome, value) = rest.split_once("\"} ")?;
+            Some((outcome.to_owned(), value.trim().parse().ok()?))
         })
         .collect()
 }

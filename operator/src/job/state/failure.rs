@@ -8,8 +8,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::SignedDuration;
 use proofpipe_crds::{AttemptFailure, GPU_LOST_REASON, ProofJobStatus, ProverFailure};
 
-use super::{FailureReason, JobDecision, JobEvent, JobObservation, fail, waiting};
-use crate::pool::prover_pods::PodHealth;
+use super::decision::{FailureReason, JobDecision, JobEvent, JobObservation};
+use super::phase::{fail, waiting};
+use crate::shared::prover_pods::PodHealth;
 
 /// The prover reported that it could not prove the job on this attempt. A permanent
 /// failure (an input that can never prove, a job too large for the pool) fails the job at

@@ -5,6 +5,10 @@
 //! `status.pod` mirrors it. A label without a matching `status.pod` is an assignment not yet
 //! recorded (the operator stopped between the two writes), so it is recorded here: this is
 //! also how the pool reconciler builds the status of a job it has just assigned.
+//!
+//! [`decide`] is here; below it, with no way back up: `failure` (a failed attempt),
+//! `phase` (setting the phase and conditions) and `decision` (the types all of them
+//! share).
 
 use std::time::Duration;
 
@@ -12,124 +16,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use proofpipe_crds::{ProofJobPhase, ProofJobSpec, ProofJobStatus, ProverFailure};
 
-use crate::conditions::{DesiredCondition, settle};
-use crate::pool::prover_pods::PodHealth;
+use crate::conditions::DesiredCondition;
+pub use decision::{FailureReason, JobDecision, JobEvent, JobObservation, ProverProgress};
 pub use failure::{MAX_RETRY_DELAY, RETRY_DELAY, retry_delay};
 use failure::{lost, reported};
-
-/// What the operator knows about one ProofJob when it decides.
-#[derive(Clone, Debug)]
-pub struct JobObservation<'a> {
-    pub spec: &'a ProofJobSpec,
-    pub generation: Option<i64>,
-    pub status: &'a ProofJobStatus,
-    /// Whether the ProverPool named by `spec.pool` exists.
-    pub pool_exists: bool,
-    /// Why the job cannot fit that pool's provers (the model's message, with what would
-    /// fit), when it cannot ([`proofpipe_crds::fit`]): it is held, not queued.
-    pub does_not_fit: Option<String>,
-    /// The pod named by the assigned-pod label, with its health; `None` health when that
-    /// pod does not exist.
-    pub assignment: Option<(&'a str, Option<PodHealth>)>,
-    /// How the assigned pod's prover ended, when it terminated (e.g. `OOMKilled (exit 137)`).
-    pub termination: Option<&'a str>,
-    /// The assigned prover's heartbeat from its pool entry, when it reports one.
-    pub progress: Option<ProverProgress<'a>>,
-    /// The delay before the first retry ([`RETRY_DELAY`] unless configured).
-    pub retry_delay: Duration,
-    pub now: Timestamp,
-}
-
-/// What the assigned prover last said about its progress (its entry of the pool's status).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProverProgress<'a> {
-    pub stage: &'a str,
-    pub last_progress: Timestamp,
-    /// The pool's `spec.progressDeadlineSeconds`.
-    pub deadline: Duration,
-}
-
-/// Slack beyond the deadline before the operator calls a prover stalled: the progress time
-/// is reported to within 30 s, and the prover's own watchdog should act first.
-const STALL_SLACK: Duration = Duration::from_secs(60);
-
-/// Why a job failed, as the `Failed` condition's reason.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FailureReason {
-    /// Its prover pod was lost on an attempt past `spec.backoffLimit` retries.
-    BackoffLimitExceeded,
-    /// `spec.activeDeadlineSeconds` passed since the first assignment.
-    DeadlineExceeded,
-    /// Filecoin's verifier rejected the assembled proof of a Filecoin job.
-    ProofRejected,
-    /// The prover found the input can never prove (it does not parse, its digest differs,
-    /// Filecoin's vanilla verifier rejects it, it is of another proof type).
-    InvalidInput,
-    /// The pool's provers have too little memory for the job.
-    DoesNotFit,
-}
-
-impl FailureReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::BackoffLimitExceeded => "BackoffLimitExceeded",
-            Self::DeadlineExceeded => "DeadlineExceeded",
-            Self::ProofRejected => "ProofRejected",
-            Self::InvalidInput => "InvalidInput",
-            Self::DoesNotFit => "DoesNotFit",
-        }
-    }
-}
-
-/// Something worth an Event on the job.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum JobEvent {
-    /// Put on a prover pod (the pool wrote the label; the job records it).
-    Assigned {
-        pod: String,
-        attempt: i32,
-    },
-    /// Taken off a pod that was lost, back into the queue.
-    Requeued {
-        pod: String,
-        note: String,
-    },
-    /// Taken off its pod because `spec.suspend` became true.
-    Suspended {
-        pod: String,
-    },
-    /// Its prover has made no progress past the pool's deadline.
-    Stalled {
-        pod: String,
-        note: String,
-    },
-    /// Held out of its pool's queue: no prover of the pool can fit it.
-    Held {
-        note: String,
-    },
-    Failed {
-        reason: FailureReason,
-        note: String,
-    },
-    Succeeded {
-        note: String,
-    },
-}
-
-/// What the operator should make true for one ProofJob.
-#[derive(Clone, Debug, PartialEq)]
-pub struct JobDecision {
-    /// The operator-owned status fields (never `proofs` or `stageSeconds`: the daemons own
-    /// them).
-    pub status: ProofJobStatus,
-    /// Remove the assigned-pod label, which makes the daemon cancel the job.
-    pub unassign: bool,
-    /// Delete the job: its `ttlSecondsAfterFinished` ran out.
-    pub delete: bool,
-    pub event: Option<JobEvent>,
-    /// When to look again even if nothing changes: a deadline or a TTL falls due.
-    pub requeue_after: Option<Duration>,
-}
+pub use phase::DOES_NOT_FIT;
+use phase::{add_condition, fail, finish, finished, set_phase, unchanged, until, waiting};
 
 /// The operator-owned part of a status: everything except what the daemons write.
 pub fn operator_fields(status: &ProofJobStatus) -> ProofJobStatus {
@@ -154,6 +46,10 @@ pub fn verified_partitions(status: &ProofJobStatus, partitions: i32) -> i32 {
     let proved = status.proved_partitions(u32::try_from(partitions).unwrap_or(0));
     i32::try_from(proved.len()).unwrap_or(i32::MAX)
 }
+
+/// Slack beyond the deadline before the operator calls a prover stalled: the progress time
+/// is reported to within 30 s, and the prover's own watchdog should act first.
+const STALL_SLACK: Duration = Duration::from_secs(60);
 
 /// The next status of a job, and what to do besides writing it.
 pub fn decide(observation: &JobObservation) -> JobDecision {
@@ -371,21 +267,6 @@ fn stalled_condition(status: &ProofJobStatus) -> bool {
         .any(|c| c.type_ == "Progressing" && c.status == "False")
 }
 
-/// Adds `condition` to the conditions `set_phase` settled, keeping its transition time.
-fn add_condition(
-    observation: &JobObservation,
-    status: &mut ProofJobStatus,
-    condition: DesiredCondition,
-) {
-    let settled = settle(
-        observation.status.conditions.as_deref(),
-        vec![condition],
-        observation.generation,
-        observation.now,
-    );
-    status.conditions.get_or_insert_default().extend(settled);
-}
-
 /// The assigned prover's failure report of the current attempt, if it made one.
 fn this_attempts_report<'a>(status: &'a ProofJobStatus, pod: &str) -> Option<&'a ProverFailure> {
     status.prover_failure.as_ref().filter(|report| {
@@ -411,200 +292,6 @@ fn legacy_provers(status: &ProofJobStatus) -> Vec<String> {
     pods
 }
 
-/// Not on a pod: Pending while the pool is missing or cannot fit the job, else Queued
-/// (suspended or not).
-fn waiting(observation: &JobObservation, mut next: ProofJobStatus) -> JobDecision {
-    next.pod = None;
-    next.assigned_at = None;
-    let pool = &observation.spec.pool;
-    let (phase, message) = if !observation.pool_exists {
-        (
-            ProofJobPhase::Pending,
-            format!("ProverPool {pool} not found"),
-        )
-    } else if observation.spec.suspend {
-        (
-            ProofJobPhase::Queued,
-            "suspended: kept out of the queue".to_owned(),
-        )
-    } else if let Some(why) = &observation.does_not_fit {
-        (ProofJobPhase::Pending, format!("held: {why}"))
-    } else if let Some(after) = next
-        .next_attempt_after
-        .as_ref()
-        .filter(|after| after.0 > observation.now)
-    {
-        (
-            ProofJobPhase::Queued,
-            format!(
-                "retrying after {} (failure {} of at most {}): waiting for a prover of pool {pool}",
-                after.0,
-                next.failed.unwrap_or(0),
-                observation.spec.backoff_limit + 1
-            ),
-        )
-    } else {
-        (
-            ProofJobPhase::Queued,
-            format!("waiting for a prover of pool {pool}"),
-        )
-    };
-    let held = phase == ProofJobPhase::Pending && observation.pool_exists;
-    let was_held = assigned_reason(observation.status) == Some(DOES_NOT_FIT);
-    set_phase(observation, &mut next, phase, None, message.clone());
-    let mut decision = unchanged(next);
-    // Once when the job is held, not on every reconcile while it stays so.
-    if held && !was_held {
-        decision.event = Some(JobEvent::Held { note: message });
-    }
-    decision
-}
-
-/// The `Assigned` condition's reason of a job held because no prover of its pool can fit it.
-pub const DOES_NOT_FIT: &str = "DoesNotFit";
-
-fn assigned_reason(status: &ProofJobStatus) -> Option<&str> {
-    status
-        .conditions
-        .iter()
-        .flatten()
-        .find(|condition| condition.type_ == "Assigned")
-        .map(|condition| condition.reason.as_str())
-}
-
-fn fail(
-    observation: &JobObservation,
-    mut next: ProofJobStatus,
-    reason: FailureReason,
-    note: String,
-) -> JobDecision {
-    next.pod = None;
-    next.assigned_at = None;
-    let mut decision = finish(
-        observation,
-        next,
-        ProofJobPhase::Failed,
-        Some(reason),
-        note.clone(),
-    );
-    decision.unassign = observation.assignment.is_some();
-    decision.event = Some(JobEvent::Failed { reason, note });
-    decision
-}
-
-/// Enter a terminal phase now.
-fn finish(
-    observation: &JobObservation,
-    mut next: ProofJobStatus,
-    phase: ProofJobPhase,
-    failure: Option<FailureReason>,
-    message: String,
-) -> JobDecision {
-    next.completion_time = Some(Time(observation.now));
-    set_phase(observation, &mut next, phase, failure, message);
-    let mut decision = unchanged(next);
-    decision.requeue_after = ttl_expiry(observation).map(|expiry| until(observation.now, expiry));
-    decision
-}
-
-/// Already Succeeded or Failed: the phase never changes again; only the TTL matters.
-fn finished(
-    observation: &JobObservation,
-    mut next: ProofJobStatus,
-    phase: ProofJobPhase,
-) -> JobDecision {
-    let now = observation.now;
-    next.completion_time.get_or_insert(Time(now));
-    for condition in next.conditions.iter_mut().flatten() {
-        condition.observed_generation = observation.generation;
-    }
-    let mut decision = unchanged(next);
-    // A Succeeded job keeps its label (its daemon has nothing left to cancel); a Failed one
-    // must not keep a daemon working on it.
-    decision.unassign = phase == ProofJobPhase::Failed && observation.assignment.is_some();
-    match ttl_expiry(observation) {
-        Some(expiry) if now >= expiry => decision.delete = true,
-        Some(expiry) => decision.requeue_after = Some(until(now, expiry)),
-        None => {}
-    }
-    decision
-}
-
-fn set_phase(
-    observation: &JobObservation,
-    next: &mut ProofJobStatus,
-    phase: ProofJobPhase,
-    failure: Option<FailureReason>,
-    message: String,
-) {
-    let suspended = observation.spec.suspend && !phase.is_finished();
-    let mut desired = vec![
-        match phase {
-            ProofJobPhase::Running => {
-                DesiredCondition::new("Assigned", true, "Assigned", message.clone())
-            }
-            // Pending: the pool is missing, or it exists and cannot fit the job.
-            ProofJobPhase::Pending if observation.pool_exists => {
-                DesiredCondition::new("Assigned", false, DOES_NOT_FIT, message.clone())
-            }
-            ProofJobPhase::Pending => {
-                DesiredCondition::new("Assigned", false, "PoolNotFound", message.clone())
-            }
-            ProofJobPhase::Queued if suspended => {
-                DesiredCondition::new("Assigned", false, "Suspended", "")
-            }
-            ProofJobPhase::Queued => {
-                DesiredCondition::new("Assigned", false, "Queued", message.clone())
-            }
-            ProofJobPhase::Succeeded | ProofJobPhase::Failed => {
-                DesiredCondition::new("Assigned", false, "Finished", "")
-            }
-        },
-        if suspended {
-            DesiredCondition::new("Suspended", true, "Suspended", "spec.suspend is true")
-        } else {
-            DesiredCondition::new("Suspended", false, "NotSuspended", "")
-        },
-    ];
-    match (phase, failure) {
-        (ProofJobPhase::Succeeded, _) => {
-            desired.push(DesiredCondition::new(
-                "Complete",
-                true,
-                "AllPartitionsProved",
-                message.clone(),
-            ));
-        }
-        (ProofJobPhase::Failed, Some(reason)) => {
-            desired.push(DesiredCondition::new(
-                "Failed",
-                true,
-                reason.as_str(),
-                message.clone(),
-            ));
-        }
-        _ => {}
-    }
-    next.phase = Some(phase);
-    next.message = Some(message);
-    next.conditions = Some(settle(
-        next.conditions.as_deref(),
-        desired,
-        observation.generation,
-        observation.now,
-    ));
-}
-
-fn unchanged(status: ProofJobStatus) -> JobDecision {
-    JobDecision {
-        status,
-        unassign: false,
-        delete: false,
-        event: None,
-        requeue_after: None,
-    }
-}
-
 /// `startTime + activeDeadlineSeconds`, once the job has started and if it has a deadline.
 fn deadline(spec: &ProofJobSpec, status: &ProofJobStatus) -> Option<Timestamp> {
     let seconds = spec.active_deadline_seconds?;
@@ -612,24 +299,8 @@ fn deadline(spec: &ProofJobSpec, status: &ProofJobStatus) -> Option<Timestamp> {
     start.checked_add(SignedDuration::from_secs(seconds)).ok()
 }
 
-/// `completionTime + ttlSecondsAfterFinished`, if both are set.
-fn ttl_expiry(observation: &JobObservation) -> Option<Timestamp> {
-    let ttl = observation.spec.ttl_seconds_after_finished?;
-    let completed = observation
-        .status
-        .completion_time
-        .as_ref()
-        .map_or(observation.now, |time| time.0);
-    completed
-        .checked_add(SignedDuration::from_secs(i64::from(ttl)))
-        .ok()
-}
-
-/// Time from `now` to `then`, zero if `then` has passed.
-fn until(now: Timestamp, then: Timestamp) -> Duration {
-    Duration::try_from(then.duration_since(now)).unwrap_or(Duration::ZERO)
-}
-
+mod decision;
 mod failure;
+mod phase;
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 use proofpipe_crds::PartitionProof;
 
 use super::*;
+use crate::shared::prover_pods::PodHealth;
 
 fn spec() -> ProofJobSpec {
     serde_json::from_value(serde_json::json!({
@@ -291,11 +292,17 @@ fn a_report_whose_label_already_went_is_still_recorded_and_the_job_not_offered_b
     );
 
     // Until that status lands the job is not in the queue, so no prover takes it first.
-    let mut job = crate::job::queue::tests::job("j", 0, 0);
+    let mut job = crate::shared::queue::tests::job("j", 0, 0);
     job.status = Some(status);
-    assert!(!crate::job::queue::is_queued(&job), "still leaving its pod");
+    assert!(
+        !crate::shared::queue::is_queued(&job),
+        "still leaving its pod"
+    );
     job.status = Some(decision.status);
-    assert!(crate::job::queue::is_queued(&job), "queued once recorded");
+    assert!(
+        crate::shared::queue::is_queued(&job),
+        "queued once recorded"
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ use kube::ResourceExt;
 use proofpipe_crds::{ProofJob, ProverStatus};
 
 use crate::names::ASSIGNED_POD_LABEL;
-use crate::pool::prover_pods::{PodHealth, ProverPod};
+use crate::shared::prover_pods::{PodHealth, ProverPod};
 
 /// One decision: put `job` on `pod`.
 #[derive(Clone, Debug, PartialEq)]
@@ -101,9 +101,9 @@ mod tests {
     use proofpipe_crds::{ProofJobPhase, ProofJobStatus};
 
     use super::*;
-    use crate::job::queue::queue;
-    use crate::job::queue::tests::job;
-    use crate::pool::prover_pods::tests::prover;
+    use crate::shared::prover_pods::tests::prover;
+    use crate::shared::queue::queue;
+    use crate::shared::queue::tests::job;
 
     #[test]
     fn the_queue_head_goes_to_the_lowest_idle_ready_pod() {
@@ -154,7 +154,7 @@ mod tests {
     #[test]
     fn current_template_pods_take_work_before_outdated_ones() {
         let pods = [
-            crate::pool::prover_pods::tests::outdated_prover(0, PodHealth::Ready),
+            crate::shared::prover_pods::tests::outdated_prover(0, PodHealth::Ready),
             prover(5, PodHealth::Ready),
         ];
         let idle: Vec<&str> = idle_ready_pods(&pods, &BTreeSet::new(), &BTreeSet::new())

@@ -11,7 +11,7 @@ use proofpipe_benches::compare::compare;
 use proofpipe_pipeline::circuits::CircuitKind;
 use proofpipe_pipeline::params::ParamsStore;
 use proofpipe_pipeline::pipeline::PipelineConfig;
-use proofpipe_pipeline::sizing::{Overrides, SizingInput, detect_memory_limit, plan};
+use proofpipe_pipeline::sizing::{SizingInput, detect_memory_limit, plan};
 
 fn cases() -> Vec<(CircuitKind, usize, u32)> {
     let spec = std::env::var("PROOFPIPE_BENCH")
@@ -44,22 +44,10 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (circuit, constraints, partitions) in cases() {
         let (params, _) = store.get(circuit, constraints).expect("parameters");
-        let input = SizingInput {
-            circuit: circuit.to_string(),
-            shape: params.shape,
-            memory_limit: limit.bytes,
-            params_bytes: params.heap_bytes(),
-            query_bytes: None,
-            matrices_bytes: 0,
-            headroom: 0.1,
-            cpu_cores: cores,
-            synthesis_threads: 1,
-            evaluations_held_twice: false,
-            gpu_devices: 0,
-            gpu_memory_bytes: None,
-            max_parallel_partitions: Some(partitions as usize),
-            overrides: Overrides::default(),
-        };
+        let input = SizingInput::new(circuit.to_string(), params.shape, limit.bytes)
+            .with_params(params.heap_bytes(), None)
+            .with_cores(cores)
+            .with_partitions(partitions as usize);
         let plan = plan(&input).expect("the machine fits the benchmark");
         let (backend, _) = proofpipe_kernels::select_backend();
         let r = compare(

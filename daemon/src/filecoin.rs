@@ -20,7 +20,7 @@ use proofpipe_crds::{FilecoinProofKind, FilecoinResult, FilecoinWork, ProofJob};
 
 use super::Daemon;
 use super::progress::Stage;
-use super::sizing::HEADROOM;
+use super::sizing::parameter_budget;
 use super::state::Lane;
 use super::urgent;
 use proofpipe_filecoin::artifacts;
@@ -32,7 +32,6 @@ use proofpipe_pipeline::error::ProverError;
 use proofpipe_pipeline::groth16::{R1csMatrices, SynthesisMode};
 use proofpipe_pipeline::params::ProvingKey;
 use proofpipe_pipeline::pipeline::{PartitionProof, PartitionSource};
-use proofpipe_pipeline::sizing::usable_bytes;
 
 /// What the daemon keeps of a Filecoin job while its partitions are proved.
 pub struct FilecoinRun {
@@ -194,7 +193,7 @@ pub async fn prepare(
             let resident = daemon.filecoin_params.clone();
             // What a parameter set may take beside the ones already resident: the limit less
             // the plan's headroom (and what is reserved for urgent work).
-            let budget = usable_bytes(daemon.main_limit(), HEADROOM);
+            let budget = parameter_budget(daemon.main_limit());
             let fault = daemon.fault;
             tokio::task::spawn_blocking(move || {
                 fault.at_parameter_load();

@@ -440,7 +440,7 @@ async fn load_params(
     })
     .await
     .map_err(|err| ProverError::ParamsGeneration {
-        circuit,
+        circuit: circuit.name(),
         constraints,
         message: err.to_string(),
     })??;

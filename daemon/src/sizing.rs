@@ -5,10 +5,18 @@ use proofpipe_crds::PipelineSizing;
 use proofpipe_kernels::GpuDevice;
 
 use proofpipe_pipeline::circuits::CircuitShape;
-use proofpipe_pipeline::sizing::{BasesPlacement, Overrides, Plan, SizingInput, SynthesisProfile};
+use proofpipe_pipeline::sizing::{
+    BasesPlacement, OnDevices, Overrides, Plan, SizingInput, SynthesisProfile, usable_bytes,
+};
 
 /// The fraction of the memory limit kept free, as `prove` does by default.
 pub const HEADROOM: f64 = proofpipe_model::sizing::PROVER_HEADROOM;
+
+/// What a parameter set may take within `limit`: the limit less the plan's headroom, the one
+/// budget the main lane and the urgent lane load parameters against.
+pub fn parameter_budget(limit: u64) -> u64 {
+    usable_bytes(limit, HEADROOM)
+}
 
 /// The planner's input for a job proving `work` with `todo` partitions left (only those can
 /// be in flight at once), beside parameters and R1CS matrices of the given bytes. `gpus` are the devices of the process's backend (none when the GPU
@@ -26,22 +34,15 @@ pub fn sizing_input(
     page_locked_evaluations: bool,
     overrides: Overrides,
 ) -> SizingInput {
-    SizingInput {
-        circuit: work,
-        shape,
-        memory_limit,
-        params_bytes,
-        query_bytes: None,
-        matrices_bytes,
-        headroom: HEADROOM,
-        cpu_cores,
-        synthesis_threads: synthesis.threads,
-        evaluations_held_twice: synthesis.in_subsystems && page_locked_evaluations,
-        gpu_devices: gpus.len(),
-        gpu_memory_bytes: gpus.iter().map(|gpu| gpu.total_bytes).min(),
-        max_parallel_partitions: Some(todo),
-        overrides,
-    }
+    SizingInput::new(work, shape, memory_limit)
+        .with_params(params_bytes, None)
+        .with_matrices(matrices_bytes)
+        .with_headroom(HEADROOM)
+        .with_cores(cpu_cores)
+        .with_synthesis(synthesis, page_locked_evaluations)
+        .on_devices(gpus)
+        .with_partitions(todo)
+        .with_overrides(overrides)
 }
 
 /// The plan as the pool status shows it.

@@ -14,10 +14,9 @@ use tokio::sync::watch;
 
 use super::Daemon;
 use super::resident::JobKey;
-use super::sizing::HEADROOM;
+use super::sizing::parameter_budget;
 use proofpipe_filecoin::param_set::ParamSet;
 use proofpipe_pipeline::error::ProverError;
-use proofpipe_pipeline::sizing::usable_bytes;
 
 /// What the main lane's job takes, as the urgent lane plans beside it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -77,7 +76,7 @@ pub async fn load_key(daemon: &Daemon, set: ParamSet) -> Result<JobKey, ProverEr
         let beside = until_planned(&mut lane).await;
         let alone = beside.is_none();
         let room = room_beside(daemon.memory_limit, beside.unwrap_or_default());
-        let budget = usable_bytes(room, HEADROOM);
+        let budget = parameter_budget(room);
         let resident = daemon.filecoin_params.clone();
         let fault = daemon.fault;
         let loaded = tokio::task::spawn_blocking(move || {

@@ -1,6 +1,6 @@
 //! PoRep C2 through the pipeline: partition k's `StackedCircuit`, built by filecoin-proofs the
 //! way `seal_commit_phase2` builds it (`StackedCompound::circuit`, from the C1 output's vanilla
-//! proofs, or from placeholder ones of the same shape for timing: [`super::shape`]),
+//! proofs, or from placeholder ones of the same shape for timing: `shape`),
 //! synthesized by our workers (in one pass, or in two from the sector size's R1CS matrices),
 //! proved by our GPU stage and finalized by us. The proofs are laid out as
 //! `seal_commit_phase2` writes them: one 192-byte Groth16 proof per partition, in order, so
@@ -24,7 +24,7 @@ use proofpipe_kernels::EvalAlloc;
 
 use super::c1::C1Input;
 use super::matrices::{self, MatricesKey};
-use super::{RegisteredSealProof, seal_proof_name, shape};
+use super::{RegisteredSealProof, seal_proof_name};
 use crate::witness::porep::PartitionWitness;
 use proofpipe_pipeline::circuits::CircuitShape;
 use proofpipe_pipeline::error::ProverError;
@@ -138,13 +138,24 @@ fn prepare_shape<Tree: 'static + MerkleTreeTrait>(
 pub(super) type TreeDomain<Tree> =
     <<Tree as MerkleTreeTrait>::Hasher as filecoin_proofs_api::Hasher>::Domain;
 
+/// Makes placeholder vanilla proofs of partition `k` from the public parameters and a seed.
+pub(super) type PlaceholderProofs<Tree> = fn(
+    &stacked::PublicParams<Tree>,
+    u64,
+    usize,
+) -> Vec<stacked::Proof<Tree, DefaultPieceHasher>>;
+
 /// Where each partition's vanilla proofs come from.
 pub(super) enum Vanilla<Tree: 'static + MerkleTreeTrait> {
     /// A C1 output's, one list per partition.
     Sealed(Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>),
-    /// Made for each partition as it is built, of the sector size's exact shape, proving
-    /// nothing ([`shape`]: timing-only benchmarks).
-    Placeholder { seed: u64 },
+    /// Made for each partition as it is built by `make` (from the public parameters, `seed`
+    /// and the partition), of the sector size's exact shape, proving nothing (the placeholder
+    /// partitions of timing-only benchmarks hand `make` in).
+    Placeholder {
+        seed: u64,
+        make: PlaceholderProofs<Tree>,
+    },
 }
 
 /// The partitions of one PoRep, each built on the synthesis worker that proves it.
@@ -175,11 +186,9 @@ impl<Tree: 'static + MerkleTreeTrait> StackedPartitions<Tree> {
                 .get(k)
                 .map(|v| Cow::Borrowed(v.as_slice()))
                 .ok_or_else(|| format!("there are {} partitions", partitions.len())),
-            Vanilla::Placeholder { seed } => Ok(Cow::Owned(shape::placeholder_vanilla_proofs(
-                &self.public_params,
-                *seed,
-                k,
-            ))),
+            Vanilla::Placeholder { seed, make } => {
+                Ok(Cow::Owned(make(&self.public_params, *seed, k)))
+            }
         }
     }
 

@@ -191,6 +191,7 @@ fn placeholder_partitions<Tree: 'static + MerkleTreeTrait>(
         public_inputs,
         vanilla: Vanilla::Placeholder {
             seed: placeholder.seed,
+            make: placeholder_vanilla_proofs::<Tree>,
         },
         public_params,
         matrices: None,

@@ -4,7 +4,6 @@ use thiserror::Error;
 
 use proofpipe_model::sizing::SizingError;
 
-use crate::circuits::CircuitKind;
 
 /// Every way the prover can fail, each with what to do about it.
 #[derive(Debug, Error)]
@@ -13,7 +12,7 @@ pub enum ProverError {
     UnknownCircuit(String),
     #[error("{circuit} needs at least {min} constraints per partition; got {constraints}")]
     CircuitTooSmall {
-        circuit: CircuitKind,
+        circuit: &'static str,
         constraints: usize,
         min: usize,
     },
@@ -21,7 +20,7 @@ pub enum ProverError {
         "{circuit} with {constraints} constraints per partition is larger than the maximum {max}"
     )]
     CircuitTooLarge {
-        circuit: CircuitKind,
+        circuit: &'static str,
         constraints: usize,
         max: usize,
     },
@@ -54,7 +53,7 @@ pub enum ProverError {
     CorruptMatrices { path: PathBuf, reason: String },
     #[error("generating parameters for {circuit} at {constraints} constraints failed: {message}")]
     ParamsGeneration {
-        circuit: CircuitKind,
+        circuit: &'static str,
         constraints: usize,
         message: String,
     },

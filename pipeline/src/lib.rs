@@ -12,10 +12,12 @@
 //! - [`sizing`]: the memory model and the planner (pure), and where the limit comes from;
 //! - [`pipeline`]: the stages, their threads and the buffer tracker;
 //! - [`metrics`], [`rss`]: what is measured;
-//! - [`error`]: every way proving fails, and what that means for a job.
+//! - [`error`]: every way proving fails, and what that means for a job; [`files`]: files
+//!   written whole or not at all.
 
 pub mod circuits;
 pub mod error;
+pub mod files;
 pub mod groth16;
 pub mod metrics;
 pub mod params;

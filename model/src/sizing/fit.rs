@@ -72,22 +72,10 @@ pub fn fit(proof: &str, memory_limit: Option<u64>, overrides: Overrides) -> Fit 
     let (Some(limit), Some(row)) = (memory_limit, partition_shape(proof)) else {
         return Fit::Unknown;
     };
-    let smallest = SizingInput {
-        circuit: proof.to_owned(),
-        shape: row.shape,
-        memory_limit: limit,
-        params_bytes: row.params_bytes,
-        query_bytes: None,
-        matrices_bytes: 0,
-        headroom: PROVER_HEADROOM,
-        cpu_cores: 1,
-        synthesis_threads: 1,
-        evaluations_held_twice: false,
-        gpu_devices: 0,
-        gpu_memory_bytes: None,
-        max_parallel_partitions: Some(1),
-        overrides,
-    };
+    let smallest = SizingInput::new(proof, row.shape, limit)
+        .with_params(row.params_bytes, None)
+        .with_partitions(1)
+        .with_overrides(overrides);
     match plan(&smallest) {
         Ok(_) => Fit::Fits,
         Err(SizingError::MemoryLimitTooSmall { minimum, .. }) => Fit::TooLarge(TooLarge {

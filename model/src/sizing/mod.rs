@@ -196,6 +196,82 @@ pub struct SizingInput {
     pub overrides: Overrides,
 }
 
+/// The one way a sizing input is built: [`SizingInput::new`] with the work and the limit, then
+/// the facts the caller knows (everything else keeps the defaults `new` names).
+impl SizingInput {
+    /// The input for `circuit` of `shape` under `memory_limit`: no parameters or matrices
+    /// counted, the prover's headroom ([`PROVER_HEADROOM`]), one core, a partition synthesized
+    /// on one thread straight into its evaluations, no GPU, no bound on the partitions in
+    /// flight, nothing overridden.
+    pub fn new(circuit: impl Into<String>, shape: CircuitShape, memory_limit: u64) -> Self {
+        Self {
+            circuit: circuit.into(),
+            shape,
+            memory_limit,
+            params_bytes: 0,
+            query_bytes: None,
+            matrices_bytes: 0,
+            headroom: PROVER_HEADROOM,
+            cpu_cores: 1,
+            synthesis_threads: 1,
+            evaluations_held_twice: false,
+            gpu_devices: 0,
+            gpu_memory_bytes: None,
+            max_parallel_partitions: None,
+            overrides: Overrides::default(),
+        }
+    }
+
+    /// The proving key's bytes in memory, and each query's share of them if known.
+    pub fn with_params(mut self, params_bytes: u64, query_bytes: Option<QueryBytes>) -> Self {
+        self.params_bytes = params_bytes;
+        self.query_bytes = query_bytes;
+        self
+    }
+
+    /// R1CS matrices held for two-pass synthesis.
+    pub fn with_matrices(mut self, matrices_bytes: u64) -> Self {
+        self.matrices_bytes = matrices_bytes;
+        self
+    }
+
+    pub fn with_headroom(mut self, headroom: f64) -> Self {
+        self.headroom = headroom;
+        self
+    }
+
+    pub fn with_cores(mut self, cpu_cores: usize) -> Self {
+        self.cpu_cores = cpu_cores;
+        self
+    }
+
+    /// How one partition is synthesized; a, b, c are held twice when it is synthesized in
+    /// sub-systems into page-locked evaluations.
+    pub fn with_synthesis(mut self, synthesis: SynthesisProfile, page_locked: bool) -> Self {
+        self.synthesis_threads = synthesis.threads;
+        self.evaluations_held_twice = synthesis.in_subsystems && page_locked;
+        self
+    }
+
+    /// GPU devices in use and the memory of the smallest, if known.
+    pub fn with_gpus(mut self, devices: usize, smallest_bytes: Option<u64>) -> Self {
+        self.gpu_devices = devices;
+        self.gpu_memory_bytes = smallest_bytes;
+        self
+    }
+
+    /// The most partitions that can be in flight at once (what is left of one job).
+    pub fn with_partitions(mut self, partitions: usize) -> Self {
+        self.max_parallel_partitions = Some(partitions);
+        self
+    }
+
+    pub fn with_overrides(mut self, overrides: Overrides) -> Self {
+        self.overrides = overrides;
+        self
+    }
+}
+
 /// Fixed values that replace the planner's choice ("auto" when `None`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Overrides {

@@ -6,10 +6,11 @@
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
 use ff::Field;
+use bellperson::groth16::Parameters;
+use blstrs::{G1Affine, G2Affine};
 use serde::{Deserialize, Serialize};
 
 use super::CircuitShape;
-use crate::params::QueryCounts;
 
 /// Counts constraints and variables and records whether every constraint holds.
 pub(crate) struct CountingCs {
@@ -146,6 +147,62 @@ impl R1csCounts {
             a: self.inputs + self.a_aux_density,
             b: self.b_input_density + self.b_aux_density,
         }
+    }
+}
+
+/// Point counts of each proving-key query: what the prover reads for one circuit shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct QueryCounts {
+    /// Public inputs, the constant ONE included (the verifying key's IC).
+    pub inputs: usize,
+    /// m - 1 for an evaluation domain of size m.
+    pub h: usize,
+    pub l: usize,
+    pub a: usize,
+    /// Both B queries (G1 and G2).
+    pub b: usize,
+}
+
+impl QueryCounts {
+    /// The counts of `params`, to compare with what a circuit needs.
+    pub fn of(params: &Parameters<blstrs::Bls12>) -> Self {
+        Self {
+            inputs: params.vk.ic.len(),
+            h: params.h.len(),
+            l: params.l.len(),
+            a: params.a.len(),
+            b: params.b_g1.len(),
+        }
+    }
+
+    /// Heap bytes of a proving key with these counts, as [`ProvingKey::heap_bytes`] reports
+    /// them: exact, before any point is made.
+    /// Each query's bases in bytes, as the planner places them on the GPU or streams them.
+    pub fn query_bytes(&self) -> proofpipe_model::sizing::QueryBytes {
+        proofpipe_model::sizing::QueryBytes::from_counts(
+            self.h as u64,
+            self.l as u64,
+            self.a as u64,
+            self.b as u64,
+        )
+    }
+
+    pub fn params_heap_bytes(&self) -> u64 {
+        let g1 = self.h + self.l + self.a + self.b;
+        (g1 * size_of::<G1Affine>() + self.b * size_of::<G2Affine>()) as u64
+    }
+}
+
+/// Groth16 needs the input polynomials linearly independent: one `x * 0 = 0` per input,
+/// after the circuit's own constraints.
+pub fn enforce_input_independence<CS: ConstraintSystem<Fr>>(cs: &mut CS, inputs: usize) {
+    for i in 0..inputs {
+        cs.enforce(
+            || "input",
+            |lc| lc + Variable::new_unchecked(Index::Input(i)),
+            |lc| lc,
+            |lc| lc,
+        );
     }
 }
 
@@ -303,7 +360,7 @@ fn count<C: Circuit<Fr>>(circuit: C, evaluate_witness: bool) -> Result<R1csCount
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     circuit.synthesize(&mut cs)?;
     let inputs = cs.b_input.len;
-    crate::groth16::enforce_input_independence(&mut cs, inputs);
+    enforce_input_independence(&mut cs, inputs);
     Ok(R1csCounts {
         constraints: cs.constraints,
         inputs,

@@ -17,7 +17,9 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use serde::{Deserialize, Serialize};
 
-pub use counting::{R1csCounts, count_r1cs, count_r1cs_structure};
+pub use counting::{
+    QueryCounts, R1csCounts, count_r1cs, count_r1cs_structure, enforce_input_independence,
+};
 pub use merkle::MerkleSha256;
 pub use mul_chain::MulChain;
 
@@ -81,14 +83,14 @@ impl CircuitKind {
         let min = self.min_constraints();
         if constraints < min {
             return Err(ProverError::CircuitTooSmall {
-                circuit: self,
+                circuit: self.name(),
                 constraints,
                 min,
             });
         }
         if constraints > MAX_CONSTRAINTS {
             return Err(ProverError::CircuitTooLarge {
-                circuit: self,
+                circuit: self.name(),
                 constraints,
                 max: MAX_CONSTRAINTS,
             });

@@ -7,7 +7,7 @@ use ff::Field;
 use proofpipe_kernels::{DensityTracker, EvalAlloc, Evaluations, domain_size, evaluations};
 use rayon::prelude::*;
 
-use crate::circuits::CircuitShape;
+use crate::circuits::{CircuitShape, enforce_input_independence};
 
 /// One synthesized partition: what the GPU stage consumes.
 pub struct Synthesized {
@@ -139,19 +139,6 @@ pub fn synthesize_into<C: Circuit<Fr>>(
     let inputs = cs.inputs.len();
     enforce_input_independence(&mut cs, inputs);
     Ok(cs)
-}
-
-/// Groth16 needs the input polynomials linearly independent: one `x * 0 = 0` per input,
-/// after the circuit's own constraints.
-pub(crate) fn enforce_input_independence<CS: ConstraintSystem<Fr>>(cs: &mut CS, inputs: usize) {
-    for i in 0..inputs {
-        cs.enforce(
-            || "input",
-            |lc| lc + Variable::new_unchecked(Index::Input(i)),
-            |lc| lc,
-            |lc| lc,
-        );
-    }
 }
 
 /// Evaluates a linear combination and marks the variables it touches in the trackers.

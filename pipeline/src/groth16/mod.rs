@@ -10,7 +10,6 @@ mod matrices;
 mod native;
 mod prove;
 
-pub(crate) use assignment::enforce_input_independence;
 pub use assignment::{Synthesized, synthesize, synthesize_into};
 pub use matrices::{
     PREDICTED_TABLE_ENTRIES, R1csMatrices, file as matrices_file, synthesize_from_matrices,

@@ -25,7 +25,8 @@ use crate::error::ProverError;
 
 pub mod random_setup;
 mod timing_only;
-pub use timing_only::{QueryCounts, query_counts};
+pub use crate::circuits::QueryCounts;
+pub use timing_only::query_counts;
 
 const MAGIC: &[u8; 8] = b"PPPARAM1";
 const FORMAT_VERSION: u32 = 1;
@@ -350,7 +351,7 @@ fn generate(circuit: CircuitKind, constraints: usize) -> Result<Parameters<Bls12
     let mut rng = ChaCha20Rng::from_seed(setup_seed(circuit, constraints));
     let params = random_setup::random_parameters(circuit.partition(constraints, 0, 0)?, &mut rng)
         .map_err(|e| ProverError::ParamsGeneration {
-        circuit,
+        circuit: circuit.name(),
         constraints,
         message: e.to_string(),
     })?;
@@ -410,30 +411,7 @@ fn write_params(
         inner.into_inner().map_err(|e| e.into_error())?.sync_all()
     };
     // Identical contents whoever wins: setup is deterministic per (circuit, size).
-    write_then_rename(path, write)
-}
-
-/// Writes `path` through `write` under a temporary name in its directory (created if need
-/// be), then renames it into place: a crash never leaves a partial file under the real name.
-/// Each writer has a name of its own: provers sharing a volume may write the same file at
-/// once, and each must rename only what it wrote itself.
-pub(crate) fn write_then_rename(
-    path: &Path,
-    write: impl FnOnce(&File) -> io::Result<()>,
-) -> Result<(), ProverError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(ProverError::io("creating the directory", dir))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(path.file_name().unwrap_or_default())
-        .suffix(".partial")
-        .tempfile_in(dir)
-        .map_err(ProverError::io("creating a temporary file in", dir))?;
-    let tmp_path = tmp.path().to_path_buf();
-    write(tmp.as_file()).map_err(ProverError::io("writing", &tmp_path))?;
-    tmp.persist(path)
-        .map_err(|err| err.error)
-        .map_err(ProverError::io("renaming into place at", path))?;
-    Ok(())
+    crate::files::write_then_rename(path, write)
 }
 
 fn corrupt(path: &Path, reason: impl Into<String>) -> ProverError {

@@ -20,70 +20,19 @@ use group::{Curve, Group};
 use rayon::prelude::*;
 
 use super::{CircuitParams, ParamsKind, ProvingKey};
-use crate::circuits::{CircuitKind, CircuitShape};
+use crate::circuits::{CircuitKind, CircuitShape, QueryCounts, count_r1cs};
 use crate::error::ProverError;
-use crate::groth16;
 
-/// Point counts of each proving-key query: what the prover reads for one circuit shape.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct QueryCounts {
-    /// Public inputs, the constant ONE included (the verifying key's IC).
-    pub inputs: usize,
-    /// m - 1 for an evaluation domain of size m.
-    pub h: usize,
-    pub l: usize,
-    pub a: usize,
-    /// Both B queries (G1 and G2).
-    pub b: usize,
-}
-
-impl QueryCounts {
-    /// The counts of `params`, to compare with what a circuit needs.
-    pub fn of(params: &Parameters<blstrs::Bls12>) -> Self {
-        Self {
-            inputs: params.vk.ic.len(),
-            h: params.h.len(),
-            l: params.l.len(),
-            a: params.a.len(),
-            b: params.b_g1.len(),
-        }
-    }
-
-    /// Heap bytes of a proving key with these counts, as [`ProvingKey::heap_bytes`] reports
-    /// them: exact, before any point is made.
-    /// Each query's bases in bytes, as the planner places them on the GPU or streams them.
-    pub fn query_bytes(&self) -> proofpipe_model::sizing::QueryBytes {
-        proofpipe_model::sizing::QueryBytes::from_counts(
-            self.h as u64,
-            self.l as u64,
-            self.a as u64,
-            self.b as u64,
-        )
-    }
-
-    pub fn params_heap_bytes(&self) -> u64 {
-        let g1 = self.h + self.l + self.a + self.b;
-        (g1 * size_of::<G1Affine>() + self.b * size_of::<G2Affine>()) as u64
-    }
-}
-
-/// Synthesizes partition 0 and reads the query counts from its densities (the same
-/// densities every partition has: the circuits' structure does not depend on the witness).
+/// Counts partition 0's R1CS and reads the query counts from its densities (the same densities
+/// every partition has: the circuits' structure does not depend on the witness).
 pub fn query_counts(circuit: CircuitKind, constraints: usize) -> Result<QueryCounts, ProverError> {
-    let shape = circuit.shape(constraints)?;
-    let s = groth16::synthesize(circuit.partition(constraints, 0, 0)?, shape).map_err(|e| {
+    let counts = count_r1cs(circuit.partition(constraints, 0, 0)?).map_err(|e| {
         ProverError::Synthesis {
             partition: 0,
             message: e.to_string(),
         }
     })?;
-    Ok(QueryCounts {
-        inputs: s.inputs.len(),
-        h: proofpipe_kernels::domain_size(s.a.len()) - 1,
-        l: s.aux.len(),
-        a: s.inputs.len() + s.a_aux_density.get_total_density(),
-        b: s.b_input_density.get_total_density() + s.b_aux_density.get_total_density(),
-    })
+    Ok(counts.query_counts())
 }
 
 /// `n` distinct affine points `k*base, (k+1)*base, ...`: a running sum per chunk (mixed

@@ -25,7 +25,7 @@ use proofpipe_pipeline::groth16::{R1csMatrices, SynthesisMode};
 use proofpipe_pipeline::params::ProvingKey;
 use proofpipe_pipeline::pipeline::{PartitionSource, PipelineConfig, ReplaySource};
 use proofpipe_pipeline::rss;
-use proofpipe_pipeline::sizing::{Plan, SizingInput, detect_memory_limit, plan};
+use proofpipe_pipeline::sizing::{OnDevices, Plan, SizingInput, detect_memory_limit, plan};
 use serde_json::{Value, json};
 
 use super::setup::{self, ParamsSource};
@@ -520,22 +520,12 @@ fn shape_sizing(
 ) -> Result<SizingInput, ProverError> {
     let gpus = backend.gpu_devices();
     let limit = detect_memory_limit(args.sizing.memory_limit)?;
-    Ok(SizingInput {
-        circuit,
-        shape,
-        memory_limit: limit.bytes,
-        params_bytes: 0,
-        query_bytes: None,
-        matrices_bytes: 0,
-        headroom: args.sizing.headroom,
-        cpu_cores: cpu_cores(),
-        synthesis_threads: 1,
-        evaluations_held_twice: false,
-        gpu_devices: gpus.len(),
-        gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
-        max_parallel_partitions: Some(partitions as usize),
-        overrides: args.sizing.overrides(),
-    })
+    Ok(SizingInput::new(circuit, shape, limit.bytes)
+        .with_headroom(args.sizing.headroom)
+        .with_cores(cpu_cores())
+        .on_devices(&gpus)
+        .with_partitions(partitions as usize)
+        .with_overrides(args.sizing.overrides()))
 }
 
 /// A shape benchmark, ready to run: placeholder partitions and the timing-only key.

@@ -21,7 +21,9 @@ use proofpipe_pipeline::pipeline::{
     BufferSnapshot, JobEvent, JobOutcome, PartitionProof, PartitionSource, Pipeline, PipelineConfig,
 };
 use proofpipe_pipeline::rss;
-use proofpipe_pipeline::sizing::{Plan, QueryPlacement, SizingInput, detect_memory_limit, plan};
+use proofpipe_pipeline::sizing::{
+    OnDevices, Plan, QueryPlacement, SizingInput, detect_memory_limit, plan,
+};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -225,23 +227,20 @@ fn prove_partitions(
     let (backend, why) = proofpipe_kernels::select_backend();
     tracing::info!(backend = backend.name(), "GPU stage backend: {why}");
     let gpus = backend.gpu_devices();
-    let plan = plan(&SizingInput {
-        circuit: name.to_string(),
-        shape: key.shape,
-        memory_limit,
-        params_bytes: key.heap_bytes(),
-        query_bytes: Some(key.query_bytes()),
-        matrices_bytes,
-        headroom: sizing.headroom,
-        cpu_cores: cpu_cores(),
-        synthesis_threads: source.synthesis_threads(),
-        evaluations_held_twice: source.synthesizes_in_subsystems()
-            && backend.evaluation_alloc().is_pooled(),
-        gpu_devices: gpus.len(),
-        gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
-        max_parallel_partitions: Some(partitions as usize),
-        overrides: sizing.overrides(),
-    })?;
+    let plan = plan(
+        &SizingInput::new(name, key.shape, memory_limit)
+            .with_params(key.heap_bytes(), Some(key.query_bytes()))
+            .with_matrices(matrices_bytes)
+            .with_headroom(sizing.headroom)
+            .with_cores(cpu_cores())
+            .with_synthesis(
+                source.synthesis_profile(),
+                backend.evaluation_alloc().is_pooled(),
+            )
+            .on_devices(&gpus)
+            .with_partitions(partitions as usize)
+            .with_overrides(sizing.overrides()),
+    )?;
     let pipeline = Pipeline::start(PipelineConfig::from_plan(&plan), backend)?;
     let started = Instant::now();
     let handle = pipeline.submit_source(source, Arc::clone(key), partitions, 0, &[])?;

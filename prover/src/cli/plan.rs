@@ -13,7 +13,7 @@ use proofpipe_pipeline::ProverError;
 use proofpipe_pipeline::groth16::R1csMatrices;
 use proofpipe_pipeline::params::{QueryCounts, estimated_params_bytes};
 use proofpipe_pipeline::sizing::{BasesPlacement, QueryBytes};
-use proofpipe_pipeline::sizing::{SizingInput, detect_memory_limit, plan};
+use proofpipe_pipeline::sizing::{SizingInput, SynthesisProfile, detect_memory_limit, plan};
 use serde_json::json;
 
 use super::{PlanArgs, Synthesis, cpu_cores};
@@ -118,25 +118,21 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
             )
         }
     };
-    let input = SizingInput {
-        circuit: circuit.clone(),
-        shape,
-        memory_limit: limit.bytes,
-        params_bytes,
-        query_bytes,
-        matrices_bytes,
-        headroom: args.sizing.headroom,
-        cpu_cores: args.cores.unwrap_or_else(cpu_cores),
-        synthesis_threads,
-        // On a GPU the CUDA backend's evaluations are page-locked unless switched off.
-        evaluations_held_twice: subsystems
-            && args.gpus > 0
-            && proofpipe_kernels::GpuOptions::from_env().pinned_evaluations,
-        gpu_devices: args.gpus,
-        gpu_memory_bytes: args.gpu_memory,
-        max_parallel_partitions: Some(partitions as usize),
-        overrides: args.sizing.overrides(),
+    // On a GPU the CUDA backend's evaluations are page-locked unless switched off.
+    let page_locked = args.gpus > 0 && proofpipe_kernels::GpuOptions::from_env().pinned_evaluations;
+    let synthesis = SynthesisProfile {
+        threads: synthesis_threads,
+        in_subsystems: subsystems,
     };
+    let input = SizingInput::new(circuit.clone(), shape, limit.bytes)
+        .with_params(params_bytes, query_bytes)
+        .with_matrices(matrices_bytes)
+        .with_headroom(args.sizing.headroom)
+        .with_cores(args.cores.unwrap_or_else(cpu_cores))
+        .with_synthesis(synthesis, page_locked)
+        .with_gpus(args.gpus, args.gpu_memory)
+        .with_partitions(partitions as usize)
+        .with_overrides(args.sizing.overrides());
     let plan = plan(&input)?;
     if args.json {
         let value = json!({

@@ -8,7 +8,9 @@ use proofpipe_pipeline::groth16::R1csMatrices;
 use proofpipe_pipeline::params::{CircuitParams, ParamsStore};
 use proofpipe_pipeline::pipeline::PipelineConfig;
 use proofpipe_pipeline::rss;
-use proofpipe_pipeline::sizing::{MemoryLimit, Plan, SizingInput, detect_memory_limit, plan};
+use proofpipe_pipeline::sizing::{
+    MemoryLimit, OnDevices, Plan, SizingInput, detect_memory_limit, plan,
+};
 
 use proofpipe_kernels::GpuDevice;
 
@@ -62,22 +64,17 @@ pub fn prepare(
         Synthesis::Matrices => Some(Arc::new(record_matrices(job, shape)?)),
     };
     // Refuse a hopeless limit before spending minutes on parameters.
-    let mut input = SizingInput {
-        circuit: job.circuit.to_string(),
-        shape,
-        memory_limit: limit.bytes,
-        params_bytes: proofpipe_pipeline::params::estimated_params_bytes(shape),
-        query_bytes: None,
-        matrices_bytes: matrices.as_ref().map_or(0, |m| m.heap_bytes()),
-        headroom: sizing.headroom,
-        cpu_cores: cpu_cores(),
-        synthesis_threads: 1,
-        evaluations_held_twice: false,
-        gpu_devices: gpus.len(),
-        gpu_memory_bytes: gpus.iter().map(|g| g.total_bytes).min(),
-        max_parallel_partitions: Some(job.partitions() as usize),
-        overrides: sizing.overrides(),
-    };
+    let mut input = SizingInput::new(job.circuit.to_string(), shape, limit.bytes)
+        .with_params(
+            proofpipe_pipeline::params::estimated_params_bytes(shape),
+            None,
+        )
+        .with_matrices(matrices.as_ref().map_or(0, |m| m.heap_bytes()))
+        .with_headroom(sizing.headroom)
+        .with_cores(cpu_cores())
+        .on_devices(gpus)
+        .with_partitions(job.partitions() as usize)
+        .with_overrides(sizing.overrides());
     plan(&input)?;
     let params = match source {
         ParamsSource::Store(store) => {

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::{Csr, R1csMatrices};
 use crate::circuits::CircuitShape;
 use crate::error::ProverError;
-use crate::params::write_then_rename;
+use crate::files::write_then_rename;
 
 const MAGIC: &[u8; 8] = b"PPR1CS01";
 /// Bumped whenever the encoding of [`Csr`] or of this file changes.

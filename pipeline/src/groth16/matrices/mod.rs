@@ -13,7 +13,8 @@ use ff::Field;
 use proofpipe_kernels::{DensityTracker, EvalAlloc, Evaluations, domain_size, evaluations};
 use rayon::prelude::*;
 
-use super::assignment::{Synthesized, enforce_input_independence};
+use super::assignment::Synthesized;
+use crate::circuits::enforce_input_independence;
 use crate::circuits::{CircuitShape, R1csCounts};
 
 pub mod file;

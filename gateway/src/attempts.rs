@@ -24,7 +24,7 @@
 
 use proofpipe_crds::{FilecoinWork, ProofJob, ProofJobPhase};
 
-use crate::job_spec::{ATTEMPT_ANNOTATION, REQUEST_KEY_LABEL, request_id_of};
+use crate::job_meta::{ATTEMPT_ANNOTATION, REQUEST_KEY_LABEL, request_id_of};
 
 /// Where an earlier attempt stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,27 +6,14 @@ use kube::api::ObjectMeta;
 use proofpipe_crds::{FilecoinProofKind, FilecoinWork, InputRef, ProofJob, ProofJobSpec};
 
 use crate::attempts::Replaced;
+// The keys live in the leaf `job_meta`, which `attempts` reads too; re-exported here, where
+// they have always been named.
+pub use crate::job_meta::{
+    ATTEMPT_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, PRIORITY_ANNOTATION, PROOF_KIND_LABEL,
+    REPLACES_ANNOTATION, REQUEST_ID_ANNOTATION, REQUEST_KEY_LABEL, request_id_of,
+};
 use crate::routes::PoolRoutes;
 use crate::submission::{Submission, Work, request_key};
-
-/// `app.kubernetes.io/managed-by` of the jobs the gateway creates.
-pub const MANAGED_BY: &str = "proofpipe-gateway";
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-/// Label with the seed engine's name of the proof kind (`porep-c2`, `snap-update`): `kubectl
-/// get pj -l proofpipe.dev/proof-kind=snap-update`.
-pub const PROOF_KIND_LABEL: &str = "proofpipe.dev/proof-kind";
-/// The caller's request id, whole (the job name holds a readable prefix and a digest of it).
-pub const REQUEST_ID_ANNOTATION: &str = "proofpipe.dev/request-id";
-/// 12 hex digits of the SHA-256 of the request id, on every attempt's job: `kubectl get pj -l
-/// proofpipe.dev/request-key=<key>` lists a request id's attempts.
-pub const REQUEST_KEY_LABEL: &str = "proofpipe.dev/request-key";
-/// Which attempt of its request id a job is (1, 2, ...; absent means 1).
-pub const ATTEMPT_ANNOTATION: &str = "proofpipe.dev/attempt";
-/// The job an attempt followed, its outcome and why a new attempt started, e.g.
-/// `porep-1000-1-3f2a9c1b0d4e (Failed; previous_failed)`.
-pub const REPLACES_ANNOTATION: &str = "proofpipe.dev/replaces";
-/// The API's priority name (`NORMAL`, `CRITICAL`...), beside the `spec.priority` it maps to.
-pub const PRIORITY_ANNOTATION: &str = "proofpipe.dev/cuzk-priority";
 
 /// How the gateway's jobs are made.
 #[derive(Clone, Debug)]
@@ -143,15 +130,6 @@ pub fn filecoin_work(submission: &Submission, input_url: String) -> FilecoinWork
             ..blank
         },
     }
-}
-
-/// The request id a job was created for, if the gateway created it.
-pub fn request_id_of(job: &ProofJob) -> Option<&str> {
-    job.metadata
-        .annotations
-        .as_ref()?
-        .get(REQUEST_ID_ANNOTATION)
-        .map(String::as_str)
 }
 
 /// The SHA-256 of a Filecoin job's input.

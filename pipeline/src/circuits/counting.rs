@@ -3,14 +3,14 @@
 //! R1CS shape (dimensions, query densities, nonzeros) without keeping any of it, so a 2^27
 //! Filecoin partition is counted in a few MiB.
 
+use bellperson::groth16::Parameters;
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
-use ff::Field;
-use bellperson::groth16::Parameters;
 use blstrs::{G1Affine, G2Affine};
+use ff::Field;
 use serde::{Deserialize, Serialize};
 
-use super::CircuitShape;
+use proofpipe_model::sizing::CircuitShape;
 
 /// Counts constraints and variables and records whether every constraint holds.
 pub(crate) struct CountingCs {

@@ -14,8 +14,8 @@ use blstrs::Scalar as Fr;
 use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
 
-use super::CircuitShape;
 use super::counting::CountingCs;
+use proofpipe_model::sizing::CircuitShape;
 
 /// Tree depth of one inclusion path (a 2^16-leaf tree).
 const MAX_DEPTH: usize = 16;
@@ -107,7 +107,7 @@ fn costs() -> Costs {
     *COSTS.get_or_init(|| {
         let measure = |depth| {
             let mut cs = CountingCs::new();
-            let mut rng = super::witness_rng(0, 0);
+            let mut rng = super::rng::witness_rng(0, 0);
             inclusion_path(&mut cs, &mut rng, depth).expect("counting synthesis cannot fail");
             cs.shape()
         };
@@ -220,12 +220,12 @@ mod tests {
     #[test]
     fn public_root_matches_native_sha256() {
         let depth = 2;
-        let mut rng = super::super::witness_rng(5, 2);
+        let mut rng = super::super::rng::witness_rng(5, 2);
         let mut cs = CountingCs::new();
         inclusion_path(&mut cs, &mut rng, depth).unwrap();
         assert!(cs.is_satisfied());
 
-        let mut rng = super::super::witness_rng(5, 2);
+        let mut rng = super::super::rng::witness_rng(5, 2);
         let mut node = [0u8; 32];
         rng.fill_bytes(&mut node);
         for _ in 0..depth {

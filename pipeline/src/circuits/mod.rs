@@ -7,14 +7,13 @@
 mod counting;
 mod merkle;
 mod mul_chain;
+mod rng;
 
 use std::fmt;
 use std::str::FromStr;
 
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
-use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 pub use counting::{
@@ -70,7 +69,7 @@ impl CircuitKind {
         partition: u32,
     ) -> Result<PartitionCircuit, ProverError> {
         self.check_size(constraints)?;
-        let rng = witness_rng(seed, partition);
+        let rng = rng::witness_rng(seed, partition);
         Ok(match self {
             CircuitKind::MulChain => PartitionCircuit::MulChain(MulChain::new(constraints, rng)),
             CircuitKind::MerkleSha256 => {
@@ -137,13 +136,6 @@ impl Circuit<Fr> for PartitionCircuit {
             PartitionCircuit::MerkleSha256(c) => c.synthesize(cs),
         }
     }
-}
-
-/// The witness generator of one partition: independent streams per partition of a seed.
-fn witness_rng(seed: u64, partition: u32) -> ChaCha20Rng {
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    rng.set_stream(u64::from(partition));
-    rng
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use blstrs::Scalar as Fr;
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 
-use super::CircuitShape;
+use proofpipe_model::sizing::CircuitShape;
 
 pub struct MulChain {
     steps: usize,

@@ -13,10 +13,10 @@
 mod handoff;
 mod job;
 mod queue;
+mod shared;
 pub mod tracker;
 mod workers;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -24,98 +24,22 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use prometheus::Registry;
-use proofpipe_kernels::{EvalAlloc, ProvingBackend};
+use proofpipe_kernels::ProvingBackend;
 use serde::Serialize;
 
 pub use job::{
     JobEvent, JobHandle, JobOutcome, JobReport, JobSpec, PartitionProof, PartitionSource,
     ReplaySource, StageTimings, SyntheticSource,
 };
+pub use shared::{BusySpan, PipelineConfig};
+use shared::{Permits, Shared, StageClock};
 pub use tracker::{BufferSnapshot, BufferTracker, Stage, TimelinePoint};
 
-use crate::circuits::CircuitKind;
 use crate::error::ProverError;
-use crate::groth16::{G2Placement, QueryPlacement, R1csMatrices};
 use crate::metrics::PipelineMetrics;
 use crate::params::{CircuitParams, ProvingKey};
-use crate::sizing::Plan;
 use job::Job;
 use queue::{Task, WorkQueue};
-
-/// How many workers each stage has and how long the channels are.
-#[derive(Clone, Debug, Serialize)]
-pub struct PipelineConfig {
-    pub partition_workers: usize,
-    pub channel_capacity: usize,
-    pub gpu_workers: usize,
-    pub finalize_workers: usize,
-    pub finalize_queue: usize,
-    /// At most this many partitions hold their large buffers at once (synthesizing, queued
-    /// or in the GPU stage): permits taken before synthesis, given back when the partition
-    /// leaves the GPU stage. `None`: bounded by the workers and the channel alone.
-    pub partition_budget: Option<usize>,
-    pub g2: G2Placement,
-    /// Which queries' bases stay on the GPU and which stream from host memory.
-    pub bases: QueryPlacement,
-    /// Keep every buffer transition and busy span for plots (bench).
-    pub record_timeline: bool,
-    /// R1CS matrices for two-pass synthesis, by circuit and constraints
-    /// ([`crate::groth16::synthesize_from_matrices`]); a job of any other circuit size is
-    /// synthesized in one pass. Whoever supplies them counts their bytes in the sizing.
-    #[serde(skip)]
-    pub matrices: BTreeMap<(CircuitKind, usize), Arc<R1csMatrices>>,
-}
-
-impl PipelineConfig {
-    pub fn from_plan(plan: &Plan) -> Self {
-        Self {
-            partition_workers: plan.partition_workers,
-            channel_capacity: plan.channel_capacity,
-            gpu_workers: plan.gpu_workers,
-            finalize_workers: plan.finalize_workers,
-            finalize_queue: plan.finalize_queue,
-            partition_budget: Some(plan.partition_budget),
-            g2: plan.g2,
-            bases: plan
-                .gpu
-                .as_ref()
-                .map_or_else(QueryPlacement::all_resident, |gpu| gpu.placement),
-            record_timeline: false,
-            matrices: BTreeMap::new(),
-        }
-    }
-}
-
-/// A stage's worker was busy from `start` to `end` (seconds since the pipeline started).
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct BusySpan {
-    pub stage: Stage,
-    pub worker: usize,
-    pub start: f64,
-    pub end: f64,
-}
-
-/// Busy time per stage, for utilisation figures.
-#[derive(Default)]
-pub(crate) struct StageClock {
-    busy_nanos: [AtomicU64; 4],
-    spans: Option<Mutex<Vec<BusySpan>>>,
-}
-
-impl StageClock {
-    fn record(&self, origin: Instant, stage: Stage, worker: usize, start: Instant, end: Instant) {
-        self.busy_nanos[stage as usize]
-            .fetch_add((end - start).as_nanos() as u64, Ordering::Relaxed);
-        if let Some(spans) = &self.spans {
-            spans.lock().push(BusySpan {
-                stage,
-                worker,
-                start: (start - origin).as_secs_f64(),
-                end: (end - origin).as_secs_f64(),
-            });
-        }
-    }
-}
 
 /// Busy seconds per stage since the pipeline started.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -123,59 +47,6 @@ pub struct StageBusy {
     pub synthesis: f64,
     pub gpu: f64,
     pub finalize: f64,
-}
-
-/// The partition budget's permits (see [`PipelineConfig::partition_budget`]).
-pub(crate) struct Permits {
-    free: parking_lot::Mutex<usize>,
-    returned: parking_lot::Condvar,
-}
-
-/// One partition's permit: given back when dropped, on every path (errors and panics too).
-pub(crate) struct Permit(Option<Arc<Permits>>);
-
-impl Permits {
-    fn new(n: usize) -> Arc<Self> {
-        Arc::new(Self {
-            free: parking_lot::Mutex::new(n),
-            returned: parking_lot::Condvar::new(),
-        })
-    }
-
-    /// Blocks until a permit is free. `None` permits: no budget, never blocks.
-    pub(crate) fn acquire(permits: &Option<Arc<Self>>) -> Permit {
-        let Some(p) = permits else {
-            return Permit(None);
-        };
-        let mut free = p.free.lock();
-        while *free == 0 {
-            p.returned.wait(&mut free);
-        }
-        *free -= 1;
-        Permit(Some(p.clone()))
-    }
-}
-
-impl Drop for Permit {
-    fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            *p.free.lock() += 1;
-            p.returned.notify_one();
-        }
-    }
-}
-
-pub(crate) struct Shared {
-    pub config: PipelineConfig,
-    pub permits: Option<Arc<Permits>>,
-    pub backend: Arc<dyn ProvingBackend>,
-    /// Where synthesis puts a/b/c: the backend's choice (page-locked for a GPU).
-    pub evaluations: EvalAlloc,
-    pub queue: WorkQueue,
-    pub tracker: Arc<BufferTracker>,
-    pub metrics: PipelineMetrics,
-    pub clock: StageClock,
-    pub started: Instant,
 }
 
 pub struct Pipeline {

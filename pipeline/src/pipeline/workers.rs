@@ -13,8 +13,8 @@ use rand_core::SeedableRng;
 
 use super::handoff::Handoff;
 use super::job::{Job, PartitionProof, StageTimings};
+use super::shared::{Permit, Permits, Shared};
 use super::tracker::{Stage, TrackedBuffer};
-use super::{Permit, Permits, Shared};
 use crate::error::ProverError;
 use crate::groth16::{self, Started, Synthesized};
 

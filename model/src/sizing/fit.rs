@@ -13,9 +13,6 @@ use std::fmt;
 
 use super::{Overrides, SizingError, SizingInput, partition_shape, plan};
 
-/// The share of the memory limit a prover keeps free (its daemon's headroom).
-pub const PROVER_HEADROOM: f64 = 0.1;
-
 /// What the operator can say about a job against a pool.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fit {

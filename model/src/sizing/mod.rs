@@ -13,6 +13,8 @@
 //! It lives in the model, not the prover, so that the operator can tell, before any prover
 //! tries, whether a job can fit its pool at all (ADR 0030).
 
+mod circuit;
+mod device;
 mod fit;
 mod shapes;
 mod streamed;
@@ -20,35 +22,17 @@ mod streamed;
 use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
-pub use fit::{Fit, PROVER_HEADROOM, TooLarge, fit};
+use circuit::SCALAR;
+
+pub use circuit::{CircuitShape, G1_AFFINE_BYTES, G2_AFFINE_BYTES, domain_size};
+pub use device::{GPU_CONTEXT_BYTES, GPU_MSM_BYTES_PER_POINT};
+pub use fit::{Fit, TooLarge, fit};
 pub use shapes::{PARTITION_SHAPES, PartitionShapeRow, partition_shape};
 pub use streamed::{
     BasesPlacement, MSM_SCALAR_BITS, MSM_SM_COUNT, MsmGroup, MsmWindows, PlacedBytes, QueryBytes,
     QueryPlacement, STREAMED_MSM_ENGINE_POINTS, msm_engine_device_bytes, place_queries,
     placed_bytes, streamed_msm_batches, streamed_msm_call_device_bytes, streamed_msm_device_bytes,
 };
-
-const SCALAR: u64 = 32;
-/// Bytes of an affine G1 point (blstrs' `G1Affine`) and G2 point (`G2Affine`); the prover
-/// holds these to the real types in a test.
-pub const G1_AFFINE_BYTES: u64 = 96;
-pub const G2_AFFINE_BYTES: u64 = 192;
-
-/// R1CS dimensions of one partition. `constraints` counts every constraint the prover
-/// evaluates, including the one Groth16 adds per public input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CircuitShape {
-    pub constraints: usize,
-    /// Private (auxiliary) variables.
-    pub aux: usize,
-    /// Public inputs, including the constant ONE.
-    pub inputs: usize,
-}
-
-/// The FFT domain of a circuit of `constraints` constraints: the next power of two.
-pub fn domain_size(constraints: usize) -> usize {
-    constraints.max(1).next_power_of_two()
-}
 
 /// An upper bound on the heap bytes of a proving key for `shape` (every variable dense in A
 /// and B), before it is loaded: what a plan counts when it has neither measured nor counted
@@ -156,6 +140,9 @@ impl SynthesisProfile {
         in_subsystems: false,
     };
 }
+
+/// The share of the memory limit a prover keeps free (its daemon's headroom).
+pub const PROVER_HEADROOM: f64 = 0.1;
 
 /// What the planner needs to know about the work and the machine.
 #[derive(Clone, Debug, Serialize)]
@@ -330,17 +317,6 @@ pub struct GpuPlan {
     pub per_worker_bytes: u64,
     pub predicted_device_bytes: u64,
 }
-
-/// The CUDA context and sppark's NTT tables, per device (nvidia-smi showed 0.52 GiB in use
-/// before any base was uploaded, on the H200; the rest of the GiB covers the fitted
-/// intercept of the MSM term, see `measurements.rs`).
-pub const GPU_CONTEXT_BYTES: u64 = 1 << 30;
-
-/// Device memory of the MSM that runs (one at a time per device, under its lock): scalars,
-/// signed digits, sort temporaries and buckets, per point of the largest MSM. Fitted to
-/// nvidia-smi on the H200 at 2^24-2^26 (residuals of 44-70 B per point above the bases, the
-/// workspaces and the context; mul-chain, with dense G2, the highest): 64 B.
-pub const GPU_MSM_BYTES_PER_POINT: u64 = 64;
 
 /// GPU-stage workers per device when not overridden: one's copies overlap another's kernels.
 pub const GPU_WORKERS_PER_DEVICE: usize = 2;

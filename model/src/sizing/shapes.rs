@@ -4,7 +4,7 @@
 //! and the kinds' tables), which a prover test holds this table to; a proof without counted
 //! shapes has no row, and a job of it is never judged too large.
 
-use super::CircuitShape;
+use crate::sizing::circuit::CircuitShape;
 
 /// A registered proof's partition: its circuit's dimensions and its proving key's heap
 /// bytes (every query point, with the densities the circuit has).

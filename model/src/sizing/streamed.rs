@@ -9,9 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{
-    CircuitShape, G1_AFFINE_BYTES, G2_AFFINE_BYTES, GPU_MSM_BYTES_PER_POINT, SCALAR, domain_size,
-};
+use crate::sizing::circuit::{CircuitShape, G1_AFFINE_BYTES, G2_AFFINE_BYTES, SCALAR, domain_size};
+use crate::sizing::device::GPU_MSM_BYTES_PER_POINT;
 
 /// Bits of a BLS12-381 scalar (sppark's `scalar_t::bit_length()`).
 pub const MSM_SCALAR_BITS: u64 = 255;

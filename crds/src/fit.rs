@@ -5,8 +5,13 @@
 //! condition and an Event that say what would fit (ADR 0030). Here, beside the objects, so
 //! that the operator and the gateway (whose queue positions leave held jobs out) decide alike.
 
-use crate::{PROVER_CONTAINER, PipelineOverride, ProofJobSpec, ProverPool, quantity_bytes};
 use proofpipe_model::sizing::{Fit, Overrides, fit};
+
+use crate::pipeline::PipelineOverride;
+use crate::pod_template::PROVER_CONTAINER;
+use crate::proof_job::ProofJobSpec;
+use crate::prover_pool::ProverPool;
+use crate::quantity::quantity_bytes;
 
 /// What a pool's template gives each of its provers, as far as fitting a job goes: read once
 /// per pool, then held against each of its jobs.

@@ -10,6 +10,7 @@
 mod conditions;
 mod filecoin;
 pub mod fit;
+mod labels;
 mod pipeline;
 mod pod_template;
 mod proof_job;
@@ -25,6 +26,7 @@ pub use filecoin::{
     SEAL_PROOFS, UPDATE_PROOFS, forbidden_fields, post_proof_partitions, seal_proof_partitions,
     update_proof_partitions,
 };
+pub use labels::{ASSIGNED_POD_LABEL, POOL_LABEL};
 pub use pipeline::{InvalidPipelineOverride, PipelineOverride, parse_pipeline_override};
 pub use pod_template::{
     ENV_NAME_PATTERN, GPU_RESOURCE, PROVER_CONTAINER, PodTemplateMetadata, ProverPodTemplate,
@@ -43,14 +45,6 @@ pub use prover_pool::{
     ProverPoolStatus, ProverStatus, StageBuffers, default_progress_deadline_seconds,
 };
 pub use quantity::quantity_bytes;
-
-/// Label on prover pods naming the ProverPool they belong to; the pool's scale selector
-/// matches on it.
-pub const POOL_LABEL: &str = "proofpipe.dev/pool";
-
-/// Label on a ProofJob naming the prover pod it is assigned to, so a prover can watch just
-/// its own jobs.
-pub const ASSIGNED_POD_LABEL: &str = "proofpipe.dev/assigned-pod";
 
 /// Both CustomResourceDefinitions, ProofJob first.
 pub fn crds() -> [CustomResourceDefinition; 2] {

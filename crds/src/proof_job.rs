@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::conditions::condition_constraints;
 use crate::filecoin::{FilecoinResult, FilecoinWork};
+use crate::labels::ASSIGNED_POD_LABEL;
 use crate::prover_pool::{MAX_POOL_NAME, POOL_NAME_PATTERN};
 
 /// The circuits a ProofJob may name in `spec.circuit`.
@@ -486,7 +487,7 @@ impl QueueEntry for ProofJob {
             .metadata
             .labels
             .as_ref()
-            .is_some_and(|labels| labels.contains_key(crate::ASSIGNED_POD_LABEL));
+            .is_some_and(|labels| labels.contains_key(ASSIGNED_POD_LABEL));
         // The operator takes a job off its pod in two writes, the label and then the status
         // that says why (its failure record, its Event). Until the second lands the status
         // still names the pod: the job is not offered again before its attempt is recorded.

@@ -6,8 +6,8 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::PipelineOverride;
 use crate::conditions::condition_constraints;
+use crate::pipeline::PipelineOverride;
 use crate::pod_template::ProverPodTemplate;
 
 /// The longest ProverPool name. Its prover pods are named `<pool>-prover-<n>` and that name

@@ -3,6 +3,7 @@
 //! pipeline alone over placeholder Filecoin PoRep, PoSt or SnapDeals partitions of a proof's
 //! exact shape, with timing-only parameters.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,7 +30,112 @@ use proofpipe_pipeline::sizing::{OnDevices, Plan, SizingInput, detect_memory_lim
 use serde_json::{Value, json};
 
 use super::setup::{self, ParamsSource};
-use super::{BenchArgs, cpu_cores, store};
+use clap::Args;
+
+use super::args::{JobArgs, SizingArgs, SynthesisArgs, cpu_cores, parse_size, store};
+
+#[derive(Args, Debug)]
+pub(super) struct BenchArgs {
+    #[command(flatten)]
+    pub(super) job: JobArgs,
+    #[command(flatten)]
+    pub(super) sizing: SizingArgs,
+    #[command(flatten)]
+    pub(super) synthesis: SynthesisArgs,
+    #[arg(long)]
+    pub(super) params_dir: Option<PathBuf>,
+    /// Draw the pipeline's stage occupancy and buffer counts into this SVG file.
+    #[arg(long)]
+    pub(super) plot: Option<PathBuf>,
+    /// Partitions for bellperson's stock prover (default: --partitions); fewer keep a
+    /// CPU-only stock run short at large sizes, 0 skips it. Throughput is compared per proof.
+    #[arg(long)]
+    pub(super) stock_partitions: Option<u32>,
+    /// Benchmark with timing-only parameters: the right point counts for the circuit, made in
+    /// seconds instead of a trusted setup (~20 min at 2^24 on 16 cores). Timings are real;
+    /// no proof verifies and the report says so. Never written to the parameter cache.
+    #[arg(long)]
+    pub(super) timing_only_params: bool,
+    /// Skip the one-partition warm-up run before the timed runs (saves a partition's
+    /// synthesis at large sizes; the timed run then pays the first base uploads).
+    #[arg(long)]
+    pub(super) no_warmup: bool,
+    /// GPU backend variants to run one after another, each with a fresh backend, comma
+    /// separated: `all`, `none`, or options joined by `+` (`split`, `h`, `pinned`), e.g.
+    /// `none,split,split+h,all`: what each optimisation does, in one run. A variant named
+    /// again runs again (`none,all,all,all`: `all` three times, one warm-up). Default: the
+    /// environment's (all on unless PROOFPIPE_CUDA_*=0).
+    #[arg(long)]
+    pub(super) gpu_variants: Option<String>,
+    /// Timed pipeline runs per variant (the warm-up and the stock prover run once): with 3,
+    /// the summary gives the median and the spread.
+    #[arg(long, default_value_t = 1)]
+    pub(super) runs: usize,
+    /// Feed the pipeline copies of one synthesized partition instead of synthesizing each:
+    /// measures the GPU stage (and finalize) at the rate they can go where the host's cores
+    /// cannot synthesize fast enough. The kept partition costs one partition budget permit.
+    #[arg(long)]
+    pub(super) replay_synthesis: bool,
+    /// Before the pipeline runs of a shape benchmark, synthesize its first partition alone
+    /// this many times (nothing else running, every core the source uses) and report each
+    /// one's wall and CPU seconds: one partition's synthesis cost, apart from the pipeline.
+    #[arg(long, default_value_t = 0, value_name = "RUNS")]
+    pub(super) synthesis_alone: usize,
+    /// Benchmark the Filecoin PoRep partition of this seal proof (a sector size, 32GiB, or a
+    /// registered proof's name) instead of a synthetic circuit: placeholder vanilla proofs of
+    /// its exact shape (no sector needed) and timing-only parameters of its exact query counts
+    /// (no parameter files), made from the committed counts. No proof verifies; no stock run.
+    #[arg(long, value_name = "SEAL_PROOF", value_parser = super::porep::parse_seal_proof,
+          conflicts_with_all = ["circuit", "constraints", "params_dir"])]
+    pub(super) porep_shape: Option<proofpipe_filecoin::RegisteredSealProof>,
+    /// Benchmark the Filecoin PoSt partition of this registered PoSt proof (its name, e.g.
+    /// StackedDrgWinning32GiBV1 or StackedDrgWindow32GiBV1_2, or curio's number) instead of a
+    /// synthetic circuit: placeholder vanilla proofs of its exact shape and timing-only
+    /// parameters of its committed counts. One partition unless --partitions. No proof
+    /// verifies; no stock run.
+    #[arg(long, value_name = "POST_PROOF", value_parser = super::post::parse_post_proof,
+          conflicts_with_all = ["circuit", "constraints", "params_dir", "porep_shape"])]
+    pub(super) post_shape: Option<proofpipe_filecoin::RegisteredPoStProof>,
+    /// Benchmark the Filecoin SnapDeals (EmptySectorUpdate) proof of this registered update
+    /// proof (a sector size, 32GiB, or its name, StackedDrg32GiBV1) instead of a synthetic
+    /// circuit: placeholder vanilla proofs of its exact shape and timing-only parameters of its
+    /// committed counts. All its partitions (16 at 32 GiB) unless --partitions. No proof
+    /// verifies; no stock run.
+    #[arg(long, value_name = "UPDATE_PROOF", value_parser = super::snap::parse_update_proof,
+          conflicts_with_all = ["circuit", "constraints", "params_dir", "porep_shape", "post_shape"])]
+    pub(super) snap_shape: Option<proofpipe_filecoin::RegisteredUpdateProof>,
+    /// With --porep-shape, --post-shape or --snap-shape: run the timed runs once per GPU memory
+    /// cap, each with a fresh backend held to that cap (as PROOFPIPE_GPU_MEMORY holds a prover)
+    /// and a plan for it, comma separated: sizes such as 24GiB, or `none` for the whole card. A
+    /// plan for a cap too small for every base streams some from host memory.
+    #[arg(long, value_name = "CAPS")]
+    pub(super) gpu_memory_caps: Option<String>,
+    /// With --porep-shape: urgent work beside the PoRep, as one prover serves it (ADR 0026).
+    /// Each run proves the PoRep alone, this PoSt partition alone, then the PoRep again with
+    /// the PoSt sent --urgent-after seconds into it, proved in a pipeline of its own planned
+    /// into what the PoRep's plan leaves (or, when it does not fit there, after the PoRep).
+    /// Reports the PoSt's latency and the PoRep's delay against the runs alone.
+    #[arg(long, value_name = "POST_PROOF", value_parser = super::post::parse_post_proof,
+          requires = "porep_shape")]
+    pub(super) urgent_post_shape: Option<proofpipe_filecoin::RegisteredPoStProof>,
+    /// Seconds into the PoRep at which the urgent PoSt is sent.
+    #[arg(long, default_value_t = 20.0, requires = "urgent_post_shape")]
+    pub(super) urgent_after: f64,
+    /// Memory kept out of the PoRep's plan for urgent work, as PROOFPIPE_URGENT_RESERVE does
+    /// in a pool (default: that variable, else none).
+    #[arg(long, value_parser = parse_size, requires = "urgent_post_shape")]
+    pub(super) urgent_reserve: Option<u64>,
+    /// GPU memory (each GPU) kept out of the PoRep's plan for urgent work, as
+    /// PROOFPIPE_URGENT_GPU_RESERVE does in a pool (default: that variable, else none).
+    #[arg(long, value_parser = parse_size, requires = "urgent_post_shape")]
+    pub(super) urgent_gpu_reserve: Option<u64>,
+    /// Runs (of --runs) that also prove the PoRep and the PoSt alone: the baselines. Fewer
+    /// keep a long PoSt's call short; the delay is then taken against the median baseline.
+    #[arg(long, requires = "urgent_post_shape")]
+    pub(super) urgent_baselines: Option<usize>,
+    #[arg(long)]
+    pub(super) json: bool,
+}
 
 pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
     if args.runs == 0 {
@@ -215,11 +321,21 @@ fn print_summary(reports: &[BenchReport]) {
     }
 }
 
+pub(super) fn refuse_no_runs(args: &BenchArgs) -> Result<(), ProverError> {
+    if args.runs == 0 {
+        return Err(ProverError::InvalidArgument {
+            what: "--runs",
+            reason: "at least one run".into(),
+        });
+    }
+    Ok(())
+}
+
 /// Why a shape benchmark has no stock run.
 const NO_STOCK_RUN: &str = "stock prover not run: filecoin-proofs needs the parameter files of \
      the proof's circuit, and a placeholder partition proves nothing to compare";
 
-fn refuse_stock_run(args: &BenchArgs, flag: &str) -> Result<(), ProverError> {
+pub(super) fn refuse_stock_run(args: &BenchArgs, flag: &str) -> Result<(), ProverError> {
     if args.stock_partitions.is_some_and(|n| n > 0) {
         return Err(ProverError::InvalidArgument {
             what: "--stock-partitions",
@@ -234,9 +350,6 @@ fn refuse_stock_run(args: &BenchArgs, flag: &str) -> Result<(), ProverError> {
 /// the timed run but the warm-up's and, with `--synthesis matrices`, the recording's).
 fn porep_shape(args: &BenchArgs, proof: RegisteredSealProof) -> Result<ExitCode, ProverError> {
     refuse_stock_run(args, "--porep-shape")?;
-    if let Some(post) = args.urgent_post_shape {
-        return super::bench_urgent::run(args, proof, post);
-    }
     let run = prepare_porep_shape(args, proof, shape_backend())?;
     run_shape(args, run)
 }

@@ -20,10 +20,9 @@ use proofpipe_pipeline::sizing::{Plan, SizingError, SizingInput, parse_memory_si
 use serde::Serialize;
 use serde_json::json;
 
-use super::BenchArgs;
 use super::bench::{
-    ShapeRun, porep_shape_input, post_shape_input, prepare_porep_shape, prepare_post_shape,
-    shape_backend,
+    BenchArgs, ShapeRun, porep_shape_input, post_shape_input, prepare_porep_shape,
+    prepare_post_shape, refuse_no_runs, refuse_stock_run, shape_backend,
 };
 use proofpipe_benches::compare::spread;
 
@@ -64,6 +63,8 @@ pub fn run(
     porep: RegisteredSealProof,
     post: RegisteredPoStProof,
 ) -> Result<ExitCode, ProverError> {
+    refuse_no_runs(args)?;
+    refuse_stock_run(args, "--porep-shape")?;
     if args.replay_synthesis {
         return Err(ProverError::InvalidArgument {
             what: "--replay-synthesis",

@@ -27,7 +27,7 @@ use proofpipe_pipeline::sizing::{
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{SizingArgs, cpu_cores};
+use super::args::{SizingArgs, cpu_cores};
 
 /// What `prove` needs for a Filecoin proof beyond the sizing: its input (one flag per kind)
 /// and what to do with the proof.

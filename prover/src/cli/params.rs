@@ -16,7 +16,45 @@ use proofpipe_pipeline::params::ParamsStore;
 use proofpipe_pipeline::sizing::parse_memory_size;
 use serde_json::json;
 
-use super::{ParamsAction, ParamsArgs, store};
+use clap::Subcommand;
+use proofpipe_pipeline::circuits::CircuitKind;
+
+use super::args::{parse_circuit, store};
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(super) struct ParamsArgs {
+    #[command(subcommand)]
+    pub(super) action: Option<ParamsAction>,
+    /// Circuit to generate or load parameters for; without it, list the cache.
+    #[arg(long, value_parser = parse_circuit)]
+    pub(super) circuit: Option<CircuitKind>,
+    /// Constraints per partition.
+    #[arg(long, default_value_t = 4096)]
+    pub(super) constraints: usize,
+    /// Generate anew even if a cached file exists (replaces a corrupt file).
+    #[arg(long)]
+    pub(super) regenerate: bool,
+    /// Read every cached file whole and check its checksum.
+    #[arg(long)]
+    pub(super) check: bool,
+    #[arg(long)]
+    pub(super) params_dir: Option<PathBuf>,
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum ParamsAction {
+    /// Download Filecoin's parameter files for the proof kinds and sector sizes a pool serves,
+    /// resuming partial downloads and keeping only files whose blake2b digest matches
+    /// parameters.json; writes proofpipe-params-ready.json last.
+    Fetch(FetchArgs),
+    /// Record a PoRep partition's R1CS matrices and write them beside the parameters (or read
+    /// and check the file when it is there), so that no prover process records them: what
+    /// two-pass synthesis needs first (32 GiB: 6.5 GiB, ~29 s of 16 cores to record).
+    Matrices(MatricesArgs),
+}
 
 #[derive(Args, Debug)]
 pub struct FetchArgs {

@@ -16,10 +16,56 @@ use proofpipe_pipeline::sizing::{BasesPlacement, QueryBytes};
 use proofpipe_pipeline::sizing::{SizingInput, SynthesisProfile, detect_memory_limit, plan};
 use serde_json::json;
 
-use super::{PlanArgs, Synthesis, cpu_cores};
+use clap::Args;
+
+use super::args::{JobArgs, SizingArgs, Synthesis, cpu_cores, parse_size};
+
+#[derive(Args, Debug)]
+pub(super) struct PlanArgs {
+    #[command(flatten)]
+    pub(super) job: JobArgs,
+    #[command(flatten)]
+    pub(super) sizing: SizingArgs,
+    /// Plan for the Filecoin PoRep partition of this seal proof (a sector size, 32GiB, or a
+    /// registered proof's name) instead of a synthetic circuit, from its committed R1CS counts
+    /// (prover/src/filecoin/shape.rs): exact parameter bytes, and the R1CS matrices' bytes with
+    /// --synthesis matrices.
+    #[arg(long, value_name = "SEAL_PROOF", value_parser = super::porep::parse_seal_proof,
+          conflicts_with_all = ["circuit", "constraints"])]
+    pub(super) porep_shape: Option<proofpipe_filecoin::RegisteredSealProof>,
+    /// Plan for the Filecoin PoSt partition of this registered PoSt proof (its name, e.g.
+    /// StackedDrgWindow32GiBV1_2, or curio's number), from its committed R1CS counts
+    /// (prover/src/filecoin/post/shape.rs); one partition unless --partitions.
+    #[arg(long, value_name = "POST_PROOF", value_parser = super::post::parse_post_proof,
+          conflicts_with_all = ["circuit", "constraints", "porep_shape"])]
+    pub(super) post_shape: Option<proofpipe_filecoin::RegisteredPoStProof>,
+    /// Plan for the Filecoin SnapDeals (EmptySectorUpdate) proof of this registered update
+    /// proof (a sector size, 32GiB, or its name, StackedDrg32GiBV1), from its committed R1CS
+    /// counts (prover/src/filecoin/snap/shape.rs); all its partitions (16 at 32 GiB) unless
+    /// --partitions.
+    #[arg(long, value_name = "UPDATE_PROOF", value_parser = super::snap::parse_update_proof,
+          conflicts_with_all = ["circuit", "constraints", "porep_shape", "post_shape"])]
+    pub(super) snap_shape: Option<proofpipe_filecoin::RegisteredUpdateProof>,
+    /// How partitions would be synthesized (matrices: only with --porep-shape, whose matrices'
+    /// size is known before recording them).
+    #[arg(long, value_enum, default_value_t = Synthesis::OnePass)]
+    pub(super) synthesis: Synthesis,
+    /// CPU cores to plan for (default: this machine's).
+    #[arg(long)]
+    pub(super) cores: Option<usize>,
+    /// GPUs to plan for (0: the GPU stage on the CPU).
+    #[arg(long, default_value_t = 0)]
+    pub(super) gpus: usize,
+    /// Memory of each GPU (e.g. 141GB): plans the resident bases and workers per device.
+    #[arg(long, value_parser = parse_size)]
+    pub(super) gpu_memory: Option<u64>,
+    #[arg(long)]
+    pub(super) json: bool,
+}
 
 pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
     let limit = detect_memory_limit(args.sizing.memory_limit)?;
+
     let (
         circuit,
         shape,

@@ -1,5 +1,6 @@
 //! `prove`: one job through the pipeline, with progress, verified proofs and a summary.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -9,7 +10,35 @@ use proofpipe_pipeline::pipeline::{JobEvent, JobOutcome, JobSpec, Pipeline};
 use proofpipe_pipeline::rss;
 use serde::Serialize;
 
-use super::{ProveArgs, setup, store};
+use clap::Args;
+
+use super::args::{JobArgs, SizingArgs, SynthesisArgs, store};
+use super::{filecoin, setup};
+
+#[derive(Args, Debug)]
+pub(super) struct ProveArgs {
+    #[command(flatten)]
+    pub(super) job: JobArgs,
+    #[command(flatten)]
+    pub(super) sizing: SizingArgs,
+    #[command(flatten)]
+    pub(super) synthesis: SynthesisArgs,
+    #[command(flatten)]
+    pub(super) filecoin: filecoin::FilecoinArgs,
+    /// Witness seed: the same seed gives the same statements.
+    #[arg(long, default_value_t = 0)]
+    pub(super) seed: u64,
+    /// Directory of cached parameters (with --porep-c1, --snap-vanilla or a PoSt input:
+    /// Filecoin's parameter directory).
+    #[arg(long)]
+    pub(super) params_dir: Option<PathBuf>,
+    /// End with one JSON object on the last line of stdout.
+    #[arg(long)]
+    pub(super) json: bool,
+    /// Write the pipeline's Prometheus metrics (text format) to this file at the end.
+    #[arg(long)]
+    pub(super) metrics_file: Option<PathBuf>,
+}
 
 /// The `--json` summary: one object on the last line of stdout.
 #[derive(Serialize)]
@@ -33,7 +62,7 @@ struct Summary {
     backend: &'static str,
     params_bytes: u64,
     /// `one-pass` or `matrices`, and the matrices' bytes (0 for one-pass).
-    synthesis: super::Synthesis,
+    synthesis: super::args::Synthesis,
     matrices_bytes: u64,
 }
 

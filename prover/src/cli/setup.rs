@@ -14,7 +14,7 @@ use proofpipe_pipeline::sizing::{
 
 use proofpipe_kernels::GpuDevice;
 
-use super::{JobArgs, SizingArgs, Synthesis, cpu_cores};
+use super::args::{JobArgs, SizingArgs, Synthesis, cpu_cores};
 
 pub struct Prepared {
     pub limit: MemoryLimit,

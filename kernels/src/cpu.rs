@@ -10,11 +10,11 @@ use ec_gpu_gen::threadpool::Worker;
 use ff::PrimeField;
 use group::Group;
 
-use crate::{
-    Bases, DEFAULT_STREAM_ENGINE_POINTS, Density, Evaluations, KernelError, Placement,
-    ProvingBackend, into_std_vec, stream_batches, stream_engine_points_from_env,
-    used_exponents_map,
-};
+use crate::backend::{Bases, Density, Placement, ProvingBackend};
+use crate::error::KernelError;
+use crate::gather::used_exponents_map;
+use crate::host_memory::{Evaluations, into_std_vec};
+use crate::stream::{DEFAULT_STREAM_ENGINE_POINTS, stream_batches, stream_engine_points_from_env};
 
 /// Runs every kernel on the CPU thread pool shared by the process.
 pub struct CpuBackend {

@@ -64,18 +64,23 @@ use ff::{Field, PrimeField};
 use group::Group;
 use rayon::prelude::*;
 
-use crate::{
-    Bases, Density, DeviceLedger, EvalAlloc, Evaluations, GPU_CONTEXT_BYTES, GpuDevice,
-    GpuMemoryConfig, GpuOptions, KernelError, KernelStat, Placement, ProvingBackend,
-    STREAM_ENGINE_POINTS_ENV,
-    gather::{SparseGather, check_bases, on_host_pool},
-    ledger::{Charge, Held, Ledger},
-    msm_engine_device_bytes, msm_temp_device_bytes, stream_schedule_fits,
+use crate::backend::{Bases, Density, GpuDevice, KernelStat, Placement, ProvingBackend};
+use crate::domain::domain_size;
+use crate::error::KernelError;
+use crate::gather::{SparseGather, check_bases, on_host_pool};
+use crate::gpu_options::GpuOptions;
+use crate::host_memory::{EvalAlloc, Evaluations};
+use crate::ledger::{Charge, DeviceLedger, Held, Ledger};
+use crate::stream::{
+    GPU_CONTEXT_BYTES, GpuMemoryConfig, STREAM_ENGINE_POINTS_ENV, msm_engine_device_bytes,
+    msm_temp_device_bytes, stream_schedule_fits,
 };
 
 mod ffi;
+mod lock;
 mod pinned;
 
+use lock::unpoisoned;
 use pinned::{EvalPool, Pinned};
 
 fn check(what: &'static str, device: usize, e: sppark::Error) -> Result<(), KernelError> {
@@ -86,12 +91,6 @@ fn check(what: &'static str, device: usize, e: sppark::Error) -> Result<(), Kern
         // this call: the prover then stops taking work instead of failing job after job.
         Err(KernelError::cuda(what, device, e.code, e.to_string()))
     }
-}
-
-/// Locks a mutex whose data stays consistent even if a holder panicked (pools, statistics,
-/// the device turn): a panicking GPU-stage worker must not stop the others.
-fn unpoisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The device memory a resident MSM that may split allocates for its duration, at most
@@ -1113,7 +1112,7 @@ impl CudaBackend {
             });
         }
         let n = a.len();
-        let m = crate::domain_size(n);
+        let m = domain_size(n);
         let lg = m.trailing_zeros();
         if lg > MAX_LG_DOMAIN {
             return Err(KernelError::DomainTooLarge(n));
@@ -1245,7 +1244,7 @@ impl ProvingBackend for CudaBackend {
         }
         let dev = self.device();
         // The h query has m - 1 points; the top coefficient of h is zero.
-        let used = crate::domain_size(a.len()) - 1;
+        let used = domain_size(a.len()) - 1;
         check_bases(bases, used)?;
         // Uploads resident bases on first use (under the lock itself), so before this worker
         // takes it.

@@ -16,7 +16,8 @@ use blstrs::Scalar as Fr;
 use ec_gpu_gen::multiexp_cpu::DensityTracker;
 use rayon::prelude::*;
 
-use crate::{Bases, Density, KernelError};
+use crate::backend::{Bases, Density};
+use crate::error::KernelError;
 
 /// Below this many exponents a full gather runs on the calling thread.
 pub(crate) const PARALLEL_GATHER_MIN: usize = 1 << 14;

@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 
-use crate::KernelError;
+use crate::error::KernelError;
 
 /// Points the streaming engine is made for, unless [`STREAM_ENGINE_POINTS_ENV`] says
 /// otherwise: 16-bit windows, and a 2^27-point MSM streams in 32 slices of 2^22 points (two

@@ -9,8 +9,9 @@ use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
-use super::{ffi, unpoisoned};
-use crate::HostPool;
+use super::ffi;
+use super::lock::unpoisoned;
+use crate::host_memory::HostPool;
 
 /// Page-locked host memory (`cudaHostAlloc`), for scalars on their way to the device.
 pub(super) struct Pinned {

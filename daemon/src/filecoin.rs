@@ -18,11 +18,11 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use kube::ResourceExt;
 use proofpipe_crds::{FilecoinProofKind, FilecoinResult, FilecoinWork, ProofJob};
 
-use super::Daemon;
-use super::progress::Stage;
-use super::sizing::parameter_budget;
-use super::state::Lane;
-use super::urgent;
+use crate::progress::Stage;
+use crate::shared::Daemon;
+use crate::sizing::parameter_budget;
+use crate::state::Lane;
+use crate::urgent;
 use proofpipe_filecoin::artifacts;
 use proofpipe_filecoin::c1::SectorIdentity;
 use proofpipe_filecoin::kind::{self, FilecoinInput};

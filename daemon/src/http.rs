@@ -11,7 +11,7 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use super::{Daemon, raised};
+use crate::shared::{Daemon, raised};
 
 /// Serves until `shutdown` turns true.
 pub async fn serve(

@@ -9,8 +9,9 @@ use kube::{Client, Resource, ResourceExt};
 use proofpipe_crds::{GPU_LOST_REASON, GpuLoss, ProofJob, ProverFailure, ProverPool};
 use serde_json::Value;
 
-use super::config::Identity;
-use super::metrics::{DaemonMetrics, StatusObject};
+use crate::config::Identity;
+use crate::job_failure::JobFailure;
+use crate::metrics::{DaemonMetrics, StatusObject};
 use proofpipe_pipeline::error::{FailureClass, ProverError};
 
 /// Adds what was being done, and to which object, to an API error (keeping whether the API
@@ -97,7 +98,7 @@ impl KubeWriter {
         &self,
         job: &str,
         attempt: i32,
-        failure: &super::runner::JobFailure,
+        failure: &JobFailure,
     ) -> Result<(), ProverError> {
         let report = ProverFailure {
             pod: self.identity.pod.clone(),
@@ -131,7 +132,7 @@ impl KubeWriter {
     pub async fn proving_failed(
         &self,
         job: &ProofJob,
-        failure: &super::runner::JobFailure,
+        failure: &JobFailure,
     ) -> Result<(), ProverError> {
         let (reason, note) = if failure.class == FailureClass::GpuLost {
             (

@@ -9,9 +9,16 @@
 //! [`payload`] (the apply bodies), [`throttle`] (when to report), [`progress`] (a job's
 //! stage and heartbeat: stalled or not), [`sizing`]; `resident` holds the Filecoin parameter
 //! sets kept between jobs, counted in each job's plan. The rest is I/O: the supervisor loop
-//! here, the job runner, the status reporter, the watchdog, the HTTP endpoints and the API
-//! writes. Tokio only moves events and bytes; proving runs on the pipeline's threads and
-//! anything blocking on blocking threads.
+//! here ([`run`]), the job runner (`runner`, with `filecoin` for Filecoin work), the status
+//! reporter (`reporter`), the watchdog (`watchdog`), the HTTP endpoints (`http`) and the API
+//! writes (`kube_api`). Tokio only moves events and bytes; proving runs on the pipeline's
+//! threads and anything blocking on blocking threads.
+//!
+//! Beneath the supervisor and those parts, so that none of them imports it: `shared` holds
+//! the [`Daemon`] every part shares (and the flag its tasks stop on), `job_failure` why a job
+//! could not be proved, `state` what the prover is doing in each lane, `main_lane` what the
+//! main lane's plan takes, and `termination` the pod's termination message
+//! ([`write_termination_message`]).
 //!
 //! Urgent work (PoSt) assigned while a long job runs is proved beside it, in the urgent lane
 //! ([`urgent`], ADR 0026).
@@ -28,7 +35,9 @@ pub mod decision;
 pub mod fault;
 mod filecoin;
 mod http;
+mod job_failure;
 mod kube_api;
+mod main_lane;
 pub mod metrics;
 pub mod payload;
 pub mod progress;
@@ -36,14 +45,19 @@ mod reporter;
 mod resident;
 pub mod resume;
 mod runner;
+mod shared;
 pub mod sizing;
 mod state;
+mod termination;
 pub mod throttle;
 pub mod urgent;
 mod watchdog;
 
 #[cfg(test)]
 mod api_vocabulary;
+
+pub use shared::Daemon;
+pub use termination::write_termination_message;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -66,19 +80,18 @@ use tokio::task::JoinHandle;
 
 use proofpipe_kernels::ProvingBackend;
 
-use config::{ChosenLimit, EnvSettings, Identity};
+use config::{ChosenLimit, EnvSettings};
 use decision::{Attempt, Decision, Decisions, Running, decide, decide_without_gpu};
 use fault::Fault;
+use job_failure::JobFailure;
 use kube_api::KubeWriter;
+use main_lane::{Footprint, MainLane};
 use metrics::DaemonMetrics;
 use proofpipe_filecoin::params::DigestCheck;
-use proofpipe_pipeline::circuits::CircuitShape;
 use proofpipe_pipeline::error::ProverError;
-use proofpipe_pipeline::groth16::SynthesisMode;
 use proofpipe_pipeline::params::ParamsStore;
-use proofpipe_pipeline::sizing::{Overrides, SizingInput, SynthesisProfile};
 use resident::ResidentKeys;
-use runner::{JobFailure, JobRun, RunOutcome};
+use runner::{JobRun, RunOutcome};
 use state::{CurrentJob, Lane, ProverState};
 
 /// How long a SIGTERM waits for the current job to stop and write its last proofs; within
@@ -94,105 +107,6 @@ pub struct DaemonOptions {
     pub fault: Fault,
     /// The container's terminationMessagePath: why the daemon ended, for the pod's status.
     pub termination_log: PathBuf,
-}
-
-/// What every part of the running daemon shares.
-pub struct Daemon {
-    identity: Identity,
-    overrides: Overrides,
-    memory_limit: u64,
-    cpu_cores: usize,
-    params: Arc<ParamsStore>,
-    /// Filecoin parameters, from `FIL_PROOFS_PARAMETER_CACHE` (filecoin-proofs' convention),
-    /// kept between jobs while memory allows.
-    filecoin_params: Arc<ResidentKeys>,
-    /// Chosen once per process, so bases a GPU backend keeps resident serve every job.
-    backend: Arc<dyn ProvingBackend>,
-    /// What `backend` is, for the pool status.
-    gpu: GpuReport,
-    /// What the main lane's job takes, for the urgent lane to plan beside it.
-    main_lane: watch::Sender<urgent::MainLane>,
-    /// Host memory and each GPU's memory main jobs leave unplanned, so that urgent work fits
-    /// beside them (`PROOFPIPE_URGENT_RESERVE`, `PROOFPIPE_URGENT_GPU_RESERVE`).
-    urgent_reserve: urgent::Footprint,
-    kube: KubeWriter,
-    state: ProverState,
-    metrics: DaemonMetrics,
-    watch_ready: AtomicBool,
-    /// How long a job may make no progress before the prover is stalled.
-    progress_deadline: Duration,
-    /// How PoRep partitions are synthesized (`PROOFPIPE_POREP_SYNTHESIS`).
-    porep_synthesis: SynthesisMode,
-    /// How main-lane PoSt partitions are synthesized (`PROOFPIPE_POST_SYNTHESIS`).
-    post_synthesis: SynthesisMode,
-    /// Why the prover is stalled, once it is: `/healthz` fails with it.
-    stalled: parking_lot::Mutex<Option<String>>,
-    /// The GPU this prover lost mid-job, once it lost one (ADR 0032): it takes no more work.
-    gpu_lost: parking_lot::Mutex<Option<GpuLoss>>,
-    /// `PROOFPIPE_REQUIRE_GPU`: a prover that lost its GPU exits once it has handed its jobs
-    /// back, so that its pod is replaced.
-    require_gpu: bool,
-    fault: Fault,
-    termination_log: PathBuf,
-}
-
-impl Daemon {
-    /// The GPU this prover lost, if it lost one.
-    fn gpu_loss(&self) -> Option<GpuLoss> {
-        self.gpu_lost.lock().clone()
-    }
-
-    /// The memory a main-lane job plans into: the limit less the urgent reserve.
-    fn main_limit(&self) -> u64 {
-        self.memory_limit
-            .saturating_sub(self.urgent_reserve.memory_bytes)
-    }
-
-    /// What else holds each GPU as a lane plans: the urgent reserve for the main lane, the
-    /// main plan's device memory (`beside`) for the urgent lane.
-    fn gpu_taken(&self, lane: Lane, beside: urgent::Footprint) -> u64 {
-        match lane {
-            Lane::Main => self.urgent_reserve.device_bytes,
-            Lane::Urgent => beside.device_bytes,
-        }
-    }
-
-    /// The planner's input for a job proving `work` under `memory_limit`, with `gpu_taken`
-    /// bytes of each GPU held by something else ([`Daemon::gpu_taken`]), `todo` partitions
-    /// left, with `params_bytes` of parameters and `matrices_bytes` of R1CS matrices resident.
-    #[allow(clippy::too_many_arguments)]
-    fn sizing_input(
-        &self,
-        memory_limit: u64,
-        gpu_taken: u64,
-        work: String,
-        todo: usize,
-        shape: CircuitShape,
-        (params_bytes, matrices_bytes): (u64, u64),
-        synthesis: SynthesisProfile,
-    ) -> SizingInput {
-        let gpus: Vec<_> = self
-            .backend
-            .gpu_devices()
-            .into_iter()
-            .map(|mut gpu| {
-                gpu.total_bytes = gpu.total_bytes.saturating_sub(gpu_taken);
-                gpu
-            })
-            .collect();
-        sizing::sizing_input(
-            work,
-            todo,
-            shape,
-            memory_limit,
-            (params_bytes, matrices_bytes),
-            self.cpu_cores,
-            synthesis,
-            &gpus,
-            self.backend.evaluation_alloc().is_pooled(),
-            self.overrides,
-        )
-    }
 }
 
 /// Runs until SIGTERM or ctrl-c (then `Ok`); a job's failure is reported and the daemon goes
@@ -245,8 +159,8 @@ pub async fn run(
     let daemon = Arc::new(Daemon {
         backend,
         gpu,
-        main_lane: watch::channel(urgent::MainLane::Idle).0,
-        urgent_reserve: urgent::Footprint {
+        main_lane: watch::channel(MainLane::Idle).0,
+        urgent_reserve: Footprint {
             memory_bytes: settings.urgent_reserve,
             device_bytes: settings.urgent_gpu_reserve,
         },
@@ -593,7 +507,7 @@ fn carry_out(daemon: &Arc<Daemon>, lane: Lane, decision: Decision, slot: &mut Op
                 },
             );
             if lane == Lane::Main {
-                daemon.main_lane.send_replace(urgent::MainLane::Planning);
+                daemon.main_lane.send_replace(MainLane::Planning);
             }
             daemon.metrics.job_started();
             let task = tokio::spawn(runner::run_job(
@@ -653,7 +567,7 @@ async fn end_job(
     }
     if lane == Lane::Main {
         // Its memory is free: an urgent job waiting for room may plan.
-        daemon.main_lane.send_replace(urgent::MainLane::Idle);
+        daemon.main_lane.send_replace(MainLane::Idle);
     }
     daemon.state.job_ended(lane);
     daemon.metrics.job_finished(&run.outcome.as_job_outcome());
@@ -735,12 +649,6 @@ async fn stop_for_shutdown(daemon: &Daemon, lanes: Lanes) {
     }
 }
 
-/// Resolves once `flag` is true, or its sender is gone. Holds no guard of the value across
-/// an await, so the futures waiting on it stay `Send`.
-async fn raised(flag: &mut watch::Receiver<bool>) {
-    let _ = flag.wait_for(|&raised| raised).await;
-}
-
 /// SIGTERM (what the kubelet sends) or ctrl-c.
 async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
@@ -764,26 +672,6 @@ async fn shutdown_signal() {
     tokio::select! {
         () = terminate => {}
         () = interrupt => {}
-    }
-}
-
-/// Writes `message` to the termination-message file, if there is one to write (the kubelet
-/// creates it; it caps the message at 4 KiB).
-pub fn write_termination_message(path: &std::path::Path, message: &str) {
-    let truncated: String = message.chars().take(4000).collect();
-    // Only an existing file: outside a pod there is none, and the daemon must not create
-    // one in /dev.
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(path)
-    {
-        Ok(mut file) => {
-            if let Err(err) = std::io::Write::write_all(&mut file, truncated.as_bytes()) {
-                tracing::debug!(path = %path.display(), %err, "termination message not written");
-            }
-        }
-        Err(err) => tracing::debug!(path = %path.display(), %err, "no termination-message file"),
     }
 }
 

@@ -8,9 +8,9 @@ use k8s_openapi::jiff::Timestamp;
 use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
-use super::payload::{ProverReport, pool_status_body};
-use super::throttle::{HEARTBEAT, MIN_INTERVAL, ReportThrottle};
-use super::{Daemon, raised};
+use crate::payload::{ProverReport, pool_status_body};
+use crate::shared::{Daemon, raised};
+use crate::throttle::{HEARTBEAT, MIN_INTERVAL, ReportThrottle};
 use proofpipe_pipeline::error::ProverError;
 
 /// How often the report is compared with the last one written.

@@ -12,16 +12,17 @@ use proofpipe_crds::ProofJob;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, interval_at};
 
-use super::filecoin::{self, FilecoinRun};
-use super::payload::ProofLedger;
-use super::progress::Stage;
-use super::resume::{own_proofs, pipeline_job, proved_partitions};
-use super::sizing::reported_sizing;
-use super::state::Lane;
-use super::urgent::{self, Footprint, MainLane};
-use super::{Daemon, raised};
+use crate::filecoin::{self, FilecoinRun};
+use crate::job_failure::JobFailure;
+use crate::payload::ProofLedger;
+use crate::progress::Stage;
+use crate::resume::{own_proofs, pipeline_job, proved_partitions};
+use crate::shared::{Daemon, raised};
+use crate::sizing::reported_sizing;
+use crate::state::Lane;
+use crate::urgent::{self, Footprint, MainLane};
 use proofpipe_filecoin::matrices;
-use proofpipe_pipeline::error::{FailureClass, ProverError};
+use proofpipe_pipeline::error::ProverError;
 use proofpipe_pipeline::params::{CircuitParams, ProvingKey, estimated_params_bytes};
 use proofpipe_pipeline::pipeline::{
     JobEvent, JobHandle, JobOutcome, JobSpec, Pipeline, PipelineConfig,
@@ -60,54 +61,6 @@ impl Drop for PipelineGuard {
     fn drop(&mut self) {
         if let Some(pipeline) = self.0.take() {
             std::thread::spawn(move || drop(pipeline));
-        }
-    }
-}
-
-/// Why a job could not be proved, and what that means for it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JobFailure {
-    pub class: FailureClass,
-    pub message: String,
-    /// The GPU that was lost, when that is why ([`FailureClass::GpuLost`]).
-    pub lost_gpu: Option<usize>,
-}
-
-impl JobFailure {
-    pub fn of(error: &ProverError) -> Self {
-        Self {
-            class: error.failure_class(),
-            message: error.to_string(),
-            lost_gpu: error.lost_gpu(),
-        }
-    }
-
-    pub fn proving(message: impl Into<String>) -> Self {
-        Self::new(FailureClass::ProvingError, message)
-    }
-
-    pub fn new(class: FailureClass, message: impl Into<String>) -> Self {
-        Self {
-            class,
-            message: message.into(),
-            lost_gpu: None,
-        }
-    }
-
-    /// GPU `device` is lost (`message` says how): the job is handed back (ADR 0032).
-    pub fn gpu_lost(device: usize, message: impl Into<String>) -> Self {
-        Self {
-            lost_gpu: Some(device),
-            ..Self::new(FailureClass::GpuLost, message)
-        }
-    }
-
-    /// How a job ended by a failed pipeline: as the pipeline says, and handed back when the
-    /// pipeline failed it for a lost GPU.
-    fn of_pipeline(message: String, lost_gpu: Option<usize>) -> Self {
-        match lost_gpu {
-            Some(device) => Self::gpu_lost(device, message),
-            None => Self::proving(message),
         }
     }
 }

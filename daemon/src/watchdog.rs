@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use tokio::runtime::Handle;
 
-use super::Daemon;
-use super::runner::JobFailure;
-use super::state::LaneStall;
+use crate::job_failure::JobFailure;
+use crate::shared::Daemon;
+use crate::state::LaneStall;
+use crate::termination::write_termination_message;
 use proofpipe_pipeline::error::FailureClass;
 
 const TICK: Duration = Duration::from_secs(1);
@@ -63,6 +64,6 @@ fn stalled(daemon: &Arc<Daemon>, runtime: &Handle, lane_stall: &LaneStall) -> ! 
             ),
         }
     }
-    super::write_termination_message(&daemon.termination_log, &message);
+    write_termination_message(&daemon.termination_log, &message);
     std::process::exit(STALLED_EXIT_CODE);
 }

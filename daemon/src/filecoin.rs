@@ -25,6 +25,7 @@ use crate::state::Lane;
 use crate::urgent;
 use proofpipe_filecoin::artifacts;
 use proofpipe_filecoin::c1::SectorIdentity;
+use proofpipe_filecoin::input_file;
 use proofpipe_filecoin::kind::{self, FilecoinInput};
 use proofpipe_filecoin::param_set::ParamSet;
 use proofpipe_filecoin::partition_proofs;
@@ -96,13 +97,7 @@ fn parse_input(
 ) -> Result<ParsedInput, ProverError> {
     artifacts::check_sha256(url, bytes, &work.input.sha256)?;
     let expected = work.registered_proof().unwrap_or_default();
-    let with_url = |e: ProverError| match e {
-        ProverError::InvalidArgument { what, reason } => ProverError::InvalidArgument {
-            what,
-            reason: format!("{url}: {reason}"),
-        },
-        other => other,
-    };
+    let with_url = |e| input_file::naming(e, url);
     // The API server admits no negative ids.
     let identity = SectorIdentity::parse(
         work.prover_id.as_deref(),

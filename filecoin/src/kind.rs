@@ -99,8 +99,7 @@ pub fn read_input(
     path: &Path,
     identity: SectorIdentity,
 ) -> Result<Box<dyn FilecoinInput>, ProverError> {
-    let bytes = std::fs::read(path).map_err(ProverError::io("reading the input", path))?;
-    parse_input(kind, &bytes, path, identity)
+    crate::input_file::read(path, |bytes| parse_input(kind, bytes, path, identity))
 }
 
 impl FilecoinInput for C1Input {

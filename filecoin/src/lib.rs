@@ -31,6 +31,7 @@ pub mod artifacts;
 pub mod c1;
 pub mod counted;
 pub mod fetch;
+pub mod input_file;
 pub mod kind;
 pub mod matrices;
 pub mod param_set;

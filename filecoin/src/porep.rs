@@ -139,11 +139,8 @@ pub(super) type TreeDomain<Tree> =
     <<Tree as MerkleTreeTrait>::Hasher as filecoin_proofs_api::Hasher>::Domain;
 
 /// Makes placeholder vanilla proofs of partition `k` from the public parameters and a seed.
-pub(super) type PlaceholderProofs<Tree> = fn(
-    &stacked::PublicParams<Tree>,
-    u64,
-    usize,
-) -> Vec<stacked::Proof<Tree, DefaultPieceHasher>>;
+pub(super) type PlaceholderProofs<Tree> =
+    fn(&stacked::PublicParams<Tree>, u64, usize) -> Vec<stacked::Proof<Tree, DefaultPieceHasher>>;
 
 /// Where each partition's vanilla proofs come from.
 pub(super) enum Vanilla<Tree: 'static + MerkleTreeTrait> {

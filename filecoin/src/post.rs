@@ -202,13 +202,7 @@ fn bytes32(v: &Value, name: &str) -> Result<[u8; 32], ProverError> {
 impl PostInput {
     /// Reads the JSON file described in this module's documentation.
     pub fn read(path: &Path) -> Result<Self, ProverError> {
-        let bytes = std::fs::read(path).map_err(ProverError::io("reading the PoSt input", path))?;
-        Self::parse(&bytes).map_err(|e| match e {
-            ProverError::InvalidArgument { reason, .. } => {
-                bad(format!("{}: {reason}", path.display()))
-            }
-            other => other,
-        })
+        crate::input_file::read(path, Self::parse)
     }
 
     /// Parses the JSON of this module's documentation. curio's request in proto3's JSON

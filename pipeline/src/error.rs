@@ -4,7 +4,6 @@ use thiserror::Error;
 
 use proofpipe_model::sizing::SizingError;
 
-
 /// Every way the prover can fail, each with what to do about it.
 #[derive(Debug, Error)]
 pub enum ProverError {

@@ -106,14 +106,7 @@ fn b64() -> base64::engine::GeneralPurpose {
 impl SnapInput {
     /// Reads the JSON file described in this module's documentation.
     pub fn read(path: &Path) -> Result<Self, ProverError> {
-        let bytes =
-            std::fs::read(path).map_err(ProverError::io("reading the SnapDeals input", path))?;
-        Self::parse(&bytes).map_err(|e| match e {
-            ProverError::InvalidArgument { reason, .. } => {
-                bad(format!("{}: {reason}", path.display()))
-            }
-            other => other,
-        })
+        crate::input_file::read(path, Self::parse)
     }
 
     pub fn parse(bytes: &[u8]) -> Result<Self, ProverError> {

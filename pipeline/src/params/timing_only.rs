@@ -26,12 +26,11 @@ use crate::error::ProverError;
 /// Counts partition 0's R1CS and reads the query counts from its densities (the same densities
 /// every partition has: the circuits' structure does not depend on the witness).
 pub fn query_counts(circuit: CircuitKind, constraints: usize) -> Result<QueryCounts, ProverError> {
-    let counts = count_r1cs(circuit.partition(constraints, 0, 0)?).map_err(|e| {
-        ProverError::Synthesis {
+    let counts =
+        count_r1cs(circuit.partition(constraints, 0, 0)?).map_err(|e| ProverError::Synthesis {
             partition: 0,
             message: e.to_string(),
-        }
-    })?;
+        })?;
     Ok(counts.query_counts())
 }
 

@@ -13,6 +13,7 @@ mod post;
 mod prove;
 mod setup;
 mod snap;
+mod testdata;
 
 use std::process::ExitCode;
 

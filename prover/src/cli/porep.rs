@@ -9,7 +9,8 @@ use proofpipe_filecoin::c1;
 use proofpipe_filecoin::{RegisteredSealProof, seal_proof_name, testdata};
 use proofpipe_pipeline::ProverError;
 
-use super::filecoin::{parameter_dir, write_atomically};
+use super::filecoin::write_atomically;
+use super::testdata::{TestdataCommon, work_dir};
 
 #[derive(Args, Debug)]
 pub struct TestdataArgs {
@@ -17,9 +18,8 @@ pub struct TestdataArgs {
     /// registered proof's name.
     #[arg(long, default_value = "2KiB", value_parser = parse_seal_proof)]
     seal_proof: RegisteredSealProof,
-    /// Parameter directory to generate missing files into (random setup: for tests only).
-    #[arg(long)]
-    params_dir: Option<PathBuf>,
+    #[command(flatten)]
+    common: TestdataCommon,
     /// Where the sector is sealed (kept afterwards for inspection).
     #[arg(long)]
     work_dir: Option<PathBuf>,
@@ -31,17 +31,11 @@ pub struct TestdataArgs {
     miner_id: u64,
     #[arg(long, default_value_t = 1)]
     sector_number: u64,
-    /// Seed of the random setup and of the sector's data, ticket and challenge seed.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Only generate the parameters; seal nothing.
-    #[arg(long, conflicts_with = "out")]
-    params_only: bool,
 }
 
 impl TestdataArgs {
     pub fn params_dir(&self) -> Option<&Path> {
-        self.params_dir.as_deref()
+        self.common.params_dir()
     }
 }
 
@@ -50,30 +44,19 @@ pub(super) fn parse_seal_proof(s: &str) -> Result<RegisteredSealProof, String> {
 }
 
 pub fn testdata(args: TestdataArgs) -> Result<ExitCode, ProverError> {
-    let dir = parameter_dir(args.params_dir.as_deref());
-    let files = testdata::generate_params(args.seal_proof, &dir, args.seed)?;
-    println!("parameters: {}", files.params.display());
-    if args.params_only {
+    let generate =
+        |dir: &Path, seed| Ok(testdata::generate_params(args.seal_proof, dir, seed)?.params);
+    if args.common.parameters(generate)?.is_none() {
         return Ok(ExitCode::SUCCESS);
     }
-    let work = match &args.work_dir {
-        Some(w) => w.clone(),
-        None => tempfile::Builder::new()
-            .prefix("proofpipe-seal-")
-            .tempdir()
-            .map_err(ProverError::io(
-                "creating a temporary directory in",
-                std::env::temp_dir(),
-            ))?
-            .keep(),
-    };
+    let work = work_dir(&args.work_dir, "proofpipe-seal-")?;
     let started = Instant::now();
     let output = testdata::seal_sector(
         args.seal_proof,
         &work,
         c1::prover_id_of_miner(args.miner_id),
         args.sector_number,
-        args.seed,
+        args.common.seed,
     )?;
     let bytes = c1::to_lotus_bench_json(&output, args.sector_number)?;
     write_atomically(&args.out, &bytes)?;

@@ -11,7 +11,8 @@ use proofpipe_filecoin::post_testdata::{self, SealedSector};
 use proofpipe_filecoin::{RegisteredPoStProof, RegisteredSealProof};
 use proofpipe_pipeline::ProverError;
 
-use super::filecoin::{parameter_dir, write_atomically};
+use super::filecoin::write_atomically;
+use super::testdata::{TestdataCommon, required_out};
 
 #[derive(Args, Debug)]
 pub struct TestdataArgs {
@@ -19,9 +20,8 @@ pub struct TestdataArgs {
     /// or curio's number.
     #[arg(long, value_parser = parse_post_proof)]
     post_proof: RegisteredPoStProof,
-    /// Parameter directory to generate missing files into (random setup: for tests only).
-    #[arg(long)]
-    params_dir: Option<PathBuf>,
+    #[command(flatten)]
+    common: TestdataCommon,
     /// A sector sealed by `porep-testdata` (its --work-dir: `sealed` and `cache/`); repeat for
     /// more, each followed by its --porep-c1.
     #[arg(long, value_name = "DIR")]
@@ -40,9 +40,6 @@ pub struct TestdataArgs {
     /// The miner's actor id (the prover id is made from it).
     #[arg(long, default_value_t = c1::DEFAULT_MINER_ID)]
     miner_id: u64,
-    /// Seed of the random setup, of the randomness and of the new sectors.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
     /// Write the PoSt input (vanilla proofs, randomness, miner id; JSON) here.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -50,14 +47,11 @@ pub struct TestdataArgs {
     /// vanilla proofs and `partition_index`) instead of the whole WindowPoSt.
     #[arg(long)]
     partition_index: Option<u32>,
-    /// Only generate the parameters.
-    #[arg(long, conflicts_with = "out")]
-    params_only: bool,
 }
 
 impl TestdataArgs {
     pub fn params_dir(&self) -> Option<&Path> {
-        self.params_dir.as_deref()
+        self.common.params_dir()
     }
 }
 
@@ -87,23 +81,13 @@ fn seal_proof_of(proof: RegisteredPoStProof) -> Result<RegisteredSealProof, Prov
 }
 
 pub fn testdata(args: TestdataArgs) -> Result<ExitCode, ProverError> {
-    let dir = parameter_dir(args.params_dir.as_deref());
-    let started = Instant::now();
-    let files = post_testdata::generate_post_params(args.post_proof, &dir, args.seed)?;
-    println!(
-        "parameters: {} ({:.1}s)",
-        files.params.display(),
-        started.elapsed().as_secs_f64()
-    );
-    if args.params_only {
+    let generate = |dir: &Path, seed| {
+        Ok(post_testdata::generate_post_params(args.post_proof, dir, seed)?.params)
+    };
+    if args.common.parameters(generate)?.is_none() {
         return Ok(ExitCode::SUCCESS);
     }
-    let Some(out) = &args.out else {
-        return Err(ProverError::InvalidArgument {
-            what: "post-testdata",
-            reason: "give --out FILE for the PoSt input, or --params-only".into(),
-        });
-    };
+    let out = required_out(&args.out, "post-testdata", "the PoSt input")?;
     if args.sector_dir.len() != args.porep_c1.len() {
         return Err(ProverError::InvalidArgument {
             what: "post-testdata",
@@ -131,14 +115,14 @@ pub fn testdata(args: TestdataArgs) -> Result<ExitCode, ProverError> {
             work,
             c1::prover_id_of_miner(args.miner_id),
             &numbers,
-            args.seed,
+            args.common.seed,
         )?);
     }
     let input = post_testdata::post_input(
         args.post_proof,
         &sectors,
         args.miner_id,
-        post_testdata::randomness_from_seed(args.seed),
+        post_testdata::randomness_from_seed(args.common.seed),
     )?;
     let partitions = post::partitions_for(args.post_proof, sectors.len());
     let input = match args.partition_index {

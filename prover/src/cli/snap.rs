@@ -10,7 +10,8 @@ use proofpipe_filecoin::snap::{self, update_proof_name};
 use proofpipe_filecoin::{RegisteredUpdateProof, testdata};
 use proofpipe_pipeline::ProverError;
 
-use super::filecoin::{parameter_dir, write_atomically};
+use super::filecoin::write_atomically;
+use super::testdata::{TestdataCommon, required_out, work_dir};
 
 #[derive(Args, Debug)]
 pub struct TestdataArgs {
@@ -18,9 +19,8 @@ pub struct TestdataArgs {
     /// proof's name.
     #[arg(long, default_value = "2KiB", value_parser = parse_update_proof)]
     update_proof: RegisteredUpdateProof,
-    /// Parameter directory to generate missing files into (random setup: for tests only).
-    #[arg(long)]
-    params_dir: Option<PathBuf>,
+    #[command(flatten)]
+    common: TestdataCommon,
     /// A sector sealed by `porep-testdata` (its --work-dir: `sealed` and `cache/`), with
     /// --porep-c1 its C1 output (for comm_r_old). Without it, a new sector is sealed into
     /// --work-dir first (miner 1000, --sector-number, --seed).
@@ -38,17 +38,11 @@ pub struct TestdataArgs {
     /// The sector number of a sector sealed here.
     #[arg(long, default_value_t = 1)]
     sector_number: u64,
-    /// Seed of the random setup, of the new data and of a sector sealed here.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Only generate the parameters.
-    #[arg(long, conflicts_with = "out")]
-    params_only: bool,
 }
 
 impl TestdataArgs {
     pub fn params_dir(&self) -> Option<&Path> {
-        self.params_dir.as_deref()
+        self.common.params_dir()
     }
 }
 
@@ -57,34 +51,14 @@ pub(super) fn parse_update_proof(s: &str) -> Result<RegisteredUpdateProof, Strin
 }
 
 pub fn testdata(args: TestdataArgs) -> Result<ExitCode, ProverError> {
-    let dir = parameter_dir(args.params_dir.as_deref());
-    let started = Instant::now();
-    let files = testdata::generate_update_params(args.update_proof, &dir, args.seed)?;
-    println!(
-        "parameters: {} ({:.1}s)",
-        files.params.display(),
-        started.elapsed().as_secs_f64()
-    );
-    if args.params_only {
+    let generate = |dir: &Path, seed| {
+        Ok(testdata::generate_update_params(args.update_proof, dir, seed)?.params)
+    };
+    if args.common.parameters(generate)?.is_none() {
         return Ok(ExitCode::SUCCESS);
     }
-    let Some(out) = &args.out else {
-        return Err(ProverError::InvalidArgument {
-            what: "snap-testdata",
-            reason: "give --out FILE for the SnapDeals input, or --params-only".into(),
-        });
-    };
-    let work = match &args.work_dir {
-        Some(w) => w.clone(),
-        None => tempfile::Builder::new()
-            .prefix("proofpipe-snap-")
-            .tempdir()
-            .map_err(ProverError::io(
-                "creating a temporary directory in",
-                std::env::temp_dir(),
-            ))?
-            .keep(),
-    };
+    let out = required_out(&args.out, "snap-testdata", "the SnapDeals input")?;
+    let work = work_dir(&args.work_dir, "proofpipe-snap-")?;
     let started = Instant::now();
     let (sector_dir, comm_r_old) = match (&args.sector_dir, &args.porep_c1) {
         (Some(sector), Some(c1_path)) => {
@@ -110,13 +84,18 @@ pub fn testdata(args: TestdataArgs) -> Result<ExitCode, ProverError> {
                 &sealed,
                 c1::prover_id_of_miner(c1::DEFAULT_MINER_ID),
                 args.sector_number,
-                args.seed,
+                args.common.seed,
             )?;
             (sealed, c1.comm_r)
         }
     };
-    let input =
-        testdata::snap_update(args.update_proof, &sector_dir, comm_r_old, &work, args.seed)?;
+    let input = testdata::snap_update(
+        args.update_proof,
+        &sector_dir,
+        comm_r_old,
+        &work,
+        args.common.seed,
+    )?;
     write_atomically(out, &input.to_json())?;
     println!(
         "SnapDeals input of a {} update ({} vanilla partition proofs) made in {:.1}s in {}: {}",

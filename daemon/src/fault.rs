@@ -18,7 +18,7 @@ use proofpipe_kernels::{
 use proofpipe_pipeline::circuits::CircuitShape;
 use proofpipe_pipeline::error::ProverError;
 use proofpipe_pipeline::groth16::Synthesized;
-use proofpipe_pipeline::pipeline::PartitionSource;
+use proofpipe_pipeline::pipeline::{PartitionSource, Synthesis};
 
 /// Where the daemon hangs, if anywhere.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -103,19 +103,14 @@ fn hang(stage: &str) -> ! {
 struct SlowSource(Arc<dyn PartitionSource>);
 
 impl PartitionSource for SlowSource {
-    fn synthesize(
-        &self,
-        partition: u32,
-        shape: CircuitShape,
-        evaluations: &EvalAlloc,
-    ) -> Result<Synthesized, ProverError> {
+    fn synthesize(&self, partition: u32, shape: CircuitShape, evals: &EvalAlloc) -> Synthesis {
         tracing::warn!(
             partition,
             "test fault: PoRep synthesis starts {} s late",
             SLOW_POREP.as_secs()
         );
         std::thread::sleep(SLOW_POREP);
-        self.0.synthesize(partition, shape, evaluations)
+        self.0.synthesize(partition, shape, evals)
     }
 
     fn synthesis_threads(&self) -> usize {

@@ -29,8 +29,8 @@ use crate::witness::porep::PartitionWitness;
 use proofpipe_pipeline::circuits::CircuitShape;
 use proofpipe_pipeline::error::ProverError;
 use proofpipe_pipeline::groth16::matrices_file::MatricesOrigin;
-use proofpipe_pipeline::groth16::{self, R1csMatrices, SynthesisMode, Synthesized};
-use proofpipe_pipeline::pipeline::PartitionSource;
+use proofpipe_pipeline::groth16::{self, R1csMatrices, SynthesisMode};
+use proofpipe_pipeline::pipeline::{PartitionSource, Synthesis};
 
 /// A C1 output made ready for the pipeline.
 pub struct PorepJob {
@@ -283,12 +283,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for StackedPartitions<Tree
         }
     }
 
-    fn synthesize(
-        &self,
-        partition: u32,
-        shape: CircuitShape,
-        evaluations: &EvalAlloc,
-    ) -> Result<Synthesized, ProverError> {
+    fn synthesize(&self, partition: u32, shape: CircuitShape, evals: &EvalAlloc) -> Synthesis {
         let fail = |message: String| ProverError::Synthesis { partition, message };
         let k = partition as usize;
         match &self.matrices {
@@ -296,11 +291,11 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for StackedPartitions<Tree
             Some(matrices) => {
                 let vanilla = self.vanilla(k).map_err(fail)?;
                 let witness = PartitionWitness::of(&self.public_inputs, &vanilla).map_err(fail)?;
-                groth16::synthesize_native_from_matrices_into(&witness, matrices, evaluations)
+                groth16::synthesize_native_from_matrices_into(&witness, matrices, evals)
             }
             None => {
                 let circuit = self.circuit(k).map_err(fail)?;
-                groth16::synthesize_into(circuit, shape, evaluations)
+                groth16::synthesize_into(circuit, shape, evals)
             }
         }
         .map_err(|e| fail(e.to_string()))

@@ -26,7 +26,6 @@
 //! as `generate_window_post_with_vanilla` proves it.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use base64::Engine;
@@ -57,7 +56,7 @@ use proofpipe_kernels::EvalAlloc;
 use proofpipe_pipeline::circuits::CircuitShape;
 use proofpipe_pipeline::error::ProverError;
 use proofpipe_pipeline::groth16::{self, R1csMatrices, SynthesisMode, Synthesized};
-use proofpipe_pipeline::pipeline::PartitionSource;
+use proofpipe_pipeline::pipeline::{PartitionSource, Synthesis};
 
 /// Window or Winning.
 pub use filecoin_proofs_api::PoStType as PostKind;
@@ -163,10 +162,6 @@ fn bad(reason: impl Into<String>) -> ProverError {
     }
 }
 
-fn b64() -> base64::engine::GeneralPurpose {
-    base64::engine::general_purpose::STANDARD
-}
-
 /// `registered_proof` → `registeredProof` (proto3 JSON's field names).
 fn snake_to_camel(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
@@ -186,25 +181,10 @@ fn snake_to_camel(name: &str) -> String {
 
 /// 32 bytes as base64 or 64 hex digits.
 fn bytes32(v: &Value, name: &str) -> Result<[u8; 32], ProverError> {
-    let s = v
-        .as_str()
-        .ok_or_else(|| bad(format!("{name} is not a string")))?;
-    let bytes = if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        hex::decode(s).ok()
-    } else {
-        b64().decode(s).ok()
-    }
-    .ok_or_else(|| bad(format!("{name} is neither base64 nor 64 hex digits")))?;
-    <[u8; 32]>::try_from(bytes.as_slice())
-        .map_err(|_| bad(format!("{name} has {} bytes, not 32", bytes.len())))
+    crate::input_file::bytes32(v, name, "PoSt input")
 }
 
 impl PostInput {
-    /// Reads the JSON file described in this module's documentation.
-    pub fn read(path: &Path) -> Result<Self, ProverError> {
-        crate::input_file::read(path, Self::parse)
-    }
-
     /// Parses the JSON of this module's documentation. curio's request in proto3's JSON
     /// mapping reads the same: field names in lowerCamelCase (`registeredProof`), 64-bit numbers
     /// as decimal strings, and every field at its zero value left out, as proto3 defines it. A
@@ -213,15 +193,12 @@ impl PostInput {
     /// 0 with `WINDOW_POST_PARTITION` is partition 0, not a whole WindowPoSt) and missing
     /// `vanillaProofs` or `randomness` as empty.
     pub fn parse(bytes: &[u8]) -> Result<Self, ProverError> {
-        let v: Value = serde_json::from_slice(bytes).map_err(|e| {
-            bad(format!(
-                "not JSON ({e}); expected {{\"registered_proof\", \"miner_id\", \"randomness\", \
-                 \"vanilla_proofs\"[, \"partition_index\"]}}"
-            ))
-        })?;
-        let obj = v
-            .as_object()
-            .ok_or_else(|| bad("not a JSON object with registered_proof, miner_id, …"))?;
+        let obj = &crate::input_file::json_object(
+            bytes,
+            "PoSt input",
+            "{\"registered_proof\", \"miner_id\", \"randomness\", \"vanilla_proofs\"[, \
+             \"partition_index\"]}",
+        )?;
         // A field by its name, or by proto3 JSON's lowerCamelCase name.
         let get = |name: &str| -> Option<&Value> {
             obj.get(name)
@@ -247,14 +224,11 @@ impl PostInput {
                 .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
                 .ok_or_else(|| bad(format!("{name} is {v}, not a number")))
         };
-        let post_proof = match field("registered_proof")? {
-            Value::String(s) => parse_post_proof(s),
-            Value::Number(n) => parse_post_proof(&n.to_string()),
-            other => Err(bad(format!(
-                "registered_proof is {other}, not a name or number"
-            ))),
-        }
-        .map_err(|e| bad(format!("registered_proof: {e}")))?;
+        let post_proof = crate::input_file::registered_proof(
+            field("registered_proof")?,
+            "PoSt input",
+            parse_post_proof,
+        )?;
         let kind = post_proof.typ();
         // curio's request carries these too: when passed through, they must agree.
         if let Some(size) = get("sector_size") {
@@ -321,18 +295,11 @@ impl PostInput {
             (PostKind::Window, None) if proof_kind.is_some() => Some(0),
             (PostKind::Window, p) => p,
         };
-        let list = field("vanilla_proofs")?
-            .as_array()
-            .ok_or_else(|| bad("vanilla_proofs is not a list"))?;
-        let vanilla_proofs = list
-            .iter()
-            .enumerate()
-            .map(|(k, p)| {
-                p.as_str()
-                    .and_then(|s| b64().decode(s).ok())
-                    .ok_or_else(|| bad(format!("vanilla_proofs[{k}] is not a base64 string")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let vanilla_proofs = crate::input_file::base64_list(
+            field("vanilla_proofs")?,
+            "vanilla_proofs",
+            "PoSt input",
+        )?;
         Ok(Self {
             post_proof,
             prover_id,
@@ -346,8 +313,8 @@ impl PostInput {
     pub fn to_json(&self) -> Vec<u8> {
         let mut v = serde_json::json!({
             "registered_proof": post_proof_name(self.post_proof),
-            "randomness": b64().encode(self.randomness),
-            "vanilla_proofs": self.vanilla_proofs.iter().map(|p| b64().encode(p)).collect::<Vec<_>>(),
+            "randomness": crate::input_file::b64().encode(self.randomness),
+            "vanilla_proofs": self.vanilla_proofs.iter().map(|p| crate::input_file::b64().encode(p)).collect::<Vec<_>>(),
         });
         match self.miner_id {
             Some(m) if prover_id_of_miner(m) == self.prover_id => v["miner_id"] = m.into(),
@@ -847,12 +814,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for FallbackPartitions<Tre
         self.matrices.is_none()
     }
 
-    fn synthesize(
-        &self,
-        partition: u32,
-        shape: CircuitShape,
-        evaluations: &EvalAlloc,
-    ) -> Result<Synthesized, ProverError> {
+    fn synthesize(&self, partition: u32, shape: CircuitShape, evals: &EvalAlloc) -> Synthesis {
         let p = partition as usize;
         let fail = |message: String| ProverError::Synthesis { partition, message };
         if p >= self.plan.len() {
@@ -863,10 +825,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for FallbackPartitions<Tre
             .map_err(|e| fail(format!("arranging the vanilla proofs: {e:#}")))?;
         let circuit = self.circuit(p, &vanilla).map_err(fail)?;
         match &self.matrices {
-            Some(matrices) => synthesize_native(&circuit, &vanilla, matrices, evaluations),
+            Some(matrices) => synthesize_native(&circuit, &vanilla, matrices, evals),
             None => {
                 drop(vanilla);
-                groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| e.to_string())
+                groth16::synthesize_into(circuit, shape, evals).map_err(|e| e.to_string())
             }
         }
         .map_err(fail)

@@ -223,7 +223,7 @@ fn bad_snap_inputs_get_a_clear_error_and_exit_code_2() {
         "comm.json",
         &edited(&|v| v["comm_d_new"] = "AAAA".into()),
         &data.params,
-        "comm_d_new has 3 bytes, a commitment has 32",
+        "comm_d_new has 3 bytes, not 32",
     );
     // Parameters missing: the file is named with the digest parameters.json expects.
     let empty = tempfile::tempdir().unwrap();
@@ -249,7 +249,7 @@ fn the_counted_snap_shape_is_the_real_partitions() {
     use proofpipe_pipeline::params::QueryCounts;
 
     let Some(data) = testdata() else { return };
-    let input = SnapInput::read(&data.snap).unwrap();
+    let input = proofpipe_filecoin::input_file::read(&data.snap, SnapInput::parse).unwrap();
     let proof = input.update_proof;
     let key = params::load_update(proof, &data.params, DigestCheck::Skip).unwrap();
     let counts = snap::shape::counted(proof).unwrap();

@@ -40,8 +40,8 @@ use proofpipe_kernels::EvalAlloc;
 use proofpipe_pipeline::circuits::{CircuitShape, R1csCounts, count_r1cs};
 use proofpipe_pipeline::error::ProverError;
 use proofpipe_pipeline::groth16::matrices_file::MatricesOrigin;
-use proofpipe_pipeline::groth16::{self, R1csMatrices, SynthesisMode, Synthesized};
-use proofpipe_pipeline::pipeline::PartitionSource;
+use proofpipe_pipeline::groth16::{self, R1csMatrices, SynthesisMode};
+use proofpipe_pipeline::pipeline::{PartitionSource, Synthesis};
 
 /// What fixes a PoSt partition's circuit structure: its public parameters' counts and the
 /// sector size (the tree's shape).
@@ -202,12 +202,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for PlaceholderPartitions<
         self.matrices.is_none()
     }
 
-    fn synthesize(
-        &self,
-        partition: u32,
-        shape: CircuitShape,
-        evaluations: &EvalAlloc,
-    ) -> Result<Synthesized, ProverError> {
+    fn synthesize(&self, partition: u32, shape: CircuitShape, evals: &EvalAlloc) -> Synthesis {
         let fail = |message: String| ProverError::Synthesis { partition, message };
         let vanilla = self.vanilla(partition);
         let circuit = self.circuit_of(&vanilla).map_err(|e| {
@@ -216,10 +211,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionSource for PlaceholderPartitions<
             ))
         })?;
         match &self.matrices {
-            Some(matrices) => synthesize_native(&circuit, &vanilla, matrices, evaluations),
+            Some(matrices) => synthesize_native(&circuit, &vanilla, matrices, evals),
             None => {
                 drop(vanilla);
-                groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| e.to_string())
+                groth16::synthesize_into(circuit, shape, evals).map_err(|e| e.to_string())
             }
         }
         .map_err(fail)

@@ -20,7 +20,6 @@
 mod placeholder;
 pub mod shape;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use base64::Engine;
@@ -41,8 +40,8 @@ use proofpipe_kernels::EvalAlloc;
 
 use proofpipe_pipeline::circuits::CircuitShape;
 use proofpipe_pipeline::error::ProverError;
-use proofpipe_pipeline::groth16::{self, Synthesized};
-use proofpipe_pipeline::pipeline::PartitionSource;
+use proofpipe_pipeline::groth16;
+use proofpipe_pipeline::pipeline::{PartitionSource, Synthesis};
 
 /// The update proofs by sector size, as `--update-proof` accepts them: a registered update
 /// proof's own name (`StackedDrg32GiBV1`), a sector size (`32GiB`), or the number curio sends
@@ -99,72 +98,34 @@ fn bad(reason: impl Into<String>) -> ProverError {
     }
 }
 
-fn b64() -> base64::engine::GeneralPurpose {
-    base64::engine::general_purpose::STANDARD
-}
-
 impl SnapInput {
-    /// Reads the JSON file described in this module's documentation.
-    pub fn read(path: &Path) -> Result<Self, ProverError> {
-        crate::input_file::read(path, Self::parse)
-    }
-
     pub fn parse(bytes: &[u8]) -> Result<Self, ProverError> {
-        let v: Value = serde_json::from_slice(bytes).map_err(|e| {
-            bad(format!(
-                "not JSON ({e}); expected {{\"registered_proof\", \"comm_r_old\", \"comm_r_new\", \
-                 \"comm_d_new\", \"vanilla_proofs\"}}"
-            ))
-        })?;
-        let obj = v
-            .as_object()
-            .ok_or_else(|| bad("not a JSON object with registered_proof, comm_r_old, …"))?;
+        let obj = &crate::input_file::json_object(
+            bytes,
+            "SnapDeals input",
+            "{\"registered_proof\", \"comm_r_old\", \"comm_r_new\", \"comm_d_new\", \
+             \"vanilla_proofs\"}",
+        )?;
         let field = |name: &str| {
             obj.get(name)
                 .ok_or_else(|| bad(format!("the field {name:?} is missing")))
         };
-        let update_proof = match field("registered_proof")? {
-            Value::String(s) => parse_update_proof(s),
-            Value::Number(n) => parse_update_proof(&n.to_string()),
-            other => Err(bad(format!(
-                "registered_proof is {other}, not a name or number"
-            ))),
-        }
-        .map_err(|e| bad(format!("registered_proof: {e}")))?;
-        let comm = |name: &str| -> Result<[u8; 32], ProverError> {
-            let s = field(name)?
-                .as_str()
-                .ok_or_else(|| bad(format!("{name} is not a string")))?;
-            let bytes = if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
-                hex::decode(s).ok()
-            } else {
-                b64().decode(s).ok()
-            }
-            .ok_or_else(|| bad(format!("{name} is neither base64 nor 64 hex digits")))?;
-            <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
-                bad(format!(
-                    "{name} has {} bytes, a commitment has 32",
-                    bytes.len()
-                ))
-            })
-        };
+        let update_proof = crate::input_file::registered_proof(
+            field("registered_proof")?,
+            "SnapDeals input",
+            parse_update_proof,
+        )?;
+        let comm = |name: &str| crate::input_file::bytes32(field(name)?, name, "SnapDeals input");
         let (comm_r_old, comm_r_new, comm_d_new) = (
             comm("comm_r_old")?,
             comm("comm_r_new")?,
             comm("comm_d_new")?,
         );
-        let list = field("vanilla_proofs")?
-            .as_array()
-            .ok_or_else(|| bad("vanilla_proofs is not a list"))?;
-        let vanilla_proofs = list
-            .iter()
-            .enumerate()
-            .map(|(k, p)| {
-                p.as_str()
-                    .and_then(|s| b64().decode(s).ok())
-                    .ok_or_else(|| bad(format!("vanilla_proofs[{k}] is not a base64 string")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let vanilla_proofs = crate::input_file::base64_list(
+            field("vanilla_proofs")?,
+            "vanilla_proofs",
+            "SnapDeals input",
+        )?;
         Ok(Self {
             update_proof,
             comm_r_old,
@@ -177,10 +138,10 @@ impl SnapInput {
     pub fn to_json(&self) -> Vec<u8> {
         let v = serde_json::json!({
             "registered_proof": update_proof_name(self.update_proof),
-            "comm_r_old": b64().encode(self.comm_r_old),
-            "comm_r_new": b64().encode(self.comm_r_new),
-            "comm_d_new": b64().encode(self.comm_d_new),
-            "vanilla_proofs": self.vanilla_proofs.iter().map(|p| b64().encode(p)).collect::<Vec<_>>(),
+            "comm_r_old": crate::input_file::b64().encode(self.comm_r_old),
+            "comm_r_new": crate::input_file::b64().encode(self.comm_r_new),
+            "comm_d_new": crate::input_file::b64().encode(self.comm_d_new),
+            "vanilla_proofs": self.vanilla_proofs.iter().map(|p| crate::input_file::b64().encode(p)).collect::<Vec<_>>(),
         });
         serde_json::to_vec_pretty(&v).expect("JSON serializes")
     }
@@ -309,12 +270,7 @@ struct SnapPartitions<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionSource
     for SnapPartitions<Tree>
 {
-    fn synthesize(
-        &self,
-        partition: u32,
-        shape: CircuitShape,
-        evaluations: &EvalAlloc,
-    ) -> Result<Synthesized, ProverError> {
+    fn synthesize(&self, partition: u32, shape: CircuitShape, evals: &EvalAlloc) -> Synthesis {
         let k = partition as usize;
         let fail = |message: String| ProverError::Synthesis { partition, message };
         let bytes = self
@@ -336,7 +292,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionSource
         )
         .map_err(|e| fail(format!("building the EmptySectorUpdateCircuit: {e:#}")))?;
         drop(vanilla);
-        groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| fail(e.to_string()))
+        groth16::synthesize_into(circuit, shape, evals).map_err(|e| fail(e.to_string()))
     }
 }
 

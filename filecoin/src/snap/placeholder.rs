@@ -34,8 +34,8 @@ use proofpipe_kernels::EvalAlloc;
 use crate::shape::{random_domain, tree_proof};
 use proofpipe_pipeline::circuits::CircuitShape;
 use proofpipe_pipeline::error::ProverError;
-use proofpipe_pipeline::groth16::{self, Synthesized};
-use proofpipe_pipeline::pipeline::PartitionSource;
+use proofpipe_pipeline::groth16;
+use proofpipe_pipeline::pipeline::{PartitionSource, Synthesis};
 
 /// The partitions of a placeholder SnapDeals proof of `proof`: any partition index, each the
 /// proof's exact partition circuit with pseudorandom values from `(seed, partition)`.
@@ -148,19 +148,14 @@ fn placeholder_partition_proof<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHas
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionSource
     for PlaceholderPartitions<Tree>
 {
-    fn synthesize(
-        &self,
-        partition: u32,
-        shape: CircuitShape,
-        evaluations: &EvalAlloc,
-    ) -> Result<Synthesized, ProverError> {
+    fn synthesize(&self, partition: u32, shape: CircuitShape, evals: &EvalAlloc) -> Synthesis {
         let fail = |message: String| ProverError::Synthesis { partition, message };
         let circuit = self.circuit(partition).map_err(|e| {
             fail(format!(
                 "building the placeholder EmptySectorUpdateCircuit: {e}"
             ))
         })?;
-        groth16::synthesize_into(circuit, shape, evaluations).map_err(|e| fail(e.to_string()))
+        groth16::synthesize_into(circuit, shape, evals).map_err(|e| fail(e.to_string()))
     }
 }
 

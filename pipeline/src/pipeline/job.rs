@@ -46,18 +46,16 @@ impl JobSpec {
     }
 }
 
+/// A partition synthesized, or why it could not be.
+pub type Synthesis = Result<Synthesized, ProverError>;
+
 /// Where a job's partitions come from: builds partition `k`'s circuit with its witness and
 /// synthesizes it. Called on a synthesis worker's thread, never on an async runtime.
 pub trait PartitionSource: Send + Sync {
     /// Partition `partition`, synthesized; `shape` is the proving key's (for reserving), and
-    /// the a/b/c evaluations go into `evaluations` (the GPU stage backend's memory: pass it to
+    /// the a/b/c evaluations go into `evals` (the GPU stage backend's memory: pass it to
     /// [`groth16::synthesize_into`]).
-    fn synthesize(
-        &self,
-        partition: u32,
-        shape: CircuitShape,
-        evaluations: &EvalAlloc,
-    ) -> Result<Synthesized, ProverError>;
+    fn synthesize(&self, partition: u32, shape: CircuitShape, evals: &EvalAlloc) -> Synthesis;
 
     /// Threads one partition's synthesis keeps busy (its independent parts, when it runs
     /// them on every core): the planner sizes the workers and counts their arenas by it.
@@ -93,20 +91,13 @@ pub struct SyntheticSource {
 }
 
 impl PartitionSource for SyntheticSource {
-    fn synthesize(
-        &self,
-        partition: u32,
-        shape: CircuitShape,
-        evaluations: &EvalAlloc,
-    ) -> Result<Synthesized, ProverError> {
+    fn synthesize(&self, partition: u32, shape: CircuitShape, evals: &EvalAlloc) -> Synthesis {
         let circuit = self
             .circuit
             .partition(self.constraints, self.seed, partition)?;
         match &self.matrices {
-            Some(matrices) => {
-                groth16::synthesize_from_matrices_into(circuit, matrices, evaluations)
-            }
-            None => groth16::synthesize_into(circuit, shape, evaluations),
+            Some(matrices) => groth16::synthesize_from_matrices_into(circuit, matrices, evals),
+            None => groth16::synthesize_into(circuit, shape, evals),
         }
         .map_err(|e| ProverError::Synthesis {
             partition,
@@ -146,19 +137,14 @@ impl PartitionSource for ReplaySource {
         self.inner.synthesizes_in_subsystems()
     }
 
-    fn synthesize(
-        &self,
-        partition: u32,
-        shape: CircuitShape,
-        evaluations: &EvalAlloc,
-    ) -> Result<Synthesized, ProverError> {
+    fn synthesize(&self, partition: u32, shape: CircuitShape, evals: &EvalAlloc) -> Synthesis {
         let first = self.first.get_or_init(|| {
             self.inner
                 .synthesize(0, shape, &EvalAlloc::heap())
                 .map_err(|e| e.to_string())
         });
         match first {
-            Ok(s) => Ok(s.copy_in(evaluations)),
+            Ok(s) => Ok(s.copy_in(evals)),
             Err(message) => Err(ProverError::Synthesis {
                 partition,
                 message: format!("synthesizing the partition to replay: {message}"),

@@ -29,7 +29,7 @@ use serde::Serialize;
 
 pub use job::{
     JobEvent, JobHandle, JobOutcome, JobReport, JobSpec, PartitionProof, PartitionSource,
-    ReplaySource, StageTimings, SyntheticSource,
+    ReplaySource, StageTimings, Synthesis, SyntheticSource,
 };
 pub use shared::{BusySpan, PipelineConfig};
 use shared::{Permits, Shared, StageClock};

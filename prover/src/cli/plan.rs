@@ -28,20 +28,20 @@ pub(super) struct PlanArgs {
     pub(super) sizing: SizingArgs,
     /// Plan for the Filecoin PoRep partition of this seal proof (a sector size, 32GiB, or a
     /// registered proof's name) instead of a synthetic circuit, from its committed R1CS counts
-    /// (prover/src/filecoin/shape.rs): exact parameter bytes, and the R1CS matrices' bytes with
+    /// (filecoin/src/shape.rs): exact parameter bytes, and the R1CS matrices' bytes with
     /// --synthesis matrices.
     #[arg(long, value_name = "SEAL_PROOF", value_parser = super::porep::parse_seal_proof,
           conflicts_with_all = ["circuit", "constraints"])]
     pub(super) porep_shape: Option<proofpipe_filecoin::RegisteredSealProof>,
     /// Plan for the Filecoin PoSt partition of this registered PoSt proof (its name, e.g.
     /// StackedDrgWindow32GiBV1_2, or curio's number), from its committed R1CS counts
-    /// (prover/src/filecoin/post/shape.rs); one partition unless --partitions.
+    /// (filecoin/src/post/shape.rs); one partition unless --partitions.
     #[arg(long, value_name = "POST_PROOF", value_parser = super::post::parse_post_proof,
           conflicts_with_all = ["circuit", "constraints", "porep_shape"])]
     pub(super) post_shape: Option<proofpipe_filecoin::RegisteredPoStProof>,
     /// Plan for the Filecoin SnapDeals (EmptySectorUpdate) proof of this registered update
     /// proof (a sector size, 32GiB, or its name, StackedDrg32GiBV1), from its committed R1CS
-    /// counts (prover/src/filecoin/snap/shape.rs); all its partitions (16 at 32 GiB) unless
+    /// counts (filecoin/src/snap/shape.rs); all its partitions (16 at 32 GiB) unless
     /// --partitions.
     #[arg(long, value_name = "UPDATE_PROOF", value_parser = super::snap::parse_update_proof,
           conflicts_with_all = ["circuit", "constraints", "porep_shape", "post_shape"])]

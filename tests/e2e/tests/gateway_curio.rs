@@ -338,7 +338,7 @@ async fn curio_s_calls_prove_a_sealed_sector_that_verify_seal_accepts() {
     assert!(
         why.starts_with("InvalidInput: ")
             && why.contains(
-                "it is a C1 output of StackedDrg2KiBV1_1, but the job says \
+                "it is of StackedDrg2KiBV1_1, but the job says \
                  StackedDrg2KiBV1_1_Feat_SyntheticPoRep"
             ),
         "{why}"

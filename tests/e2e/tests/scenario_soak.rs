@@ -453,7 +453,7 @@ fn check_outcome(stack: &Stack, job: &ProofJob, kind: Kind, testdata: &Path, dir
             let why = if kind == Kind::WrongDigest {
                 "its SHA-256 is"
             } else {
-                "it is a C1 output of StackedDrg2KiBV1_1, but the job says \
+                "it is of StackedDrg2KiBV1_1, but the job says \
                  StackedDrg2KiBV1_1_Feat_SyntheticPoRep"
             };
             let last = status.last_failure.as_ref().expect("lastFailure");

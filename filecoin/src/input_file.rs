@@ -6,13 +6,14 @@ use base64::Engine;
 use proofpipe_pipeline::error::ProverError;
 use serde_json::{Map, Value};
 
-/// Reads the input at `path` and parses it with `parse`; a refusal of its contents names the
-/// file.
+/// Reads the input at `path` (`action` names it in an I/O error: "reading the C1 output") and
+/// parses it with `parse`; a refusal of its contents names the file.
 pub fn read<T>(
     path: &Path,
+    action: &'static str,
     parse: impl FnOnce(&[u8]) -> Result<T, ProverError>,
 ) -> Result<T, ProverError> {
-    let bytes = std::fs::read(path).map_err(ProverError::io("reading the input", path))?;
+    let bytes = std::fs::read(path).map_err(ProverError::io(action, path))?;
     parse(&bytes).map_err(|e| naming(e, &path.display().to_string()))
 }
 

@@ -54,6 +54,12 @@ pub trait FilecoinInput: Send + Sync {
     /// What the input is, for people: the proof and its sector(s) or partition.
     fn describe(&self) -> String;
 
+    /// The proof this input makes, for people ("StackedDrg2KiBV1 proof", "StackedDrgWindow2KiBV1_2
+    /// WindowPoSt of 3 sectors").
+    fn proof_of(&self) -> String {
+        format!("{} proof", self.proof_name())
+    }
+
     /// Its own fields of a prove summary (the proof, its sector or sectors), beside the
     /// verdict under `verdict_field` (the shared ones are the CLI's).
     fn summary_fields(&self, verdict: Option<bool>) -> Map<String, Value>;
@@ -99,7 +105,16 @@ pub fn read_input(
     path: &Path,
     identity: SectorIdentity,
 ) -> Result<Box<dyn FilecoinInput>, ProverError> {
-    crate::input_file::read(path, |bytes| parse_input(kind, bytes, path, identity))
+    let action = match kind {
+        FilecoinProofKind::PoRepC2 => "reading the C1 output",
+        FilecoinProofKind::SnapDealsUpdate => "reading the SnapDeals input",
+        FilecoinProofKind::WindowPoStPartition | FilecoinProofKind::WinningPoSt => {
+            "reading the PoSt input"
+        }
+    };
+    crate::input_file::read(path, action, |bytes| {
+        parse_input(kind, bytes, path, identity)
+    })
 }
 
 impl FilecoinInput for C1Input {
@@ -253,6 +268,17 @@ impl FilecoinInput for PostInput {
             self.partition_index
                 .map_or(String::new(), |k| format!(" partition {k}")),
             self.vanilla_proofs.len(),
+        )
+    }
+
+    fn proof_of(&self) -> String {
+        format!(
+            "{} {} of {} sectors{}",
+            self.proof_name(),
+            post::kind_name(&PostInput::kind(self)),
+            self.vanilla_proofs.len(),
+            self.partition_index
+                .map_or(String::new(), |k| format!(" (partition {k})")),
         )
     }
 

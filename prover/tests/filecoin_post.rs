@@ -598,7 +598,9 @@ fn the_placeholder_post_partitions_have_the_real_partitions_r1cs() {
 
     let Some(data) = testdata() else { return };
     for path in [&data.window, &data.winning] {
-        let input = proofpipe_filecoin::input_file::read(path, PostInput::parse).unwrap();
+        let input =
+            proofpipe_filecoin::input_file::read(path, "reading the PoSt input", PostInput::parse)
+                .unwrap();
         let proof = input.post_proof;
         let key = params::load_post(proof, &data.params, DigestCheck::Skip).unwrap();
         let counts = post::shape::counted(proof).unwrap();

@@ -249,7 +249,12 @@ fn the_counted_snap_shape_is_the_real_partitions() {
     use proofpipe_pipeline::params::QueryCounts;
 
     let Some(data) = testdata() else { return };
-    let input = proofpipe_filecoin::input_file::read(&data.snap, SnapInput::parse).unwrap();
+    let input = proofpipe_filecoin::input_file::read(
+        &data.snap,
+        "reading the SnapDeals input",
+        SnapInput::parse,
+    )
+    .unwrap();
     let proof = input.update_proof;
     let key = params::load_update(proof, &data.params, DigestCheck::Skip).unwrap();
     let counts = snap::shape::counted(proof).unwrap();

@@ -506,10 +506,10 @@ pub fn verify(args: VerifyArgs, kind: FilecoinProofKind) -> Result<ExitCode, Pro
         return Err(ProverError::InvalidArgument {
             what: "proof",
             reason: format!(
-                "{} has {} bytes; {} has {expected} (192 per partition)",
+                "{} has {} bytes; a {} has {expected} (192 per partition)",
                 args.proof.display(),
                 proof.len(),
-                input.describe(),
+                input.proof_of(),
             ),
         });
     }

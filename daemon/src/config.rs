@@ -23,6 +23,7 @@ pub const MEMORY_LIMIT_VAR: &str = "PROOFPIPE_MEMORY_LIMIT";
 pub const PROGRESS_DEADLINE_VAR: &str = "PROOFPIPE_PROGRESS_DEADLINE_SECONDS";
 pub const POREP_SYNTHESIS_VAR: &str = "PROOFPIPE_POREP_SYNTHESIS";
 pub const POST_SYNTHESIS_VAR: &str = "PROOFPIPE_POST_SYNTHESIS";
+pub const SNAP_SYNTHESIS_VAR: &str = "PROOFPIPE_SNAP_SYNTHESIS";
 /// Set by the operator when the prover container requests a GPU (`nvidia.com/gpu`).
 pub const GPU_EXPECTED_VAR: &str = "PROOFPIPE_GPU_EXPECTED";
 /// Set in a pool's template to refuse to prove on the CPU: without a usable GPU the prover
@@ -73,6 +74,9 @@ pub struct EnvSettings {
     /// per core). Urgent PoSt beside a running job always synthesizes in one pass: recording
     /// matrices there would take memory the running job's plan did not leave.
     pub post_synthesis: SynthesisMode,
+    /// The same for SnapDeals partitions (32 GiB: ~4 GiB of matrices resident; in one pass
+    /// one core per partition, ~20x slower per partition).
+    pub snap_synthesis: SynthesisMode,
     /// The pod requests a GPU: proving on the CPU is a fault to report.
     pub gpu_expected: bool,
     /// Exit rather than prove on the CPU.
@@ -168,6 +172,7 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<EnvSettings, Pro
         },
         porep_synthesis: synthesis_mode(POREP_SYNTHESIS_VAR, var(POREP_SYNTHESIS_VAR))?,
         post_synthesis: synthesis_mode(POST_SYNTHESIS_VAR, var(POST_SYNTHESIS_VAR))?,
+        snap_synthesis: synthesis_mode(SNAP_SYNTHESIS_VAR, var(SNAP_SYNTHESIS_VAR))?,
     })
 }
 
@@ -273,18 +278,21 @@ mod tests {
         assert_eq!(settings.progress_deadline, Duration::from_secs(900));
         assert_eq!(settings.porep_synthesis, SynthesisMode::Matrices);
         assert_eq!(settings.post_synthesis, SynthesisMode::Matrices);
+        assert_eq!(settings.snap_synthesis, SynthesisMode::Matrices);
     }
 
     #[test]
     fn synthesis_is_matrices_unless_one_pass_is_asked_for() {
         let porep = |s: &EnvSettings| s.porep_synthesis;
         let post = |s: &EnvSettings| s.post_synthesis;
+        let snap = |s: &EnvSettings| s.snap_synthesis;
         for (name, of) in [
             (
                 POREP_SYNTHESIS_VAR,
                 &porep as &dyn Fn(&EnvSettings) -> SynthesisMode,
             ),
             (POST_SYNTHESIS_VAR, &post),
+            (SNAP_SYNTHESIS_VAR, &snap),
         ] {
             for (value, want) in [
                 ("matrices", SynthesisMode::Matrices),

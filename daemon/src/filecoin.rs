@@ -73,17 +73,26 @@ struct ParsedInput {
 struct Syntheses {
     porep: SynthesisMode,
     post: SynthesisMode,
+    snap: SynthesisMode,
 }
 
 impl Syntheses {
     /// The configured modes for a job in `lane`: an urgent job beside a running one never
     /// records R1CS matrices (memory that job's plan did not leave), so its PoSt is one pass.
-    fn in_lane(porep: SynthesisMode, post: SynthesisMode, lane: Lane) -> Self {
+    fn in_lane(configured: Self, lane: Lane) -> Self {
         let post = match lane {
-            Lane::Main => post,
+            Lane::Main => configured.post,
             Lane::Urgent => SynthesisMode::OnePass,
         };
-        Self { porep, post }
+        Self { post, ..configured }
+    }
+
+    fn of(self, kind: FilecoinProofKind) -> SynthesisMode {
+        match kind {
+            FilecoinProofKind::PoRepC2 => self.porep,
+            FilecoinProofKind::SnapDealsUpdate => self.snap,
+            FilecoinProofKind::WindowPoStPartition | FilecoinProofKind::WinningPoSt => self.post,
+        }
     }
 }
 
@@ -110,12 +119,7 @@ fn parse_input(
     // or recorded here on their first use in this process (29 s on 16 cores for a 32 GiB
     // PoRep) and kept for the next jobs; a PoSt input's vanilla proofs are decoded and verified
     // against the randomness.
-    let synthesis = match work.kind {
-        FilecoinProofKind::PoRepC2 => synthesis.porep,
-        FilecoinProofKind::SnapDealsUpdate => SynthesisMode::OnePass,
-        FilecoinProofKind::WindowPoStPartition | FilecoinProofKind::WinningPoSt => synthesis.post,
-    };
-    let job = input.prepare(synthesis).map_err(with_url)?;
+    let job = input.prepare(synthesis.of(work.kind)).map_err(with_url)?;
     if work.kind == FilecoinProofKind::WindowPoStPartition && job.partitions != 1 {
         return Err(ProverError::InvalidArgument {
             what: "PoSt input",
@@ -169,7 +173,12 @@ pub async fn prepare(
     let bytes = artifacts::fetch(&url).await?;
     let parsing = work.clone();
     let kind = work.kind;
-    let synthesis = Syntheses::in_lane(daemon.porep_synthesis, daemon.post_synthesis, lane);
+    let configured = Syntheses {
+        porep: daemon.porep_synthesis,
+        post: daemon.post_synthesis,
+        snap: daemon.snap_synthesis,
+    };
+    let synthesis = Syntheses::in_lane(configured, lane);
     let ParsedInput {
         input,
         source,
@@ -379,27 +388,36 @@ mod tests {
     const DEFAULT: Syntheses = Syntheses {
         porep: SynthesisMode::Matrices,
         post: SynthesisMode::Matrices,
+        snap: SynthesisMode::Matrices,
     };
 
     #[test]
     fn urgent_post_is_synthesized_in_one_pass_and_main_lane_post_as_configured() {
         use SynthesisMode::{Matrices, OnePass};
         for post in [Matrices, OnePass] {
+            let configured = Syntheses {
+                porep: Matrices,
+                post,
+                snap: OnePass,
+            };
+            assert_eq!(Syntheses::in_lane(configured, Lane::Main), configured);
             assert_eq!(
-                Syntheses::in_lane(Matrices, post, Lane::Main),
+                Syntheses::in_lane(configured, Lane::Urgent),
                 Syntheses {
-                    porep: Matrices,
-                    post
-                }
-            );
-            assert_eq!(
-                Syntheses::in_lane(Matrices, post, Lane::Urgent),
-                Syntheses {
-                    porep: Matrices,
-                    post: OnePass
+                    post: OnePass,
+                    ..configured
                 }
             );
         }
+        assert_eq!(DEFAULT.of(FilecoinProofKind::SnapDealsUpdate), Matrices);
+        assert_eq!(
+            Syntheses {
+                snap: OnePass,
+                ..DEFAULT
+            }
+            .of(FilecoinProofKind::SnapDealsUpdate),
+            OnePass
+        );
     }
 
     fn work(value: serde_json::Value) -> FilecoinWork {

@@ -177,6 +177,7 @@ pub async fn run(
         progress_deadline: settings.progress_deadline,
         porep_synthesis: settings.porep_synthesis,
         post_synthesis: settings.post_synthesis,
+        snap_synthesis: settings.snap_synthesis,
         stalled: parking_lot::Mutex::new(None),
         gpu_lost: parking_lot::Mutex::new(None),
         require_gpu: settings.require_gpu,

@@ -54,6 +54,8 @@ pub struct Daemon {
     pub(crate) porep_synthesis: SynthesisMode,
     /// How main-lane PoSt partitions are synthesized (`PROOFPIPE_POST_SYNTHESIS`).
     pub(crate) post_synthesis: SynthesisMode,
+    /// How SnapDeals partitions are synthesized (`PROOFPIPE_SNAP_SYNTHESIS`).
+    pub(crate) snap_synthesis: SynthesisMode,
     /// Why the prover is stalled, once it is: `/healthz` fails with it.
     pub(crate) stalled: parking_lot::Mutex<Option<String>>,
     /// The GPU this prover lost mid-job, once it lost one (ADR 0032): it takes no more work.

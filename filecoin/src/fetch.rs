@@ -136,6 +136,18 @@ pub fn seal_proof_of_size(sector_size: u64) -> Result<RegisteredSealProof, Prove
     ][size_index(sector_size)?])
 }
 
+/// The SnapDeals update proof at `sector_size` bytes.
+pub fn update_proof_of_size(sector_size: u64) -> Result<RegisteredUpdateProof, ProverError> {
+    use RegisteredUpdateProof::*;
+    Ok([
+        StackedDrg2KiBV1,
+        StackedDrg8MiBV1,
+        StackedDrg512MiBV1,
+        StackedDrg32GiBV1,
+        StackedDrg64GiBV1,
+    ][size_index(sector_size)?])
+}
+
 /// The PoSt proof of `kind` at `sector_size` bytes (the current WindowPoSt, V1_2), `None` for
 /// PoRep and SnapDeals.
 pub fn post_proof_of_size(

@@ -201,19 +201,11 @@ impl FilecoinInput for SnapInput {
     }
 
     fn prepare(&self, synthesis: SynthesisMode) -> Result<KindJob, ProverError> {
-        if synthesis == SynthesisMode::Matrices {
-            return Err(ProverError::InvalidArgument {
-                what: "synthesis",
-                reason: "SnapDeals partitions are synthesized in one pass; two-pass (matrices) \
-                         synthesis is for PoRep, the PoSt kinds and synthetic circuits"
-                    .into(),
-            });
-        }
-        let job = snap::prepare(self)?;
+        let job = snap::prepare(self, synthesis)?;
         Ok(KindJob {
             source: job.source,
             partitions: job.partitions,
-            matrices: None,
+            matrices: job.matrices,
         })
     }
 

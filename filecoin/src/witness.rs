@@ -10,3 +10,4 @@ pub mod porep;
 pub mod poseidon;
 pub mod post;
 pub mod sha256;
+pub mod snap;

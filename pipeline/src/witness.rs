@@ -103,10 +103,17 @@ pub fn to_bits_le<S: BitSink>(out: &mut S, value: Fr) {
 }
 
 /// A circuit whose witness is computed natively: a common prefix, then `parts` independent
-/// parts of one size each (PoRep's challenges), in the circuit's allocation order.
+/// parts (PoRep's challenges, PoSt's sectors, SnapDeals' hashes and challenges), in the
+/// circuit's allocation order. Every piece is written from values known up front, so the
+/// prefix and the parts are written at once.
 pub trait NativeWitness: Sync {
     /// The independent parts.
     fn parts(&self) -> usize;
+    /// Whether every part writes as many inputs and aux as every other (then the parts' size
+    /// follows from the circuit's and the prefix's; else each part is counted first).
+    fn alike_parts(&self) -> bool {
+        true
+    }
     /// The prefix's values (after input 0, the constant one).
     fn prefix<S: WitnessSink>(&self, out: &mut S);
     /// Part `i`'s values.

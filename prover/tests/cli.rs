@@ -409,7 +409,8 @@ fn post_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
 }
 
 /// `plan --snap-shape` sizes a SnapDeals update from its committed counts: all 16 partitions
-/// at 32 GiB, the parameters' exact bytes, one pass; what it cannot do is refused.
+/// at 32 GiB, the parameters' exact bytes, in one pass or from the matrices; what it cannot do
+/// is refused.
 #[test]
 fn snap_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
     let dir = tempfile::tempdir().unwrap();
@@ -431,9 +432,19 @@ fn snap_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
     assert!(num(&update, "partition_workers") > 1, "{update}");
 
     let fails = |args: &[&str], needle: &str| refused(dir.path(), args, needle);
-    fails(
-        &["plan", "--snap-shape", "32GiB", "--synthesis", "matrices"],
-        "one pass",
+    // From the matrices (their predicted bytes counted), every core on one partition.
+    let two_pass = plan_on_an_h200_node(
+        dir.path(),
+        &["--snap-shape", "32GiB", "--synthesis", "matrices"],
+    );
+    let matrices = num(&two_pass["plan"]["breakdown"], "matrices_bytes");
+    assert!(
+        (3 << 30..6 << 30).contains(&matrices),
+        "the 32 GiB SnapDeals matrices: {two_pass}"
+    );
+    assert!(
+        num(&two_pass, "predicted_peak_bytes") <= 128 << 30,
+        "{two_pass}"
     );
     fails(
         &["plan", "--snap-shape", "32GiB", "--porep-shape", "32GiB"],
@@ -516,16 +527,6 @@ fn porep_shape_plans_from_its_counts_and_refuses_what_it_cannot_do() {
     fails(
         &["plan", "--synthesis", "matrices"],
         "only for --porep-shape",
-    );
-    fails(
-        &[
-            "prove",
-            "--snap-vanilla",
-            "x.json",
-            "--synthesis",
-            "matrices",
-        ],
-        "SnapDeals partitions are synthesized in one pass",
     );
 }
 

@@ -259,7 +259,7 @@ fn the_counted_snap_shape_is_the_real_partitions() {
     let key = params::load_update(proof, &data.params, DigestCheck::Skip).unwrap();
     let counts = snap::shape::counted(proof).unwrap();
     assert_eq!(QueryCounts::of(&key.params), counts.query_counts());
-    let real = snap::prepare(&input)
+    let real = snap::prepare(&input, proofpipe_pipeline::groth16::SynthesisMode::OnePass)
         .unwrap()
         .source
         .synthesize(0, key.shape, &EvalAlloc::heap())

@@ -13,7 +13,6 @@
 //! partition's one path to `comm_d_new`.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
 use ff::Field;
@@ -21,72 +20,149 @@ use filecoin_proofs::with_shape;
 use filecoin_proofs_api::{MerkleTreeTrait, RegisteredUpdateProof};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
-use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
 use storage_proofs_update::constants::{TreeDDomain, TreeRDomain, TreeRHasher, h_default};
 use storage_proofs_update::{
-    ChallengeProof, Challenges, EmptySectorUpdate, EmptySectorUpdateCircuit,
-    EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams, phi, rho,
+    ChallengeProof, Challenges, PartitionProof, PublicInputs, PublicParams, phi, rho,
 };
 
-use proofpipe_kernels::EvalAlloc;
+use bellperson::util_cs::witness_cs::WitnessCS;
+use bellperson::{Circuit, ConstraintSystem};
 
+use super::{SnapJob, SnapPartitions, Vanilla, circuit_of};
 use crate::shape::{random_domain, tree_proof};
-use proofpipe_pipeline::circuits::CircuitShape;
+use crate::witness::snap::SnapPartitionWitness;
+use crate::witness::{Assignment, NativeWitness, write_whole};
 use proofpipe_pipeline::error::ProverError;
-use proofpipe_pipeline::groth16;
-use proofpipe_pipeline::pipeline::{PartitionSource, Synthesis};
+use proofpipe_pipeline::groth16::matrices_file::MatricesOrigin;
+use proofpipe_pipeline::groth16::{R1csMatrices, SynthesisMode};
 
 /// The partitions of a placeholder SnapDeals proof of `proof`: any partition index, each the
-/// proof's exact partition circuit with pseudorandom values from `(seed, partition)`.
+/// proof's exact partition circuit with pseudorandom values from `(seed, partition)`,
+/// synthesized in one pass or from the sector size's R1CS matrices and the native witness.
 pub fn placeholder_source(
     proof: RegisteredUpdateProof,
     seed: u64,
-) -> Result<Arc<dyn PartitionSource>, ProverError> {
+    synthesis: SynthesisMode,
+) -> Result<SnapJob, ProverError> {
     let size = u64::from(proof.sector_size());
-    with_shape!(size, placeholder_shape, size, seed)
+    with_shape!(size, placeholder_shape, proof, seed, synthesis)
+}
+
+/// A placeholder partition's witness, both ways: `EmptySectorUpdateCircuit`'s own synthesis
+/// (the gadgets, what one-pass synthesis runs) and the native witness, for benchmarks.
+pub struct PlaceholderSnapWitness {
+    gadget: Box<dyn Fn() -> Result<Assignment, ProverError> + Send + Sync>,
+    native: SnapPartitionWitness,
+}
+
+impl PlaceholderSnapWitness {
+    /// Partition `partition` of `proof`'s placeholder.
+    pub fn new(proof: RegisteredUpdateProof, partition: u32) -> Result<Self, ProverError> {
+        let size = u64::from(proof.sector_size());
+        with_shape!(size, placeholder_snap_witness, size, partition)
+    }
+
+    /// The circuit's own synthesis on bellperson's witness-only constraint system, on this
+    /// thread.
+    pub fn by_gadgets(&self) -> Result<Assignment, ProverError> {
+        (self.gadget)()
+    }
+
+    /// The native witness, on this thread, into `out` (cleared first; its capacity is kept).
+    pub fn natively_into(&self, out: &mut Assignment) {
+        write_whole(&self.native, out);
+    }
+
+    /// The native witness's parts (apex hashes, the partition path and digests, challenges).
+    pub fn parts(&self) -> usize {
+        self.native.parts()
+    }
+}
+
+fn placeholder_snap_witness<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    sector_size: u64,
+    partition: u32,
+) -> Result<PlaceholderSnapWitness, ProverError> {
+    let fail = move |message: String| ProverError::Synthesis { partition, message };
+    let pp = PublicParams::from_sector_size(sector_size);
+    let (inputs, vanilla) = placeholder_partition::<Tree>(&pp, 0, partition).map_err(fail)?;
+    let native = SnapPartitionWitness::of(&pp, &inputs, &vanilla).map_err(fail)?;
+    let gadget = move || {
+        let mut cs = WitnessCS::<Fr>::new();
+        circuit_of(&pp, &inputs, &vanilla)
+            .map_err(fail)?
+            .synthesize(&mut cs)
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(Assignment {
+            inputs: cs.scalar_inputs(),
+            aux: cs.scalar_aux(),
+        })
+    };
+    Ok(PlaceholderSnapWitness {
+        gadget: Box::new(gadget),
+        native,
+    })
+}
+
+/// `proof`'s partition matrices in their file in `dir` (ADR 0031): read and checked when it
+/// holds them, else recorded from a placeholder partition and written, so that provers sharing
+/// `dir` never record them.
+pub fn matrices_in(
+    proof: RegisteredUpdateProof,
+    dir: &std::path::Path,
+) -> Result<(R1csMatrices, MatricesOrigin), ProverError> {
+    let size = u64::from(proof.sector_size());
+    with_shape!(size, placeholder_matrices, size, dir)
+}
+
+fn placeholder_matrices<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    sector_size: u64,
+    dir: &std::path::Path,
+) -> Result<(R1csMatrices, MatricesOrigin), ProverError> {
+    SnapPartitions::<Tree> {
+        public_params: PublicParams::from_sector_size(sector_size),
+        vanilla: Vanilla::Placeholder { seed: 0 },
+        matrices: None,
+        _tree: PhantomData,
+    }
+    .read_or_record_matrices(Some(dir))
 }
 
 fn placeholder_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
-    sector_size: u64,
+    proof: RegisteredUpdateProof,
     seed: u64,
-) -> Result<Arc<dyn PartitionSource>, ProverError> {
-    Ok(Arc::new(PlaceholderPartitions::<Tree> {
-        public_params: PublicParams::from_sector_size(sector_size),
-        seed,
+    synthesis: SynthesisMode,
+) -> Result<SnapJob, ProverError> {
+    SnapPartitions::<Tree> {
+        public_params: PublicParams::from_sector_size(u64::from(proof.sector_size())),
+        vanilla: Vanilla::Placeholder { seed },
+        matrices: None,
         _tree: PhantomData,
-    }))
-}
-
-struct PlaceholderPartitions<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
-    public_params: PublicParams,
-    seed: u64,
-    _tree: PhantomData<fn() -> Tree>,
-}
-
-impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PlaceholderPartitions<Tree> {
-    /// Partition `partition`'s circuit: its own commitments and vanilla proof.
-    fn circuit(&self, partition: u32) -> Result<EmptySectorUpdateCircuit<Tree>, String> {
-        let pp = &self.public_params;
-        let mut rng = ChaCha20Rng::seed_from_u64(self.seed);
-        rng.set_stream(u64::from(partition) + 1);
-        // The circuit asserts k < its partition count; a job of more partitions (a benchmark's
-        // --partitions) repeats the indices with other values, the same structure.
-        let k = partition as usize % pp.partition_count;
-        let public_inputs = PublicInputs {
-            k,
-            comm_r_old: random_domain(&mut rng),
-            comm_d_new: random_domain(&mut rng),
-            comm_r_new: random_domain(&mut rng),
-            h: h_default(pp.sector_nodes),
-        };
-        let vanilla = placeholder_partition_proof::<Tree>(pp, &public_inputs, &mut rng)?;
-        <EmptySectorUpdateCompound<Tree> as CompoundProof<
-            EmptySectorUpdate<Tree>,
-            EmptySectorUpdateCircuit<Tree>,
-        >>::circuit(&public_inputs, (), &vanilla, pp, Some(k))
-        .map_err(|e| format!("{e:#}"))
     }
+    .into_job(proof, synthesis)
+}
+
+/// Placeholder partition `partition` of a proof of `pp`'s shape: its public inputs and vanilla
+/// proof, pseudorandom from `(seed, partition)`. A job of more partitions than the proof has (a
+/// benchmark's --partitions) repeats the indices (the circuit asserts k is below its partition
+/// count) with other values: the same structure.
+pub(crate) fn placeholder_partition<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    pp: &PublicParams,
+    seed: u64,
+    partition: u32,
+) -> Result<(PublicInputs, PartitionProof<Tree>), String> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    rng.set_stream(u64::from(partition) + 1);
+    let public_inputs = PublicInputs {
+        k: partition as usize % pp.partition_count,
+        comm_r_old: random_domain(&mut rng),
+        comm_d_new: random_domain(&mut rng),
+        comm_r_new: random_domain(&mut rng),
+        h: h_default(pp.sector_nodes),
+    };
+    let vanilla = placeholder_partition_proof::<Tree>(pp, &public_inputs, &mut rng)?;
+    Ok((public_inputs, vanilla))
 }
 
 /// Partition `inputs.k`'s vanilla proof, of `pp`'s shape, with pseudorandom values that pass
@@ -145,20 +221,6 @@ fn placeholder_partition_proof<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHas
     })
 }
 
-impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionSource
-    for PlaceholderPartitions<Tree>
-{
-    fn synthesize(&self, partition: u32, shape: CircuitShape, evals: &EvalAlloc) -> Synthesis {
-        let fail = |message: String| ProverError::Synthesis { partition, message };
-        let circuit = self.circuit(partition).map_err(|e| {
-            fail(format!(
-                "building the placeholder EmptySectorUpdateCircuit: {e}"
-            ))
-        })?;
-        groth16::synthesize_into(circuit, shape, evals).map_err(|e| fail(e.to_string()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use filecoin_proofs::{SectorShape2KiB, SectorShape8MiB, SectorShape32GiB};
@@ -167,6 +229,7 @@ mod tests {
     use crate::counted::assert_synthesized_as_counted;
     use crate::snap::partitions;
     use crate::snap::shape::{count, counted};
+    use proofpipe_kernels::EvalAlloc;
     use proofpipe_pipeline::circuits::{R1csCounts, count_r1cs};
 
     /// The full counts (the matrices' nonzeros too) of `proof`'s placeholder `partition`.
@@ -174,14 +237,9 @@ mod tests {
         proof: RegisteredUpdateProof,
         partition: u32,
     ) -> R1csCounts {
-        let circuit = PlaceholderPartitions::<Tree> {
-            public_params: PublicParams::from_sector_size(u64::from(proof.sector_size())),
-            seed: 0,
-            _tree: PhantomData,
-        }
-        .circuit(partition)
-        .unwrap();
-        count_r1cs(circuit).unwrap()
+        let pp = PublicParams::from_sector_size(u64::from(proof.sector_size()));
+        let (inputs, vanilla) = placeholder_partition::<Tree>(&pp, 0, partition).unwrap();
+        count_r1cs(circuit_of(&pp, &inputs, &vanilla).unwrap()).unwrap()
     }
 
     /// Partition 0 synthesizes to the committed 2 KiB counts; another partition (an index past
@@ -190,7 +248,9 @@ mod tests {
     fn a_placeholder_snap_partition_synthesizes_to_its_counted_shape() {
         let proof = RegisteredUpdateProof::StackedDrg2KiBV1;
         let counts = counted(proof).unwrap();
-        let source = placeholder_source(proof, 0).unwrap();
+        let source = placeholder_source(proof, 0, SynthesisMode::OnePass)
+            .unwrap()
+            .source;
         let a = source
             .synthesize(0, counts.shape(), &EvalAlloc::heap())
             .unwrap();
@@ -204,6 +264,36 @@ mod tests {
         assert_ne!(other.aux, a.aux);
         assert_eq!(other.a_aux_density.bv, a.a_aux_density.bv);
         assert_eq!(other.b_aux_density.bv, a.b_aux_density.bv);
+    }
+
+    /// From the R1CS matrices and the native witness, a placeholder partition is what one pass
+    /// makes of it: a, b, c, assignment and densities; the matrices are the predicted size and
+    /// shared by the next job of the sector size.
+    #[test]
+    fn a_snap_partition_from_its_matrices_and_native_witness_is_its_one_pass_synthesis() {
+        let proof = RegisteredUpdateProof::StackedDrg2KiBV1;
+        let counts = counted(proof).unwrap();
+        let one_pass = placeholder_source(proof, 5, SynthesisMode::OnePass).unwrap();
+        assert!(one_pass.matrices.is_none());
+        assert_eq!(one_pass.source.synthesis_threads(), 1);
+        let two_pass = placeholder_source(proof, 5, SynthesisMode::Matrices).unwrap();
+        let matrices = two_pass.matrices.unwrap();
+        assert_eq!(two_pass.source.synthesis_threads(), 10, "one per challenge");
+        assert_eq!(matrices.shape(), counts.shape());
+        matrices.check_predicted(&counts).unwrap();
+        for partition in [0, 2] {
+            let a = one_pass
+                .source
+                .synthesize(partition, counts.shape(), &EvalAlloc::heap())
+                .unwrap();
+            let b = two_pass
+                .source
+                .synthesize(partition, counts.shape(), &EvalAlloc::heap())
+                .unwrap();
+            assert_eq!(a.first_difference(&b), None, "partition {partition}");
+        }
+        let again = placeholder_source(proof, 6, SynthesisMode::Matrices).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&again.matrices.unwrap(), &matrices));
     }
 
     /// 2 KiB has one partition and h = 1; 8 MiB has the production sizes' checks the 2 KiB

@@ -26,7 +26,7 @@ use crate::counted::{Counted, committed};
 use proofpipe_pipeline::circuits::{R1csCounts, count_r1cs_structure};
 use proofpipe_pipeline::error::ProverError;
 
-pub use super::placeholder::placeholder_source;
+pub use super::placeholder::{PlaceholderSnapWitness, matrices_in, placeholder_source};
 
 /// What fixes a SnapDeals partition's circuit structure: the sector size (its trees' shapes)
 /// and the public parameters' counts.

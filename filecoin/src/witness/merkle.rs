@@ -10,7 +10,7 @@ use filecoin_hashers::{
 };
 
 use super::poseidon::poseidon_hash;
-use super::sha256::tree_d_level;
+use super::sha256::{hash2, tree_d_level};
 use super::{WitnessSink, pack_into_inputs};
 
 /// The hash a tree's levels use.
@@ -81,6 +81,40 @@ pub fn por_path<S: WitnessSink>(
     cur
 }
 
+/// A path as storage-proofs-core's `por_no_challenge_input` synthesizes it (the SnapDeals
+/// circuit's): the leaf, the root and every level's siblings already allocated by the caller,
+/// the index bits those of a challenge allocated elsewhere (least significant first, each level
+/// taking as many as its arity needs), so per level only the insertion's picks and the hash.
+/// Returns the computed root.
+pub fn por_without_inputs<S: WitnessSink>(
+    out: &mut S,
+    hasher: TreeHasher,
+    leaf: Fr,
+    levels: &[Vec<Fr>],
+    challenge: u64,
+) -> Fr {
+    let mut cur = leaf;
+    let mut index = challenge;
+    for siblings in levels {
+        let arity = siblings.len() + 1;
+        assert!(
+            arity.is_power_of_two() && arity >= 2,
+            "a Merkle level of arity {arity}: Filecoin's trees have 2, 4 or 8"
+        );
+        let position = (index as usize) & (arity - 1);
+        index >>= arity.trailing_zeros();
+        let children = insert(out, cur, position, siblings);
+        cur = match hasher {
+            TreeHasher::Sha256 => {
+                assert_eq!(arity, 2, "tree_d is binary");
+                hash2(out, children[0], children[1])
+            }
+            TreeHasher::Poseidon => poseidon_hash_of(out, &children),
+        };
+    }
+    cur
+}
+
 /// Poseidon of `preimage` with the constants of its arity (2, 4, 8: tree levels; 11: columns).
 pub fn poseidon_hash_of<S: WitnessSink>(out: &mut S, preimage: &[Fr]) -> Fr {
     match preimage.len() {
@@ -93,7 +127,7 @@ pub fn poseidon_hash_of<S: WitnessSink>(out: &mut S, preimage: &[Fr]) -> Fr {
 }
 
 /// `pick`: `a` if `condition`, else `b`, allocated.
-fn pick<S: WitnessSink>(out: &mut S, condition: bool, a: Fr, b: Fr) -> Fr {
+pub(crate) fn pick<S: WitnessSink>(out: &mut S, condition: bool, a: Fr, b: Fr) -> Fr {
     let c = if condition { a } else { b };
     out.scalar(c);
     c

@@ -153,7 +153,7 @@ pub use label::{
 };
 
 pub use symbolic::{Word, compress_block, hash};
-pub use tree_d::tree_d_level;
+pub use tree_d::{hash2, tree_d_level};
 
 #[cfg(test)]
 mod tests;

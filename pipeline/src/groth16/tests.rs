@@ -330,11 +330,17 @@ fn an_extending_circuit_synthesizes_as_it_does_in_sequence() {
 struct NativeParted {
     parts: usize,
     extra_in: Option<usize>,
+    /// Whether it says its parts are alike (else each is counted before it is written).
+    alike: bool,
 }
 
 impl crate::witness::NativeWitness for NativeParted {
     fn parts(&self) -> usize {
         self.parts
+    }
+
+    fn alike_parts(&self) -> bool {
+        self.alike
     }
 
     fn prefix<S: crate::witness::WitnessSink>(&self, out: &mut S) {
@@ -368,19 +374,23 @@ fn a_native_witness_synthesizes_as_the_circuit_does_and_a_misshapen_one_is_refus
     let matrices = R1csMatrices::record_circuit(whole.clone()).unwrap();
     let one_pass = synthesize(whole, matrices.shape()).unwrap();
     let heap = proofpipe_kernels::EvalAlloc::heap();
-    let native = NativeParted {
-        parts: 5,
-        extra_in: None,
-    };
-    assert_same(
-        &one_pass,
-        &synthesize_native_from_matrices_into(&native, &matrices, &heap).unwrap(),
-    );
+    for alike in [true, false] {
+        let native = NativeParted {
+            parts: 5,
+            extra_in: None,
+            alike,
+        };
+        assert_same(
+            &one_pass,
+            &synthesize_native_from_matrices_into(&native, &matrices, &heap).unwrap(),
+        );
+    }
 
     // A part writing one value too many is refused, named, not written past its slots.
     let extra = NativeParted {
         parts: 5,
         extra_in: Some(3),
+        alike: true,
     };
     let err = synthesize_native_from_matrices_into(&extra, &matrices, &heap)
         .err()
@@ -389,10 +399,27 @@ fn a_native_witness_synthesizes_as_the_circuit_does_and_a_misshapen_one_is_refus
         err.to_string().contains("part 3 wrote 1 inputs and 12 aux"),
         "{err}"
     );
+    // Counted, the same part makes the whole too large.
+    let err = synthesize_native_from_matrices_into(
+        &NativeParted {
+            alike: false,
+            ..extra
+        },
+        &matrices,
+        &heap,
+    )
+    .err()
+    .expect("parts counted to one aux more than the recording");
+    assert!(
+        err.to_string()
+            .contains("(writing 5 inputs and 56 aux) do not make"),
+        "{err}"
+    );
     // A witness of other parts than the recording's cannot make its sizes.
     let fewer = NativeParted {
         parts: 4,
         extra_in: None,
+        alike: true,
     };
     let err = synthesize_native_from_matrices_into(&fewer, &matrices, &heap)
         .err()

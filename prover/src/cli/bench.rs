@@ -561,16 +561,7 @@ pub(super) fn prepare_snap_shape(
     partitions: u32,
     backend: Arc<dyn proofpipe_kernels::ProvingBackend>,
 ) -> Result<ShapeRun, ProverError> {
-    if args.snap_shape.is_some()
-        && SynthesisMode::from(args.synthesis.synthesis) == SynthesisMode::Matrices
-    {
-        return Err(ProverError::InvalidArgument {
-            what: "--synthesis",
-            reason: "--snap-shape synthesizes in one pass, as the daemon proves SnapDeals \
-                     partitions; leave --synthesis out"
-                .into(),
-        });
-    }
+    let synthesis = SynthesisMode::from(args.synthesis.synthesis);
     let update_proof = update_proof_name(proof);
     let counts = snap::shape::counted(proof)?;
     let report = json!({
@@ -581,7 +572,15 @@ pub(super) fn prepare_snap_shape(
             "query_counts": counts.query_counts(),
         },
     });
-    let source = snap::shape::placeholder_source(proof, 0)?;
+    // With --synthesis matrices, read from their file or recorded (one pass, one core) first.
+    let started = Instant::now();
+    let snap::SnapJob {
+        source, matrices, ..
+    } = snap::shape::placeholder_source(proof, 0, synthesis)?;
+    let mut report = report;
+    report["synthesis"] = json!(synthesis);
+    report["matrices_bytes"] = json!(matrices.as_ref().map_or(0, |m| m.heap_bytes()));
+    report["matrices_seconds"] = json!(matrices.as_ref().map(|_| started.elapsed().as_secs_f64()));
     let names = (
         format!("{update_proof} SnapDeals"),
         format!("{update_proof} SnapDeals partition"),
@@ -589,7 +588,7 @@ pub(super) fn prepare_snap_shape(
     shape_run(
         args,
         names,
-        (&counts, 0),
+        (&counts, matrices.as_ref().map_or(0, |m| m.heap_bytes())),
         source,
         partitions,
         backend,

@@ -288,15 +288,6 @@ pub fn prove(
     params_dir: Option<&Path>,
     json: bool,
 ) -> Result<ExitCode, ProverError> {
-    if kind == FilecoinProofKind::SnapDealsUpdate && synthesis == SynthesisMode::Matrices {
-        // Refused before the input is read: no SnapDeals input could change the answer.
-        return Err(ProverError::InvalidArgument {
-            what: "--synthesis",
-            reason: "SnapDeals partitions are synthesized in one pass; two-pass (matrices) \
-                     synthesis is for --porep-c1, the PoSt inputs and synthetic circuits"
-                .into(),
-        });
-    }
     let input = read_input(kind, input_path, args.identity()?)?;
     let job = input.prepare(synthesis)?;
     let matrices_bytes = job.matrices_bytes();

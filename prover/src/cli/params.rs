@@ -7,8 +7,8 @@ use std::time::Instant;
 use bytesize::ByteSize;
 use clap::Args;
 use proofpipe_filecoin::fetch::{self, Fetched, ParamKind};
-use proofpipe_filecoin::post;
 use proofpipe_filecoin::{DEFAULT_PARAMETER_CACHE, MATRICES_DIR_ENV, PARAMETER_CACHE_ENV, shape};
+use proofpipe_filecoin::{post, snap};
 use proofpipe_pipeline::ProverError;
 use proofpipe_pipeline::groth16::R1csMatrices;
 use proofpipe_pipeline::groth16::matrices_file::MatricesOrigin;
@@ -89,6 +89,10 @@ pub struct FetchArgs {
     /// 32 GiB WindowPoSt: 10.1 GiB kept, a recording's memory and cores).
     #[arg(long, conflicts_with = "verifying_keys_only")]
     post_matrices: bool,
+    /// The same for each SnapDeals sector size fetched (32 GiB: ~4 GiB kept, recorded in one
+    /// pass on one core, about a minute).
+    #[arg(long, conflicts_with = "verifying_keys_only")]
+    snap_matrices: bool,
     /// Only the verifying keys (`.vk`, megabytes): for a machine that verifies proofs and
     /// never proves them.
     #[arg(long)]
@@ -147,6 +151,13 @@ fn fetch(args: FetchArgs) -> Result<ExitCode, ProverError> {
             }
         }
     }
+    if args.snap_matrices && kinds.contains(&ParamKind::Snap) {
+        for &size in &args.sector_sizes {
+            let proof = fetch::update_proof_of_size(size)?;
+            let written = written_matrices(&dir, || snap::shape::matrices_in(proof, &dir))?;
+            row(snap::update_proof_name(proof), written);
+        }
+    }
     if args.json {
         let rows: Vec<_> = done
             .iter()
@@ -195,7 +206,7 @@ fn fetch(args: FetchArgs) -> Result<ExitCode, ProverError> {
 }
 
 #[derive(Args, Debug)]
-#[command(group(clap::ArgGroup::new("proof").required(true).args(["seal_proof", "post_proof"])))]
+#[command(group(clap::ArgGroup::new("proof").required(true).args(["seal_proof", "post_proof", "update_proof"])))]
 pub struct MatricesArgs {
     /// The seal proof whose PoRep partition circuit to record (a registered proof's name, or a
     /// sector size such as 32GiB).
@@ -205,6 +216,10 @@ pub struct MatricesArgs {
     /// StackedDrgWindow32GiBV1_2, or curio's number).
     #[arg(long, value_parser = post::parse_post_proof)]
     post_proof: Option<filecoin_proofs_api::RegisteredPoStProof>,
+    /// The SnapDeals update proof whose partition circuit to record (StackedDrg32GiBV1, a sector
+    /// size such as 32GiB, or curio's number).
+    #[arg(long, value_parser = snap::parse_update_proof)]
+    update_proof: Option<filecoin_proofs_api::RegisteredUpdateProof>,
     /// The directory of the matrices files. Default: PROOFPIPE_MATRICES_DIR, else
     /// FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters.
     #[arg(long)]
@@ -222,17 +237,24 @@ fn matrices(args: MatricesArgs) -> Result<ExitCode, ProverError> {
             ),
         });
     };
-    let (name, (matrices, origin, seconds)) = match (args.seal_proof, args.post_proof) {
-        (Some(proof), _) => (
-            proofpipe_filecoin::seal_proof_name(proof),
-            written_matrices(&dir, || shape::matrices_in(proof, &dir))?,
-        ),
-        (None, Some(proof)) => (
-            post::post_proof_name(proof),
-            written_matrices(&dir, || post::shape::matrices_in(proof, &dir))?,
-        ),
-        (None, None) => unreachable!("clap requires one of --seal-proof and --post-proof"),
-    };
+    let (name, (matrices, origin, seconds)) =
+        match (args.seal_proof, args.post_proof, args.update_proof) {
+            (Some(proof), _, _) => (
+                proofpipe_filecoin::seal_proof_name(proof),
+                written_matrices(&dir, || shape::matrices_in(proof, &dir))?,
+            ),
+            (None, Some(proof), _) => (
+                post::post_proof_name(proof),
+                written_matrices(&dir, || post::shape::matrices_in(proof, &dir))?,
+            ),
+            (None, None, Some(proof)) => (
+                snap::update_proof_name(proof),
+                written_matrices(&dir, || snap::shape::matrices_in(proof, &dir))?,
+            ),
+            (None, None, None) => {
+                unreachable!("clap requires one of --seal-proof, --post-proof and --update-proof")
+            }
+        };
     if args.json {
         println!(
             "{}",

@@ -99,25 +99,25 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
             )
         }
         (None, None, Some(proof)) => {
-            if args.synthesis == Synthesis::Matrices {
-                return Err(ProverError::InvalidArgument {
-                    what: "--synthesis",
-                    reason: "--snap-shape plans one pass, as the daemon proves SnapDeals \
-                             (one core per partition); leave --synthesis out"
-                        .into(),
-                });
-            }
-            // Exact, from the committed counts.
+            // Exact, from the committed counts. From the matrices, a partition's apex hashes
+            // and challenges are witnessed on every core; in one pass, one core.
             let counts = snap::shape::counted(proof)?;
             let snap_shape = SnapShape::of(proof);
+            let (matrices, threads) = match args.synthesis {
+                Synthesis::OnePass => (0, 1),
+                Synthesis::Matrices => (
+                    R1csMatrices::predicted_heap_bytes(&counts),
+                    snap_shape.challenges_per_partition,
+                ),
+            };
             (
                 format!("{} SnapDeals partition", update_proof_name(proof)),
                 counts.shape(),
                 with_queries(counts.query_counts()),
-                0,
+                matrices,
                 // curio sends every partition of the update in one request.
                 args.job.partitions.unwrap_or(snap_shape.partitions as u32),
-                1,
+                threads,
                 false,
             )
         }
@@ -146,8 +146,9 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
             if args.synthesis == Synthesis::Matrices {
                 return Err(ProverError::InvalidArgument {
                     what: "--synthesis",
-                    reason: "plan knows the R1CS matrices' size only for --porep-shape and \
-                             --post-shape (from their committed counts); for a synthetic circuit, \
+                    reason: "plan knows the R1CS matrices' size only for --porep-shape, \
+                             --post-shape and --snap-shape (from their committed counts); for a \
+                             synthetic circuit, \
                              prove or bench it with --synthesis matrices, which log their size"
                         .into(),
                 });

@@ -21,6 +21,14 @@ pub fn tree_d_level<S: WitnessSink>(out: &mut S, cur: Fr, index_bit: bool, sibli
     };
     out.scalar(left);
     out.scalar(right);
+    hash2(out, left, right)
+}
+
+/// filecoin-hashers' `Sha256Function::hash2_circuit` of two allocated numbers (also what a
+/// binary level's `hash_multi_leaf_circuit` does): each one's 255 bits (`to_bits_le`), the
+/// SHA-256 of their 64 bytes, and the digest packed into a field element (its top two bits
+/// dropped); returns that element.
+pub fn hash2<S: WitnessSink>(out: &mut S, left: Fr, right: Fr) -> Fr {
     let mut message = [Word::constant(0); 16];
     for (half, child) in [left, right].into_iter().enumerate() {
         to_bits_le(out, child);

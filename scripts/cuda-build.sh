@@ -52,6 +52,10 @@ fi
 "$NVCC" --version | tail -2
 
 cd "$root"
+# The commit the binary is built from, in every bench report it writes ("-dirty": with
+# uncommitted changes).
+PROOFPIPE_GIT_COMMIT="$(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo -dirty)"
+export PROOFPIPE_GIT_COMMIT
 # Honour CARGO_TARGET_DIR (a separate one keeps this release build from waiting on, or
 # invalidating, a debug build in target/).
 target_dir="${CARGO_TARGET_DIR:-target}"

@@ -84,28 +84,41 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
+/// In one pass and from the R1CS matrices with the native witness (what the daemon does by
+/// default): both proofs verify.
 #[test]
 fn a_snap_update_proves_through_the_pipeline_and_filecoin_accepts_it() {
     let Some(data) = testdata() else { return };
     let dir = tempfile::tempdir().unwrap();
     let proof_path = dir.path().join("snap.proof");
-    let (code, stdout, stderr) = prove(
-        &data.snap,
-        &data.params,
-        &["--out", proof_path.to_str().unwrap(), "--verify", "--json"],
-    );
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
-    let v = last_json(&stdout);
-    assert_eq!(v["verify_empty_sector_update_proof"], true, "{v}");
-    assert_eq!(v["update_proof"], "StackedDrg2KiBV1", "{v}");
-    let partitions = v["partitions"].as_u64().unwrap();
-    assert_eq!(partitions, 1, "storage-proofs-update's count for 2 KiB");
-    assert_eq!(v["partitions_verified"].as_u64(), Some(partitions), "{v}");
-    let bound = v["partition_workers"].as_u64().unwrap() + v["channel_capacity"].as_u64().unwrap();
-    assert!(
-        v["max_synthesized_in_flight"].as_u64().unwrap() <= bound,
-        "{v}"
-    );
+    for synthesis in ["matrices", "one-pass"] {
+        let (code, stdout, stderr) = prove(
+            &data.snap,
+            &data.params,
+            &[
+                "--out",
+                proof_path.to_str().unwrap(),
+                "--verify",
+                "--json",
+                "--synthesis",
+                synthesis,
+            ],
+        );
+        assert_eq!(code, 0, "{synthesis}: {stdout}\n{stderr}");
+        let v = last_json(&stdout);
+        assert_eq!(v["verify_empty_sector_update_proof"], true, "{v}");
+        assert_eq!(v["update_proof"], "StackedDrg2KiBV1", "{v}");
+        let partitions = v["partitions"].as_u64().unwrap();
+        assert_eq!(partitions, 1, "storage-proofs-update's count for 2 KiB");
+        assert_eq!(v["partitions_verified"].as_u64(), Some(partitions), "{v}");
+        let bound =
+            v["partition_workers"].as_u64().unwrap() + v["channel_capacity"].as_u64().unwrap();
+        assert!(
+            v["max_synthesized_in_flight"].as_u64().unwrap() <= bound,
+            "{v}"
+        );
+    }
+    let partitions = 1;
     let proof = std::fs::read(&proof_path).unwrap();
     assert_eq!(
         proof.len() as u64,

@@ -5,6 +5,7 @@ mod bench;
 mod bench_urgent;
 mod daemon;
 mod filecoin;
+mod machine;
 mod output;
 mod params;
 mod plan;

@@ -10,6 +10,7 @@ export RUST_LOG=${RUST_LOG:-info}
 {
     date -u
     nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv
+    grep -m1 "model name" /proc/cpuinfo
     nproc
     cat /sys/fs/cgroup/memory.max 2>/dev/null
 } > "$1/machine.txt" 2>&1

@@ -9,14 +9,16 @@
 #    cap refusing an over-cap upload.
 # 2. The 32 GiB PoRep shape's GPU stage (replayed synthesis, timing-only parameters) at each cap
 #    of CAPS, one bench call (parameters made once), RUNS runs each, with an nvidia-smi trace.
-#    SHAPE=snap benchmarks the SnapDeals update proof's shape instead (synthesized in one pass,
-#    as the daemon proves it).
+#    SHAPE=snap benchmarks the SnapDeals update proof's shape instead, SHAPE=window-post one
+#    32 GiB WindowPoSt partition (StackedDrgWindow<PROOF>V1_2); both from their R1CS matrices
+#    and the native witness, as the daemon proves them (SYNTHESIS=one-pass for the gadgets).
 #
-# Env: CAPS ("none,24GiB,16GiB"), RUNS (3), SHAPE (porep or snap), PROOF (32GiB), PARTITIONS
-# (the proof's: 10 for PoRep, 16 for SnapDeals),
-# PROVER, FEED (--replay-synthesis; empty to synthesize each partition), KERNEL_TESTS (1; 0
-# skips step 1), BENCH_TIMEOUT (seconds, 0 for none: a bench cut short still leaves the runs it
-# finished, and their table, in OUT_DIR).
+# Env: CAPS ("none,24GiB,16GiB"), RUNS (3), SHAPE (porep, snap or window-post), PROOF (32GiB),
+# PARTITIONS (the proof's: 10 for PoRep, 16 for SnapDeals, 1 for a WindowPoSt partition),
+# SYNTHESIS (matrices), ALONE (0: runs of the first partition's synthesis alone, before the
+# pipeline runs: `bench --synthesis-alone`), PROVER, FEED (--replay-synthesis; empty to
+# synthesize each partition), KERNEL_TESTS (1; 0 skips step 1), BENCH_TIMEOUT (seconds, 0 for
+# none: a bench cut short still leaves the runs it finished, and their table, in OUT_DIR).
 set -uo pipefail
 out=${1:?usage: scripts/gpu-streamed.sh OUT_DIR}
 prover=${PROVER:-device-bin/proofpipe-prover}
@@ -24,13 +26,17 @@ caps=${CAPS:-none,24GiB,16GiB}
 runs=${RUNS:-3}
 proof=${PROOF:-32GiB}
 feed=${FEED---replay-synthesis}
+synthesis=${SYNTHESIS:-matrices}
 case ${SHAPE:-porep} in
-    porep) shape_args=(--porep-shape "$proof" --synthesis matrices) ;;
+    porep) shape_args=(--porep-shape "$proof") ;;
     snap) shape_args=(--snap-shape "$proof") ;;
-    *) echo "SHAPE must be porep or snap, not ${SHAPE}" >&2; exit 2 ;;
+    window-post) shape_args=(--post-shape "StackedDrgWindow${proof}V1_2") ;;
+    *) echo "SHAPE must be porep, snap or window-post, not ${SHAPE}" >&2; exit 2 ;;
 esac
+shape_args+=(--synthesis "$synthesis" --synthesis-alone "${ALONE:-0}")
 mkdir -p "$out"
 source "$(dirname "$0")/gpu-machine.sh" "$out"
+echo "command: SHAPE=${SHAPE:-porep} CAPS=$caps RUNS=$runs SYNTHESIS=$synthesis ALONE=${ALONE:-0} FEED=$feed ${PARTITIONS:+PARTITIONS=$PARTITIONS }scripts/gpu-streamed.sh" | tee -a "$out/machine.txt"
 
 status=0
 if [[ ${KERNEL_TESTS:-1} != 0 && -x device-bin/kernels-tests ]]; then
@@ -62,8 +68,13 @@ runs = [json.loads(l) for l in open(os.path.join(sys.argv[1], "bench.json")) if 
 by_cap = {}
 for r in runs:
     by_cap.setdefault(r.get("gpu_memory_cap_bytes"), []).append(r)
-print("| cap | streamed | runs | s per proof: median (min-max) | steady s/proof | device peak GiB (sampled) | held by the backend GiB | plan GiB |")
-print("|---|---|---|---|---|---|---|---|")
+alone = runs[0].get("synthesis_alone") if runs else None
+if alone:
+    print("synthesis of partition 0 alone (%d threads): wall %s s, CPU %s core-s" % (
+        alone["synthesis_threads"], ", ".join("%.2f" % s for s in alone["wall_seconds"]),
+        ", ".join("%.1f" % s for s in alone["cpu_seconds"])))
+print("| cap | streamed | runs | s per proof: median (min-max) | steady s/proof | device peak GiB (sampled) | held by the backend GiB | plan GiB | peak RSS GiB (max) | host plan GiB |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 base = None
 for cap, rs in by_cap.items():
     secs = [r["pipeline"]["seconds_per_proof"] for r in rs]
@@ -75,10 +86,12 @@ for cap, rs in by_cap.items():
     streamed = ",".join(q for q, p in placement.items() if p == "streamed") or "-"
     peak = max(r["pipeline"]["memory"]["at_peak_device"]["device_bytes"] for r in rs) / 2**30
     held = max(max(r.get("device_memory_held_bytes") or [0]) for r in rs) / 2**30
-    print("| %s | %s | %d | %.3f (%.3f-%.3f), %.2fx | %s | %.1f | %.1f | %.1f |" % (
+    rss = max(r["pipeline"]["peak_rss_bytes"] for r in rs) / 2**30
+    print("| %s | %s | %d | %.3f (%.3f-%.3f), %.2fx | %s | %.1f | %.1f | %.1f | %.2f | %.2f |" % (
         "none" if cap is None else "%.0f GiB" % (cap / 2**30), streamed, len(rs), med, min(secs),
         max(secs), med / base, "%.3f" % statistics.median(steady) if steady else "-", peak, held,
-        gpu.get("predicted_device_bytes", 0) / 2**30))
+        gpu.get("predicted_device_bytes", 0) / 2**30, rss,
+        rs[0]["plan"]["predicted_peak_bytes"] / 2**30))
 EOF
 cat "$out/summary.txt"
 "$prover" --version > "$out/version.txt" 2>&1 || true

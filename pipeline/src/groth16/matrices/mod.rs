@@ -376,6 +376,9 @@ impl R1csMatrices {
             aux: recorder.aux,
             inputs,
         };
+        // The recording's growing vectors (and a split recording's parts) are freed by now;
+        // their pages go back rather than stay in the allocator beside a prover's plan.
+        crate::rss::release_free_heap();
         Ok(Self::with_densities(a, b, c, shape))
     }
 

@@ -61,41 +61,34 @@ fn the_32gib_window_post_partition_is_predicted_within_ten_percent_never_under()
     );
 }
 
-/// The whole 32 GiB PoRep proof on an H100 80 GB host (10 synthesized partitions from the
-/// R1CS matrices, timing-only parameters, the whole card), as the committed reports of
-/// `scripts/gpu-streamed.sh` recorded it: the plan the model makes today from each run's
-/// own inputs is at most 10% above the run's peak RSS, never under it.
-#[test]
-fn the_32gib_porep_proof_is_predicted_within_ten_percent_never_under() {
-    use crate::RegisteredSealProof;
-    use crate::shape::{PartitionShape, counted};
-
-    const REPORTS: [&str; 2] = [
-        include_str!("../../bench-results/2026-12-06-streamed-porep32-synthesized-16gib-h100.json"),
-        include_str!("../../bench-results/2026-12-06-streamed-porep32-synthesized-24gib-h100.json"),
-    ];
-    let proof = RegisteredSealProof::StackedDrg32GiBV1_1;
-    let counts = counted(proof).unwrap();
-    let shape = PartitionShape::of(proof).unwrap();
+/// Every run of `reports` (bench JSON lines) against the plan the model makes today from the
+/// run's own inputs (memory limit, parameters, matrices, cores, the GPU memory it was held to,
+/// partitions): the plan's partition workers are the run's, and its peak is at most 10% above
+/// the run's peak RSS, never under it. Returns the runs checked.
+fn held_to_reports(
+    reports: &[&str],
+    counts: &proofpipe_pipeline::circuits::R1csCounts,
+    synthesis_threads: usize,
+    query_bytes: bool,
+) -> usize {
     let mut runs = 0;
-    for line in REPORTS.iter().flat_map(|r| r.lines()) {
+    for line in reports.iter().flat_map(|r| r.lines()) {
         let report: serde_json::Value = serde_json::from_str(line).unwrap();
-        // The runs held to a GPU memory cap stream bases: another plan, checked elsewhere.
-        if !report["gpu_memory_cap_bytes"].is_null() {
-            continue;
-        }
         let number = |v: &serde_json::Value| v.as_u64().expect("a number in the report");
         assert_eq!(number(&report["constraints"]), counts.constraints as u64);
         let input = SizingInput {
-            circuit: "StackedDrg32GiBV1_1 (placeholder)".into(),
+            circuit: report["circuit"]
+                .as_str()
+                .unwrap_or("a report's circuit")
+                .into(),
             shape: counts.shape(),
             memory_limit: number(&report["plan"]["memory_limit"]),
             params_bytes: number(&report["params_bytes"]),
-            query_bytes: None,
+            query_bytes: query_bytes.then(|| counts.query_counts().query_bytes()),
             matrices_bytes: number(&report["matrices_bytes"]),
             headroom: 0.1,
             cpu_cores: number(&report["cpu_cores"]) as usize,
-            synthesis_threads: shape.challenges_per_partition,
+            synthesis_threads,
             evaluations_held_twice: false,
             gpu_devices: 1,
             gpu_memory_bytes: Some(number(&report["plan"]["gpu"]["device_memory_bytes"])),
@@ -112,10 +105,68 @@ fn the_32gib_porep_proof_is_predicted_within_ten_percent_never_under() {
         let ratio = p.predicted_peak_bytes as f64 / measured as f64;
         assert!(
             (1.0..=1.10).contains(&ratio),
-            "predicted {} for a measured peak of {measured} ({ratio:.3})",
+            "{}, GPU held to {}: predicted {} for a measured peak of {measured} ({ratio:.3})",
+            input.circuit,
+            report["gpu_memory_cap_bytes"],
             p.predicted_peak_bytes
         );
         runs += 1;
     }
+    runs
+}
+
+/// The whole 32 GiB PoRep proof on an H100 80 GB host (10 synthesized partitions from the
+/// R1CS matrices, timing-only parameters, the whole card), as the committed reports of
+/// `scripts/gpu-streamed.sh` recorded it: the plan the model makes today from each run's
+/// own inputs is at most 10% above the run's peak RSS, never under it.
+#[test]
+fn the_32gib_porep_proof_is_predicted_within_ten_percent_never_under() {
+    use crate::RegisteredSealProof;
+    use crate::shape::{PartitionShape, counted};
+
+    const REPORTS: [&str; 2] = [
+        include_str!("../../bench-results/2026-12-06-streamed-porep32-synthesized-16gib-h100.json"),
+        include_str!("../../bench-results/2026-12-06-streamed-porep32-synthesized-24gib-h100.json"),
+    ];
+    let proof = RegisteredSealProof::StackedDrg32GiBV1_1;
+    let counts = counted(proof).unwrap();
+    let shape = PartitionShape::of(proof).unwrap();
+    // The runs held to a GPU memory cap stream bases: another plan, checked elsewhere.
+    let whole_card: Vec<String> = REPORTS
+        .iter()
+        .flat_map(|r| r.lines())
+        .filter(|line| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["gpu_memory_cap_bytes"]
+                .is_null()
+        })
+        .map(str::to_string)
+        .collect();
+    let whole_card: Vec<&str> = whole_card.iter().map(String::as_str).collect();
+    let runs = held_to_reports(&whole_card, &counts, shape.challenges_per_partition, false);
     assert_eq!(runs, 6, "three whole-card runs in each report");
+}
+
+/// The whole 32 GiB SnapDeals proof on an H100 80 GB host (16 partitions synthesized from the
+/// R1CS matrices and the native witness, timing-only parameters), on the whole card and held to
+/// 24 GiB (bases streamed), as `SHAPE=snap FEED= CAPS=none,24GiB RUNS=3 ALONE=3
+/// scripts/gpu-streamed.sh` recorded it.
+#[test]
+fn the_32gib_snap_proof_is_predicted_within_ten_percent_never_under() {
+    use crate::RegisteredUpdateProof;
+    use crate::snap::shape::{SnapShape, counted};
+
+    let proof = RegisteredUpdateProof::StackedDrg32GiBV1;
+    let counts = counted(proof).unwrap();
+    let runs = held_to_reports(
+        &[include_str!(
+            "../../bench-results/2026-12-07-snap32-matrices-synthesized-24gib-h100.json"
+        )],
+        &counts,
+        SnapShape::of(proof).challenges_per_partition,
+        true,
+    );
+    assert_eq!(
+        runs, 6,
+        "three runs on the whole card, three held to 24 GiB"
+    );
 }

@@ -27,8 +27,8 @@ pub const RESERVED_ENV_PREFIX: &str = "PROOFPIPE_";
 /// The `PROOFPIPE_*` variables a template may still set: prover settings the operator does
 /// not set and that have no part in the operator-prover contract. (`PROOFPIPE_BACKEND`,
 /// `PROOFPIPE_REQUIRE_GPU`, `PROOFPIPE_URGENT_RESERVE`, `PROOFPIPE_URGENT_GPU_RESERVE`,
-/// `PROOFPIPE_PRELOAD_PARAMS` and `PROOFPIPE_GPU_MEMORY` have no flag; `--log` and `--params-dir` in `args` do the same as
-/// the first two.)
+/// `PROOFPIPE_PRELOAD_PARAMS`, `PROOFPIPE_GPU_MEMORY` and the three `PROOFPIPE_*_SYNTHESIS`
+/// have no flag; `--log` and `--params-dir` in `args` do the same as the first two.)
 pub const USER_PROVER_ENV: &[&str] = &[
     "PROOFPIPE_LOG",
     "PROOFPIPE_PARAMS_DIR",
@@ -38,6 +38,9 @@ pub const USER_PROVER_ENV: &[&str] = &[
     "PROOFPIPE_URGENT_GPU_RESERVE",
     "PROOFPIPE_PRELOAD_PARAMS",
     "PROOFPIPE_GPU_MEMORY",
+    "PROOFPIPE_POREP_SYNTHESIS",
+    "PROOFPIPE_POST_SYNTHESIS",
+    "PROOFPIPE_SNAP_SYNTHESIS",
 ];
 
 /// Label keys the operator puts on prover pods; a template may not set them.
@@ -306,8 +309,45 @@ mod tests {
             "!self.startsWith('PROOFPIPE_') || self in ['PROOFPIPE_LOG', \
              'PROOFPIPE_PARAMS_DIR', 'PROOFPIPE_BACKEND', 'PROOFPIPE_REQUIRE_GPU', \
              'PROOFPIPE_URGENT_RESERVE', 'PROOFPIPE_URGENT_GPU_RESERVE', \
-             'PROOFPIPE_PRELOAD_PARAMS', 'PROOFPIPE_GPU_MEMORY']"
+             'PROOFPIPE_PRELOAD_PARAMS', 'PROOFPIPE_GPU_MEMORY', 'PROOFPIPE_POREP_SYNTHESIS', \
+             'PROOFPIPE_POST_SYNTHESIS', 'PROOFPIPE_SNAP_SYNTHESIS']"
         );
+    }
+
+    /// The variables a template may set, as the API server admits them, are the ones the docs
+    /// name where they say so: no more, no fewer.
+    #[test]
+    fn the_docs_name_the_prover_settings_a_template_may_set() {
+        let docs = [
+            (
+                "docs/operating.md",
+                include_str!("../../docs/operating.md"),
+                "(except the prover settings",
+                "docs/prover-daemon.md):",
+            ),
+            (
+                "docs/prover-daemon.md",
+                include_str!("../../docs/prover-daemon.md"),
+                "sets any `PROOFPIPE_*` variable but",
+                "(ADR 0013)",
+            ),
+        ];
+        for (name, text, from, to) in docs {
+            let start = text
+                .find(from)
+                .unwrap_or_else(|| panic!("{name}: no {from:?}"));
+            let len = text[start..]
+                .find(to)
+                .unwrap_or_else(|| panic!("{name}: no {to:?} after {from:?}"));
+            let mut named: Vec<&str> = text[start..start + len]
+                .split('`')
+                .filter(|word| word.starts_with(RESERVED_ENV_PREFIX) && !word.ends_with('*'))
+                .collect();
+            named.sort_unstable();
+            let mut admitted = USER_PROVER_ENV.to_vec();
+            admitted.sort_unstable();
+            assert_eq!(named, admitted, "{name}");
+        }
     }
 
     #[test]

@@ -46,6 +46,19 @@ fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
         .ok()
 }
 
+/// Hands the allocator's free memory back to the system (glibc's `malloc_trim`, which walks
+/// every arena): after work that made many medium allocations on many threads and freed them,
+/// such as recording a partition's R1CS matrices in thousands of parts, whose freed blocks
+/// glibc's per-thread arenas would otherwise keep resident (measured: ~10 GiB after recording a
+/// 32 GiB WindowPoSt partition's matrices in its 2,349 sector parts). Elsewhere a no-op.
+pub fn release_free_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages to the kernel; it touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -69,18 +82,5 @@ mod tests {
     #[test]
     fn reads_this_process() {
         assert!(super::peak_rss_bytes().unwrap() >= super::current_rss_bytes().unwrap() / 2);
-    }
-}
-
-/// Hands the allocator's free memory back to the system (glibc's `malloc_trim`, which walks
-/// every arena): after work that made many medium allocations on many threads and freed them,
-/// such as recording a partition's R1CS matrices in thousands of parts, whose freed blocks
-/// glibc's per-thread arenas would otherwise keep resident (measured: ~10 GiB after recording a
-/// 32 GiB WindowPoSt partition's matrices in its 2,349 sector parts). Elsewhere a no-op.
-pub fn release_free_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free pages to the kernel; it touches no live allocation.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }

@@ -1,4 +1,4 @@
-//! Placeholder SnapDeals partitions, for `bench --snap-shape`: partition k is
+//! Placeholder SnapDeals partitions' values, for `bench --snap-shape` and the matrices: partition k is
 //! `EmptySectorUpdateCompound::circuit` over a placeholder vanilla `PartitionProof` of the sector
 //! size's exact shape (its apex leaves, and for each challenge the Merkle paths of trees R old,
 //! D new and R new), as `snap::prepare` builds a real partition from curio's vanilla proofs.
@@ -12,12 +12,9 @@
 //! `leaf_r_new = leaf_r_old + leaf_d_new * rho`, and every challenge's tree D path ends in the
 //! partition's one path to `comm_d_new`.
 
-use std::marker::PhantomData;
-
 use blstrs::Scalar as Fr;
 use ff::Field;
-use filecoin_proofs::with_shape;
-use filecoin_proofs_api::{MerkleTreeTrait, RegisteredUpdateProof};
+use filecoin_proofs_api::MerkleTreeTrait;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
@@ -26,122 +23,7 @@ use storage_proofs_update::{
     ChallengeProof, Challenges, PartitionProof, PublicInputs, PublicParams, phi, rho,
 };
 
-use bellperson::util_cs::witness_cs::WitnessCS;
-use bellperson::{Circuit, ConstraintSystem};
-
-use super::{SnapJob, SnapPartitions, Vanilla, circuit_of};
 use crate::shape::{random_domain, tree_proof};
-use crate::witness::snap::SnapPartitionWitness;
-use crate::witness::{Assignment, NativeWitness, write_whole};
-use proofpipe_pipeline::error::ProverError;
-use proofpipe_pipeline::groth16::matrices_file::MatricesOrigin;
-use proofpipe_pipeline::groth16::{R1csMatrices, SynthesisMode};
-
-/// The partitions of a placeholder SnapDeals proof of `proof`: any partition index, each the
-/// proof's exact partition circuit with pseudorandom values from `(seed, partition)`,
-/// synthesized in one pass or from the sector size's R1CS matrices and the native witness.
-pub fn placeholder_source(
-    proof: RegisteredUpdateProof,
-    seed: u64,
-    synthesis: SynthesisMode,
-) -> Result<SnapJob, ProverError> {
-    let size = u64::from(proof.sector_size());
-    with_shape!(size, placeholder_shape, proof, seed, synthesis)
-}
-
-/// A placeholder partition's witness, both ways: `EmptySectorUpdateCircuit`'s own synthesis
-/// (the gadgets, what one-pass synthesis runs) and the native witness, for benchmarks.
-pub struct PlaceholderSnapWitness {
-    gadget: Box<dyn Fn() -> Result<Assignment, ProverError> + Send + Sync>,
-    native: SnapPartitionWitness,
-}
-
-impl PlaceholderSnapWitness {
-    /// Partition `partition` of `proof`'s placeholder.
-    pub fn new(proof: RegisteredUpdateProof, partition: u32) -> Result<Self, ProverError> {
-        let size = u64::from(proof.sector_size());
-        with_shape!(size, placeholder_snap_witness, size, partition)
-    }
-
-    /// The circuit's own synthesis on bellperson's witness-only constraint system, on this
-    /// thread.
-    pub fn by_gadgets(&self) -> Result<Assignment, ProverError> {
-        (self.gadget)()
-    }
-
-    /// The native witness, on this thread, into `out` (cleared first; its capacity is kept).
-    pub fn natively_into(&self, out: &mut Assignment) {
-        write_whole(&self.native, out);
-    }
-
-    /// The native witness's parts (apex hashes, the partition path and digests, challenges).
-    pub fn parts(&self) -> usize {
-        self.native.parts()
-    }
-}
-
-fn placeholder_snap_witness<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
-    sector_size: u64,
-    partition: u32,
-) -> Result<PlaceholderSnapWitness, ProverError> {
-    let fail = move |message: String| ProverError::Synthesis { partition, message };
-    let pp = PublicParams::from_sector_size(sector_size);
-    let (inputs, vanilla) = placeholder_partition::<Tree>(&pp, 0, partition).map_err(fail)?;
-    let native = SnapPartitionWitness::of(&pp, &inputs, &vanilla).map_err(fail)?;
-    let gadget = move || {
-        let mut cs = WitnessCS::<Fr>::new();
-        circuit_of(&pp, &inputs, &vanilla)
-            .map_err(fail)?
-            .synthesize(&mut cs)
-            .map_err(|e| fail(e.to_string()))?;
-        Ok(Assignment {
-            inputs: cs.scalar_inputs(),
-            aux: cs.scalar_aux(),
-        })
-    };
-    Ok(PlaceholderSnapWitness {
-        gadget: Box::new(gadget),
-        native,
-    })
-}
-
-/// `proof`'s partition matrices in their file in `dir` (ADR 0031): read and checked when it
-/// holds them, else recorded from a placeholder partition and written, so that provers sharing
-/// `dir` never record them.
-pub fn matrices_in(
-    proof: RegisteredUpdateProof,
-    dir: &std::path::Path,
-) -> Result<(R1csMatrices, MatricesOrigin), ProverError> {
-    let size = u64::from(proof.sector_size());
-    with_shape!(size, placeholder_matrices, size, dir)
-}
-
-fn placeholder_matrices<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
-    sector_size: u64,
-    dir: &std::path::Path,
-) -> Result<(R1csMatrices, MatricesOrigin), ProverError> {
-    SnapPartitions::<Tree> {
-        public_params: PublicParams::from_sector_size(sector_size),
-        vanilla: Vanilla::Placeholder { seed: 0 },
-        matrices: None,
-        _tree: PhantomData,
-    }
-    .read_or_record_matrices(Some(dir))
-}
-
-fn placeholder_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
-    proof: RegisteredUpdateProof,
-    seed: u64,
-    synthesis: SynthesisMode,
-) -> Result<SnapJob, ProverError> {
-    SnapPartitions::<Tree> {
-        public_params: PublicParams::from_sector_size(u64::from(proof.sector_size())),
-        vanilla: Vanilla::Placeholder { seed },
-        matrices: None,
-        _tree: PhantomData,
-    }
-    .into_job(proof, synthesis)
-}
 
 /// Placeholder partition `partition` of a proof of `pp`'s shape: its public inputs and vanilla
 /// proof, pseudorandom from `(seed, partition)`. A job of more partitions than the proof has (a
@@ -228,9 +110,12 @@ mod tests {
     use super::*;
     use crate::counted::assert_synthesized_as_counted;
     use crate::snap::partitions;
-    use crate::snap::shape::{count, counted};
+    use crate::snap::shape::{count, counted, placeholder_source};
+    use crate::snap::source::circuit_of;
+    use filecoin_proofs_api::RegisteredUpdateProof;
     use proofpipe_kernels::EvalAlloc;
     use proofpipe_pipeline::circuits::{R1csCounts, count_r1cs};
+    use proofpipe_pipeline::groth16::SynthesisMode;
 
     /// The full counts (the matrices' nonzeros too) of `proof`'s placeholder `partition`.
     fn count_placeholder<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(

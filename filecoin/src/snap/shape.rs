@@ -10,8 +10,16 @@
 //! ([`COUNTED_SNAP_SHAPES`]), so a plan has the 32 GiB shape without synthesizing first.
 //!
 //! `bench --snap-shape` proves placeholder partitions of that exact circuit
-//! ([`placeholder_source`], in `snap/placeholder.rs`) with timing-only parameters of these counts.
+//! ([`placeholder_source`], their values from `snap/placeholder.rs`) with timing-only parameters
+//! of these counts, synthesized in one pass or from the matrices ([`matrices_in`]); the
+//! `snap_partition_witness` bench times a placeholder partition's witness both ways
+//! ([`PlaceholderSnapWitness`]).
 
+use std::marker::PhantomData;
+
+use bellperson::util_cs::witness_cs::WitnessCS;
+use bellperson::{Circuit, ConstraintSystem};
+use blstrs::Scalar as Fr;
 use filecoin_proofs::with_shape;
 use filecoin_proofs_api::{MerkleTreeTrait, RegisteredUpdateProof};
 use serde::Serialize;
@@ -21,12 +29,16 @@ use storage_proofs_update::{
     EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicParams,
 };
 
-use super::update_proof_name;
+use super::names::update_proof_name;
+use super::placeholder::placeholder_partition;
+use super::source::{SnapJob, SnapPartitions, Vanilla, circuit_of};
 use crate::counted::{Counted, committed};
+use crate::witness::snap::SnapPartitionWitness;
+use crate::witness::{Assignment, NativeWitness, write_whole};
 use proofpipe_pipeline::circuits::{R1csCounts, count_r1cs_structure};
 use proofpipe_pipeline::error::ProverError;
-
-pub use super::placeholder::{PlaceholderSnapWitness, matrices_in, placeholder_source};
+use proofpipe_pipeline::groth16::matrices_file::MatricesOrigin;
+use proofpipe_pipeline::groth16::{R1csMatrices, SynthesisMode};
 
 /// What fixes a SnapDeals partition's circuit structure: the sector size (its trees' shapes)
 /// and the public parameters' counts.
@@ -73,6 +85,112 @@ fn count_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             update_proof_name(proof)
         ),
     })
+}
+
+/// The partitions of a placeholder SnapDeals proof of `proof`: any partition index, each the
+/// proof's exact partition circuit with pseudorandom values from `(seed, partition)`,
+/// synthesized in one pass or from the sector size's R1CS matrices and the native witness.
+pub fn placeholder_source(
+    proof: RegisteredUpdateProof,
+    seed: u64,
+    synthesis: SynthesisMode,
+) -> Result<SnapJob, ProverError> {
+    let size = u64::from(proof.sector_size());
+    with_shape!(size, placeholder_shape, proof, seed, synthesis)
+}
+
+/// A placeholder partition's witness, both ways: `EmptySectorUpdateCircuit`'s own synthesis
+/// (the gadgets, what one-pass synthesis runs) and the native witness, for benchmarks.
+pub struct PlaceholderSnapWitness {
+    gadget: Box<dyn Fn() -> Result<Assignment, ProverError> + Send + Sync>,
+    native: SnapPartitionWitness,
+}
+
+impl PlaceholderSnapWitness {
+    /// Partition `partition` of `proof`'s placeholder.
+    pub fn new(proof: RegisteredUpdateProof, partition: u32) -> Result<Self, ProverError> {
+        let size = u64::from(proof.sector_size());
+        with_shape!(size, placeholder_snap_witness, size, partition)
+    }
+
+    /// The circuit's own synthesis on bellperson's witness-only constraint system, on this
+    /// thread.
+    pub fn by_gadgets(&self) -> Result<Assignment, ProverError> {
+        (self.gadget)()
+    }
+
+    /// The native witness, on this thread, into `out` (cleared first; its capacity is kept).
+    pub fn natively_into(&self, out: &mut Assignment) {
+        write_whole(&self.native, out);
+    }
+
+    /// The native witness's parts (apex hashes, the partition path and digests, challenges).
+    pub fn parts(&self) -> usize {
+        self.native.parts()
+    }
+}
+
+fn placeholder_snap_witness<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    sector_size: u64,
+    partition: u32,
+) -> Result<PlaceholderSnapWitness, ProverError> {
+    let fail = move |message: String| ProverError::Synthesis { partition, message };
+    let pp = PublicParams::from_sector_size(sector_size);
+    let (inputs, vanilla) = placeholder_partition::<Tree>(&pp, 0, partition).map_err(fail)?;
+    let native = SnapPartitionWitness::of(&pp, &inputs, &vanilla).map_err(fail)?;
+    let gadget = move || {
+        let mut cs = WitnessCS::<Fr>::new();
+        circuit_of(&pp, &inputs, &vanilla)
+            .map_err(fail)?
+            .synthesize(&mut cs)
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(Assignment {
+            inputs: cs.scalar_inputs(),
+            aux: cs.scalar_aux(),
+        })
+    };
+    Ok(PlaceholderSnapWitness {
+        gadget: Box::new(gadget),
+        native,
+    })
+}
+
+/// `proof`'s partition matrices in their file in `dir` (ADR 0031): read and checked when it
+/// holds them, else recorded from a placeholder partition and written, so that provers sharing
+/// `dir` never record them.
+pub fn matrices_in(
+    proof: RegisteredUpdateProof,
+    dir: &std::path::Path,
+) -> Result<(R1csMatrices, MatricesOrigin), ProverError> {
+    let size = u64::from(proof.sector_size());
+    with_shape!(size, placeholder_matrices, size, dir)
+}
+
+fn placeholder_matrices<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    sector_size: u64,
+    dir: &std::path::Path,
+) -> Result<(R1csMatrices, MatricesOrigin), ProverError> {
+    SnapPartitions::<Tree> {
+        public_params: PublicParams::from_sector_size(sector_size),
+        vanilla: Vanilla::Placeholder { seed: 0 },
+        matrices: None,
+        _tree: PhantomData,
+    }
+    .read_or_record_matrices(Some(dir))
+}
+
+fn placeholder_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    proof: RegisteredUpdateProof,
+    seed: u64,
+    synthesis: SynthesisMode,
+) -> Result<SnapJob, ProverError> {
+    SnapPartitions::<Tree> {
+        public_params: PublicParams::from_sector_size(u64::from(proof.sector_size())),
+        vanilla: Vanilla::Placeholder { seed },
+        matrices: None,
+        _tree: PhantomData,
+    }
+    .into_job(proof, synthesis)
 }
 
 /// The SnapDeals partitions counted by [`count`]. Tests recount 2 KiB; `cargo test -p

@@ -8,8 +8,8 @@ use filecoin_proofs::{SectorShape2KiB, SectorShape8MiB};
 use filecoin_proofs_api::RegisteredUpdateProof;
 
 use super::*;
-use crate::snap::circuit_of;
 use crate::snap::placeholder::placeholder_partition;
+use crate::snap::source::circuit_of;
 use crate::witness::{Assignment, Counter, assert_same_assignment, write_whole};
 
 fn held_to_the_circuit<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(

@@ -33,6 +33,7 @@ use super::setup::{self, ParamsSource};
 use clap::Args;
 
 use super::args::{JobArgs, SizingArgs, SynthesisArgs, cpu_cores, parse_size, store};
+use super::bench_summary::{print_summary, summary_label};
 
 #[derive(Args, Debug)]
 pub(super) struct BenchArgs {
@@ -224,7 +225,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, ProverError> {
                 "matrices_bytes": prepared.matrices.as_ref().map_or(0, |m| m.heap_bytes()),
             });
             all_verified &= print_report(&args, &report, &prepared.plan, extra, v, run)?;
-            summary.push(report);
+            summary.push((summary_label(&report, None), report));
         }
     }
     if summary.len() > 1 {
@@ -259,66 +260,6 @@ fn gpu_variants(list: &str) -> Result<Vec<(GpuOptions, usize)>, String> {
         }
     }
     Ok(out)
-}
-
-/// One line per GPU variant: steady-state seconds per partition and device busy, median of
-/// its runs with their range.
-fn print_summary(reports: &[BenchReport]) {
-    println!("summary (median of runs, min-max):");
-    println!(
-        "{:<14} {:>4} {:>26} {:>26} {:>18}",
-        "gpu options", "runs", "steady s/partition", "whole-run s/partition", "device busy"
-    );
-    let mut names: Vec<String> = Vec::new();
-    for r in reports {
-        let name = r.gpu_options.clone().unwrap_or_else(|| "cpu".into());
-        if !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    for name in names {
-        let runs: Vec<&BenchReport> = reports
-            .iter()
-            .filter(|r| r.gpu_options.as_deref().unwrap_or("cpu") == name)
-            .collect();
-        let fmt = |xs: Vec<f64>, pct: bool| {
-            if xs.is_empty() {
-                return "n/a".to_string();
-            }
-            let (m, lo, hi) = spread(xs);
-            if pct {
-                format!("{:.0}% ({:.0}-{:.0}%)", m * 100.0, lo * 100.0, hi * 100.0)
-            } else {
-                format!("{m:.3} ({lo:.3}-{hi:.3})")
-            }
-        };
-        let steady = fmt(
-            runs.iter()
-                .filter_map(|r| r.pipeline.steady.as_ref().map(|s| s.seconds_per_proof))
-                .collect(),
-            false,
-        );
-        let whole = fmt(
-            runs.iter()
-                .map(|r| r.pipeline.result.seconds_per_proof)
-                .collect(),
-            false,
-        );
-        let busy = fmt(
-            runs.iter()
-                .filter_map(|r| r.pipeline.steady.as_ref().and_then(|s| s.device_busy))
-                .collect(),
-            true,
-        );
-        println!(
-            "{:<14} {:>4} {:>26} {:>26} {:>18}",
-            name,
-            runs.len(),
-            steady,
-            whole,
-            busy
-        );
-    }
 }
 
 pub(super) fn refuse_no_runs(args: &BenchArgs) -> Result<(), ProverError> {
@@ -729,7 +670,7 @@ fn run_shape(args: &BenchArgs, run: ShapeRun) -> Result<ExitCode, ProverError> {
             let mut extra = extra.clone();
             extra["device_memory_held_bytes"] = json!(backend.device_memory_held());
             all_verified &= print_report(args, &report, &plan, extra, variant, index)?;
-            summary.push(report);
+            summary.push((summary_label(&report, *cap), report));
         }
     }
     if summary.len() > 1 {

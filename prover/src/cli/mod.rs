@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod bench_summary;
 mod bench_urgent;
 mod daemon;
 mod filecoin;

@@ -115,10 +115,10 @@ fn parse_input(
     )?;
     let input = kind::parse_input(work.kind, bytes, Path::new(url), identity).map_err(with_url)?;
     same_proof(work.kind, url, &input.proof_name(), expected)?;
-    // With matrices, the sector size's (PoRep) or the partition structure's (PoSt) are read
-    // or recorded here on their first use in this process (29 s on 16 cores for a 32 GiB
-    // PoRep) and kept for the next jobs; a PoSt input's vanilla proofs are decoded and verified
-    // against the randomness.
+    // With matrices, the sector size's (PoRep, SnapDeals) or the partition structure's (PoSt)
+    // are read or recorded here on their first use in this process (29 s on 16 cores for a
+    // 32 GiB PoRep, 76 s on one core for a 32 GiB SnapDeals update) and kept for the next jobs;
+    // a PoSt or SnapDeals input's vanilla proofs are decoded and verified.
     let job = input.prepare(synthesis.of(work.kind)).map_err(with_url)?;
     if work.kind == FilecoinProofKind::WindowPoStPartition && job.partitions != 1 {
         return Err(ProverError::InvalidArgument {

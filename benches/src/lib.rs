@@ -12,6 +12,7 @@
 //! the stock prover on one workload, steady state, memory trace); [`plot`] draws its timeline.
 
 pub mod compare;
+pub mod machine;
 pub mod plot;
 
 /// A count from the environment (`name`), else `default`; anything but a number is refused.
@@ -70,8 +71,9 @@ pub fn time_gadgets_against_native(
 }
 
 /// Writes `report` (a JSON object) with `timings`' fields (a JSON object, such as
-/// [`time_gadgets_against_native`]'s) and this machine's CPU model (`cpu`) to the file
-/// `PROOFPIPE_BENCH_JSON` names; nothing when it is unset.
+/// [`time_gadgets_against_native`]'s), this machine's CPU model (`cpu`) and where it ran
+/// (`machine`: [`machine::record`]) to the file `PROOFPIPE_BENCH_JSON` names; nothing when it
+/// is unset.
 pub fn write_json_report(mut report: serde_json::Value, timings: serde_json::Value) {
     let Ok(path) = std::env::var("PROOFPIPE_BENCH_JSON") else {
         return;
@@ -81,16 +83,8 @@ pub fn write_json_report(mut report: serde_json::Value, timings: serde_json::Val
             report[field] = value;
         }
     }
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_default();
-    report["cpu"] = cpu.into();
+    report["cpu"] = machine::cpu_model().unwrap_or_default().into();
+    report["machine"] = machine::record();
     std::fs::write(&path, format!("{report:#}\n"))
         .unwrap_or_else(|e| panic!("writing the report to {path}: {e}"));
 }

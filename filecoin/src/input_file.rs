@@ -95,3 +95,13 @@ pub fn registered_proof<T>(
     }
     .map_err(|e| refused(format!("registered_proof: {e}")))
 }
+
+/// A vanilla proof in bincode as filecoin-proofs-api writes it (fixed-width integers), refusing
+/// bytes left over.
+pub fn bincode_proof<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, bincode::Error> {
+    use bincode::Options;
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .reject_trailing_bytes()
+        .deserialize(bytes)
+}

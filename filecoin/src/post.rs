@@ -29,7 +29,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use base64::Engine;
-use bincode::Options;
 use filecoin_proofs::parameters::{window_post_public_params, winning_post_public_params};
 use filecoin_proofs::{
     FallbackPoStSectorProof, PoStConfig, as_safe_commitment, commitment_from_fr,
@@ -479,14 +478,11 @@ pub(crate) fn synthesize_native<Tree: 'static + MerkleTreeTrait>(
 
 type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 
-/// bincode as filecoin-proofs-api writes it, but refusing bytes left over.
+/// Sector proof bytes as filecoin-proofs-api writes them.
 fn decode<Tree: 'static + MerkleTreeTrait>(
     bytes: &[u8],
 ) -> Result<FallbackPoStSectorProof<Tree>, bincode::Error> {
-    bincode::DefaultOptions::new()
-        .with_fixint_encoding()
-        .reject_trailing_bytes()
-        .deserialize(bytes)
+    crate::input_file::bincode_proof(bytes)
 }
 
 /// The vanilla proof public parameters filecoin-proofs sets a PoSt up with.

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use bincode::Options;
 use filecoin_proofs_api::{MerkleTreeTrait, RegisteredUpdateProof};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_update::constants::TreeRHasher;
@@ -35,14 +34,11 @@ pub struct SnapJob {
     pub matrices: Option<Arc<R1csMatrices>>,
 }
 
-/// bincode as filecoin-proofs-api writes it, but refusing bytes left over.
+/// Partition proof bytes as filecoin-proofs-api writes them.
 pub(crate) fn decode<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     bytes: &[u8],
 ) -> Result<PartitionProof<Tree>, bincode::Error> {
-    bincode::DefaultOptions::new()
-        .with_fixint_encoding()
-        .reject_trailing_bytes()
-        .deserialize(bytes)
+    crate::input_file::bincode_proof(bytes)
 }
 
 /// Where each partition's public inputs and vanilla proof come from.

@@ -901,7 +901,7 @@ fn print_report(
         let mut json = serde_json::to_value(report).expect("report serializes");
         json["synthesis"] = json!(args.synthesis.synthesis);
         json["plan"] = serde_json::to_value(plan).expect("plan serializes");
-        json["machine"] = super::machine::record();
+        json["machine"] = proofpipe_benches::machine::record();
         if let (Value::Object(json), Value::Object(extra)) = (&mut json, extra) {
             json.extend(extra);
         }

@@ -6,7 +6,6 @@ mod bench_summary;
 mod bench_urgent;
 mod daemon;
 mod filecoin;
-mod machine;
 mod output;
 mod params;
 mod plan;

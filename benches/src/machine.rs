@@ -8,8 +8,9 @@ const NOT_RECORDED: &str = "not recorded";
 
 /// The GPUs (name, driver, memory, from `nvidia-smi`), the CPU model and cores, the memory
 /// limit the process runs under and where it came from, the commit the binary was built from
-/// (`PROOFPIPE_GIT_COMMIT` at build time, set by scripts/cuda-build.sh) and the command line.
-pub(super) fn record() -> Value {
+/// (`PROOFPIPE_GIT_COMMIT` at build time, set by scripts/cuda-build.sh; else the work tree's,
+/// as `cargo bench` runs there) and the command line.
+pub fn record() -> Value {
     let limit = proofpipe_pipeline::sizing::detect_memory_limit(None).ok();
     json!({
         "gpus": gpus(),
@@ -17,13 +18,30 @@ pub(super) fn record() -> Value {
         "cpu_cores": std::thread::available_parallelism().map_or(1, |n| n.get()),
         "memory_limit_bytes": limit.as_ref().map(|l| l.bytes),
         "memory_limit_source": limit.map_or_else(|| NOT_RECORDED.into(), |l| l.source.to_string()),
-        "commit": option_env!("PROOFPIPE_GIT_COMMIT").unwrap_or(NOT_RECORDED),
+        "commit": commit(),
         "command": std::env::args().collect::<Vec<_>>().join(" "),
     })
 }
 
+/// The commit stamped at build time, else the work tree's HEAD ("-dirty" with uncommitted
+/// changes), else "not recorded".
+fn commit() -> String {
+    if let Some(stamped) = option_env!("PROOFPIPE_GIT_COMMIT") {
+        return stamped.to_string();
+    }
+    let git = |args: &[&str]| std::process::Command::new("git").args(args).output().ok();
+    match git(&["rev-parse", "HEAD"]) {
+        Some(out) if out.status.success() => {
+            let head = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            let clean = git(&["diff", "--quiet", "HEAD"]).is_some_and(|o| o.status.success());
+            if clean { head } else { format!("{head}-dirty") }
+        }
+        _ => NOT_RECORDED.into(),
+    }
+}
+
 /// "model name" of /proc/cpuinfo's first processor.
-fn cpu_model() -> Option<String> {
+pub fn cpu_model() -> Option<String> {
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     model_name(&info)
 }

@@ -171,7 +171,7 @@ fi
 scripts/chart-check.sh
 step "scripts/chart-check.sh"
 # Every relative link and anchor in the Markdown docs resolves.
-python3 scripts/docs-check.py
+python3 scripts/docs-check.py --self-test; python3 scripts/docs-check.py
 step "scripts/docs-check.py"
 if [ -n "$beside_pid" ]; then
   beside_rc=0

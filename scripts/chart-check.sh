@@ -6,15 +6,22 @@
 #  2. drift: the chart's CRDs, the chart's dashboard and docs/api-reference.md against their
 #     sources; every metric the dashboard queries is one the code registers;
 #  3. values.schema.json closes every object (additionalProperties); values it must refuse
-#     are refused;
+#     are refused; charts/proofpipe/README.md's values reference is what
+#     scripts/chart-values-doc.py generates from the schema (a description for every key) and
+#     values.yaml; the parameter claim's default size holds what scripts/chart-params-size.py
+#     computes for the default sizes and kinds;
 #  4. `helm lint --strict` and `helm template` with the default values, with every optional
-#     toggle on (the gateway and the parameter Job included), watching one namespace, and
-#     with the gateway serving without a token; values that the templates must refuse are
-#     refused;
+#     toggle on (the gateway and the parameter Job included), watching one namespace, with
+#     the gateway serving without a token, with docs/quickstart-filecoin.md's values and with
+#     the chart README's example; values that the templates must refuse are refused;
 #  5. every rendered object (and the CRDs, and the example ProverPool) against the
 #     Kubernetes 1.36 schemas, strict; CRD-typed objects against their CRD's schema, or
-#     skipped with the reason; the operator's, the gateway's and the parameter Job's
-#     hardening, the operator's and the gateway's probes and RBAC
+#     skipped with the reason; the PrometheusRule's alerts (promtool is not installed: a
+#     small PromQL reader, metrics the code registers or kube-state-metrics exports, a
+#     summary, description and runbook_url naming a section of docs/operating.md each, the
+#     alerts the values call for, on the objects rendered, the code they stand on); the
+#     operator's, the gateway's and the parameter Job's hardening, the operator's and the
+#     gateway's probes and RBAC
 #     (a comment on every rule, least privilege, the operator holds what it grants the
 #     provers, the gateway exactly what gateway/src calls for);
 #  6. with KUBECONFIG set: server-side applies the rendered objects to that API server
@@ -148,6 +155,27 @@ if missing:
     fail(f"values.yaml and values.schema.json disagree on top-level keys: {sorted(missing)}")
 ok("values.schema.json closes every object and covers every key of values.yaml")
 
+# The chart README's values reference, generated from the schema and values.yaml by a
+# standard-library script whose values.yaml reader must read what PyYAML reads.
+sys.path.insert(0, "scripts")
+import chart_values  # noqa: E402
+
+if chart_values.load_values() != defaults:
+    fail("scripts/chart_values.py reads charts/proofpipe/values.yaml otherwise than PyYAML: "
+         "keep values.yaml to the subset it reads (see its docstring), or extend it")
+if subprocess.run([sys.executable, "scripts/chart-values-doc.py", "--check", str(CHART / "README.md")]).returncode:
+    fail(f"{CHART / 'README.md'}: its values reference is not what scripts/chart-values-doc.py generates")
+ok(f"{CHART / 'README.md'}: the values reference is generated from values.schema.json (a description "
+   "for every key) and values.yaml")
+
+# The parameter claim's default holds what the default kinds and sizes fetch (sizes from
+# parameters.json's files and the committed proving-key counts), their matrices and headroom.
+if subprocess.run([sys.executable, "scripts/chart-params-size.py", "--check"],
+                  stdout=subprocess.DEVNULL).returncode:
+    fail("paramsFetch.createPersistentVolumeClaim.size: scripts/chart-params-size.py --check failed")
+ok("paramsFetch.createPersistentVolumeClaim.size holds the default parameter files, their matrices and "
+   "10% headroom (scripts/chart-params-size.py)")
+
 chart = helm.Chart.load(str(CHART))
 refused = {
     "an unknown top-level key": {"replicas": 2},
@@ -159,6 +187,9 @@ refused = {
     "a bad admission policy action": {"proverIdentityPolicy": {"enabled": True, "validationActions": ["Block"]}},
     "an unknown log format": {"operator": {"logFormat": "yaml"}},
     "a memory ratio above 1": {"prometheusRule": {"enabled": True, "memoryRatio": 1.5}},
+    "a runbook base URL that does not end in /": {"prometheusRule": {"runbookBaseUrl": "https://git.example/docs"}},
+    "no prover replacements": {"prometheusRule": {"proverReplacements": 0}},
+    "a bad no-leader duration": {"prometheusRule": {"noLeaderFor": "5 minutes"}},
     "an unknown gateway key": {"gateway": {"pools": "h200"}},
     "a pool for an unknown kind": {"gateway": {"poolsByKind": {"seal": "h200"}}},
     "a pool name that is not one": {"gateway": {"poolsByKind": {"winning-post": "Warm_Pool"}}},
@@ -274,6 +305,9 @@ scenarios = {
     },
     "one-namespace": {
         "operator": {"watchNamespace": "proving", "logLevel": "debug", "port": 9090},
+        # The alerts scoped to the watched namespace, their runbooks under a web address.
+        "prometheusRule": {"enabled": True, "runbookBaseUrl": "https://git.example/proofpipe/blob/main/",
+                           "proverReplacements": 3, "noLeaderFor": "2m"},
         "podAntiAffinity": "hard",
         "podDisruptionBudget": {"enabled": False},
         "replicaCount": 3,
@@ -303,6 +337,7 @@ scenarios = {
     },
     # What curio can call today: no token, so the NetworkPolicy names the callers.
     "gateway-unauthenticated": {
+        "prometheusRule": {"enabled": True},
         "gateway": {
             "enabled": True, "pool": "h200", "artifacts": "s3://proofs",
             "auth": {"allowUnauthenticated": True},
@@ -320,6 +355,12 @@ quickstart_values = re.findall(r"^```yaml e2e:values\n(.*?)^```", QUICKSTART.rea
 if len(quickstart_values) != 1:
     fail(f"{QUICKSTART}: expected one ```yaml e2e:values block, found {len(quickstart_values)}")
 scenarios["quickstart-filecoin"] = yaml.safe_load(quickstart_values[0])
+# The chart README's example values (its one `values-example` block), as a provider copies them.
+README = CHART / "README.md"
+readme_values = re.findall(r"^```yaml values-example\n(.*?)^```", README.read_text(), re.S | re.M)
+if len(readme_values) != 1:
+    fail(f"{README}: expected one ```yaml values-example block, found {len(readme_values)}")
+scenarios["readme-example"] = yaml.safe_load(readme_values[0])
 # The prover-identity ValidatingAdmissionPolicies (on by default, ADR 0014).
 POLICY_KINDS = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 expected_kinds = {
@@ -330,12 +371,16 @@ expected_kinds = {
                         "PodMonitor", "PrometheusRule", "NetworkPolicy", "ConfigMap", "Secret",
                         "Job", "PersistentVolumeClaim"} | POLICY_KINDS,
     "one-namespace": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-                      "Deployment", "Service", "Job"},
+                      "Deployment", "Service", "Job", "PrometheusRule"},
     "quickstart-filecoin": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                             "Deployment", "Service", "PodDisruptionBudget", "Secret", "Job", "NetworkPolicy",
                             "PersistentVolumeClaim"} | POLICY_KINDS,
+    "readme-example": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+                       "Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor", "PodMonitor",
+                       "PrometheusRule", "NetworkPolicy", "Job", "PersistentVolumeClaim"} | POLICY_KINDS,
     "gateway-unauthenticated": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-                                "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"} | POLICY_KINDS,
+                                "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy",
+                                "PrometheusRule"} | POLICY_KINDS,
 }
 
 
@@ -433,10 +478,113 @@ SKIPPED_KINDS = {
 }
 
 
+# Metrics of kube-state-metrics (its docs/metrics: STABLE) that alerts may query, and what
+# reads them; any other non-proofpipe metric in an alert fails.
+KUBE_STATE_METRICS = {
+    "kube_deployment_status_replicas_available": "ProofpipeGatewayUnavailable",
+    "kube_deployment_spec_replicas": "ProofpipeGatewayUnavailable",
+    "kube_job_failed": "ProofpipeParamsFetchFailed",
+    "kube_pod_owner": "ProofpipeProverCrashLooping",
+    "kube_pod_container_status_waiting_reason": "ProofpipeProverCrashLooping",
+}
+PROMQL_FUNCTIONS = {"sum", "max", "min", "count", "avg", "rate", "increase", "max_over_time",
+                    "label_replace", "vector", "absent", "histogram_quantile"}
+PROMQL_GROUPING = {"by", "without", "on", "ignoring", "group_left", "group_right"}
+PROMQL_WORDS = {"and", "or", "unless", "bool", "offset"}
+PROMQL_TOKEN = re.compile(r'\s*(?:(?P<string>"(?:[^"\\]|\\.)*")|(?P<range>\[[0-9]+[smhdwy]\])'
+                          r'|(?P<number>[0-9]+(?:\.[0-9]+)?)|(?P<ident>[a-zA-Z_:][a-zA-Z0-9_:]*)'
+                          r'|(?P<op>==|!=|>=|<=|=~|!~|[-+*/<>(){},=]))')
+
+
+def promql_problems(expr):
+    """What a small PromQL reader finds wrong in `expr` (promtool is not installed here): a
+    token it does not know, unbalanced brackets, a label matcher that is not `label op
+    "value"`, a function it does not know, a metric that neither the code registers nor
+    kube-state-metrics exports. Returns (problems, metric names)."""
+    tokens, position = [], 0
+    while position < len(expr.rstrip()):
+        match = PROMQL_TOKEN.match(expr, position)
+        if not match:
+            return [f"cannot read {expr[position:position + 20]!r}"], set()
+        kind = match.lastgroup
+        tokens.append((kind, match.group(kind)))
+        position = match.end()
+    problems, metrics, stack = [], set(), []
+    index = 0
+    while index < len(tokens):
+        kind, text = tokens[index]
+        following = tokens[index + 1][1] if index + 1 < len(tokens) else None
+        if text in "({":
+            stack.append(text)
+        elif text in ")}":
+            if not stack or stack.pop() != {")": "(", "}": "{"}[text]:
+                problems.append(f"unbalanced {text!r}")
+        if text == "{":
+            # label op "value" [, ...] }
+            index += 1
+            while index < len(tokens) and tokens[index][1] != "}":
+                part = [t for t in tokens[index:index + 3]]
+                if len(part) < 3 or part[0][0] != "ident" or part[1][1] not in ("=", "!=", "=~", "!~") \
+                        or part[2][0] != "string":
+                    problems.append(f"bad label matcher at {' '.join(t for _, t in part)!r}")
+                    break
+                index += 3
+                if index < len(tokens) and tokens[index][1] == ",":
+                    index += 1
+                elif index >= len(tokens) or tokens[index][1] != "}":
+                    problems.append(f"no comma after the label matcher {' '.join(t for _, t in part)!r}")
+                    break
+            continue
+        if kind == "ident":
+            if text in PROMQL_GROUPING:
+                if following == "(":
+                    # the label names up to the closing bracket
+                    index += 2
+                    while index < len(tokens) and tokens[index][1] != ")":
+                        if tokens[index][0] != "ident" and tokens[index][1] != ",":
+                            problems.append(f"bad label list after {text}")
+                        index += 1
+                    index += 1
+                    continue
+            elif text in PROMQL_WORDS:
+                pass
+            elif text in PROMQL_FUNCTIONS:
+                pass  # `count by (...) (...)` as well as `count(...)`
+            elif following == "(":
+                problems.append(f"unknown function {text}")
+            else:
+                metrics.add(text)
+        index += 1
+    if stack:
+        problems.append(f"unclosed {''.join(stack)!r}")
+    return problems, metrics
+
+
+def doc_anchors(path):
+    """The anchors GitHub gives the headings of a Markdown file (as scripts/docs-check.py
+    makes them)."""
+    anchors, seen, fence = set(), {}, False
+    for line in Path(path).read_text().splitlines():
+        if re.match(r"^ {0,3}(```|~~~)", line):
+            fence = not fence
+            continue
+        heading = None if fence else re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", line)
+        if heading:
+            slug = re.sub(r"[^\w\- ]", "", heading.group(2).strip().lower().replace("`", "")).replace(" ", "-")
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
 def check_rules(obj, where):
-    """A PrometheusRule's shape, and that its alerts query only metrics the code registers
-    (an alert on a renamed metric would never fire)."""
-    alerts = set()
+    """A PrometheusRule's shape; that its alerts query only metrics the code registers or
+    kube-state-metrics exports, in PromQL a small reader accepts; each alert's summary,
+    description and a runbook_url naming a section of docs/operating.md that exists; and the
+    alerts there for this scenario's values, each on the objects the chart renders."""
+    values = scenarios.get(where, {})
+    rule_values = {**defaults["prometheusRule"], **values.get("prometheusRule", {})}
+    alerts = {}
     for group in obj["spec"]["groups"]:
         if not group.get("name") or not group.get("rules"):
             fail(f"{where}: PrometheusRule group without a name or rules: {group}")
@@ -444,18 +592,79 @@ def check_rules(obj, where):
             name = rule.get("alert")
             if not name or name in alerts:
                 fail(f"{where}: PrometheusRule rule without an alert name, or a repeated one: {rule}")
-            alerts.add(name)
-            if not rule.get("labels", {}).get("severity") or not rule.get("annotations", {}).get("summary"):
-                fail(f"{where}: alert {name} lacks a severity label or a summary")
+            alerts[name] = rule
+            annotations = rule.get("annotations", {})
+            if not rule.get("labels", {}).get("severity") in ("warning", "critical") \
+                    or not annotations.get("summary") or not annotations.get("description"):
+                fail(f"{where}: alert {name} lacks a severity (warning, critical), a summary or a description")
             if "for" in rule and not re.fullmatch(r"([0-9]+(ms|s|m|h))+", str(rule["for"])):
                 fail(f"{where}: alert {name} has a bad duration for: {rule['for']!r}")
-            expr = re.sub(r"\{[^}]*\}", "", rule["expr"])
-            names = re.findall(r"\bproofpipe_[a-z_]+", expr)
+            runbook = annotations.get("runbook_url", "")
+            base = rule_values["runbookBaseUrl"]
+            page, _, anchor = runbook[len(base):].partition("#")
+            if not runbook.startswith(base) or page != "docs/operating.md" or not anchor:
+                fail(f"{where}: alert {name}: runbook_url {runbook!r} is not {base}docs/operating.md#<section>")
+            if anchor not in doc_anchors(page):
+                fail(f"{where}: alert {name}: runbook_url {runbook!r} names no section of {page}")
+            problems, names = promql_problems(rule["expr"])
+            if problems:
+                fail(f"{where}: alert {name}: {'; '.join(problems)} in {rule['expr']!r}")
             if not names:
-                fail(f"{where}: alert {name} queries no proofpipe metric")
+                fail(f"{where}: alert {name} queries no metric")
             for metric in names:
-                if metric not in registered and re.sub(r"_(bucket|sum|count)$", "", metric) not in registered:
-                    fail(f"{where}: alert {name} queries {metric}, which no code registers")
+                if metric.startswith("proofpipe_"):
+                    if metric not in registered and re.sub(r"_(bucket|sum|count)$", "", metric) not in registered:
+                        fail(f"{where}: alert {name} queries {metric}, which no code registers")
+                elif KUBE_STATE_METRICS.get(metric) != name:
+                    fail(f"{where}: alert {name} queries {metric}: neither a metric the code registers nor "
+                         "a kube-state-metrics metric listed for it in KUBE_STATE_METRICS")
+    # Which alerts, for these values.
+    gateway_on = values.get("gateway", {}).get("enabled", False)
+    params_on = values.get("paramsFetch", {}).get("enabled", False)
+    wanted = {"ProofpipeNoReadyProver", "ProofpipeJobFailed", "ProofpipeProverNearMemoryLimit",
+              "ProofpipeProverWithoutGpu", "ProofpipePoStWaiting", "ProofpipeGatewayErrors",
+              "ProofpipeOperatorNoLeader", "ProofpipeProverCrashLooping"}
+    wanted |= {"ProofpipeGatewayUnavailable"} if gateway_on else set()
+    wanted |= {"ProofpipeParamsFetchFailed"} if params_on else set()
+    if set(alerts) != wanted:
+        fail(f"{where}: PrometheusRule has alerts {sorted(alerts)}, expected {sorted(wanted)}")
+    # Each on the objects it watches, as rendered with the same values.
+    objects, _ = rendered[where]
+
+    def of_component(objects, kind, name):
+        found = [o for o in objects if o["kind"] == kind
+                 and (o["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == name]
+        if len(found) != 1:
+            fail(f"{where}: expected one {kind} of the {name}, rendered {len(found)}")
+        return found[0]
+
+    matchers = lambda alert: dict(re.findall(r'(\w+)="([^"]*)"', alerts[alert]["expr"]))
+    leader = matchers("ProofpipeOperatorNoLeader")
+    operator = of_component(objects, "Deployment", "operator")
+    if leader.get("namespace") != operator["metadata"]["namespace"] or \
+            alerts["ProofpipeOperatorNoLeader"].get("for") != rule_values["noLeaderFor"]:
+        fail(f"{where}: ProofpipeOperatorNoLeader does not watch the operator's namespace "
+             f"{operator['metadata']['namespace']} for noLeaderFor")
+    crash = matchers("ProofpipeProverCrashLooping")
+    watched = values.get("operator", {}).get("watchNamespace")
+    if crash.get("owner_kind") != "ProverPool" or "ProverPool" not in crd_by_kind or \
+            crash.get("namespace") != watched or \
+            f">= {rule_values['proverReplacements']}" not in alerts["ProofpipeProverCrashLooping"]["expr"]:
+        fail(f"{where}: ProofpipeProverCrashLooping must count pods owned by a ProverPool "
+             f"(in {watched or 'any namespace'}), against proverReplacements")
+    if gateway_on:
+        gateway = of_component(objects, "Deployment", "gateway")["metadata"]
+        found = matchers("ProofpipeGatewayUnavailable")
+        if (found.get("namespace"), found.get("deployment")) != (gateway["namespace"], gateway["name"]):
+            fail(f"{where}: ProofpipeGatewayUnavailable watches {found}, not the gateway Deployment "
+                 f"{gateway['namespace']}/{gateway['name']}")
+    if params_on:
+        job = of_component(objects, "Job", "params-fetch")["metadata"]
+        found = matchers("ProofpipeParamsFetchFailed")
+        if (found.get("namespace"), found.get("job_name"), found.get("condition")) != (
+                job["namespace"], job["name"], "true"):
+            fail(f"{where}: ProofpipeParamsFetchFailed watches {found}, not the parameter Job "
+                 f"{job['namespace']}/{job['name']}")
     return alerts
 
 
@@ -495,6 +704,44 @@ for scenario, (objects, manifests) in rendered.items():
     for obj in objects:
         validate(obj, scenario)
     ok(f"{scenario}: every rendered object valid against the Kubernetes {KUBE_VERSION} schemas (strict)")
+
+# What the alerts stand on, in the code: a tripwire for each.
+premises = {
+    "operator/src/pool/pod_spec.rs": ('spec.restart_policy = Some("Never".into());',
+                                      "ProofpipeProverCrashLooping counts a prover pod name's replacements "
+                                      "because prover pods never restart in place"),
+    "operator/src/runtime/leader_election.rs": (".replace(LEASE_NAME",
+                                                "ProofpipeOperatorNoLeader reads the leader's Lease renewals as "
+                                                "PUTs (verb update)"),
+    "operator/src/runtime/api_metrics.rs": ('http::Method::PUT => "update"',
+                                            "ProofpipeOperatorNoLeader counts the Lease's PUTs as verb update"),
+}
+for source, (needle, why) in premises.items():
+    if needle not in Path(source).read_text():
+        fail(f"{source} no longer has {needle!r}: {why}; change templates/prometheusrule.yaml with it")
+lib = Path("operator/src/lib.rs").read_text()
+if not 0 <= lib.find("runtime::api_metrics::counted(client") < lib.find("LeaderElector::new("):
+    fail("operator/src/lib.rs: the leader elector no longer gets the counted client, so "
+         "proofpipe_operator_api_requests_total misses the Lease renewals ProofpipeOperatorNoLeader reads")
+# `helm upgrade --reuse-values` from a release before the newer alert keys renders with the
+# previous chart's values, without them (a null removes a key, as there): the template's
+# fallbacks are values.yaml's defaults.
+reuse = {"prometheusRule": {"enabled": True, "noLeaderFor": None, "gatewayUnavailableFor": None,
+                            "proverReplacements": None, "runbookBaseUrl": None},
+         "gateway": {"enabled": True, "pool": "h200", "artifacts": "s3://proofs"}}
+rules = {r["alert"]: r for o in render(reuse)[0] if o["kind"] == "PrometheusRule"
+         for g in o["spec"]["groups"] for r in g["rules"]}
+wanted_defaults = defaults["prometheusRule"]
+if (rules["ProofpipeOperatorNoLeader"]["for"], rules["ProofpipeGatewayUnavailable"]["for"]) != (
+        wanted_defaults["noLeaderFor"], wanted_defaults["gatewayUnavailableFor"]) \
+        or f">= {wanted_defaults['proverReplacements']}\n" not in rules["ProofpipeProverCrashLooping"]["expr"] \
+        or not rules["ProofpipeNoReadyProver"]["annotations"]["runbook_url"].startswith(
+            f"{wanted_defaults['runbookBaseUrl']}docs/operating.md#"):
+    fail("templates/prometheusrule.yaml: the fallbacks of noLeaderFor, gatewayUnavailableFor, "
+         "proverReplacements or runbookBaseUrl are not values.yaml's defaults")
+ok("PrometheusRule: the alerts' premises hold in operator/src (prover pods never restart, the leader's "
+   "Lease renewals counted as PUTs), and it renders with values.yaml's defaults without the newer keys "
+   "(helm upgrade --reuse-values)")
 
 def component(obj):
     """The app.kubernetes.io/component of a chart object: operator or gateway."""

@@ -24,7 +24,8 @@ Where the numbers come from:
     scripts/chart-params-size.py                          # the chart's default sizes and kinds
     scripts/chart-params-size.py --sector-size 64GiB --kind porep --kind snap
     scripts/chart-params-size.py --without-matrices       # the parameter files alone
-    scripts/chart-params-size.py --check                  # fail if values.yaml's default claim is smaller
+    scripts/chart-params-size.py --check                  # fail if values.yaml's default claim is smaller,
+                                                          # or its comment or the chart README gives other figures
 
 parameters.json is found through Cargo.lock's storage-proofs-core version in
 ${CARGO_HOME:-~/.cargo}/registry/src/*/ (`cargo fetch --locked` puts it there), or given with
@@ -190,6 +191,11 @@ def main():
         if missing:
             fail(f"charts/proofpipe/values.yaml: the comment above paramsFetch.createPersistentVolumeClaim.size "
                  f"must give the figures {wanted} (missing {missing}): the files, the matrices, with headroom")
+        readme = (chart_values.CHART / "README.md").read_text()
+        missing = [w for w in (default, *wanted[:2]) if w not in readme]
+        if missing:
+            fail(f"charts/proofpipe/README.md must give the default claim {default} and its figures {wanted[:2]} "
+                 f"(missing {missing})")
         print(f"ok: the default claim {default} holds them ({required / GIB:.1f} GiB needed)")
 
 

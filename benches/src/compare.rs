@@ -692,6 +692,7 @@ mod tests {
             partition_budget: Some(2),
             g2: groth16::G2Placement::GpuStage,
             bases: groth16::QueryPlacement::all_resident(),
+            quotient_buffers: Default::default(),
             record_timeline: false,
             matrices: Default::default(),
         };

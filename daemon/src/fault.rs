@@ -13,6 +13,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use proofpipe_crds::FilecoinProofKind;
 use proofpipe_kernels::{
     Bases, Density, EvalAlloc, Evaluations, GpuDevice, KernelError, KernelStat, ProvingBackend,
+    QuotientBuffers,
 };
 
 use proofpipe_pipeline::circuits::CircuitShape;
@@ -166,6 +167,7 @@ impl ProvingBackend for LostGpu {
         _a: Evaluations,
         _b: Evaluations,
         _c: Evaluations,
+        _buffers: QuotientBuffers,
     ) -> Result<Vec<Fr>, KernelError> {
         Err(self.lost("running the quotient"))
     }
@@ -180,6 +182,7 @@ impl ProvingBackend for LostGpu {
         _b: Evaluations,
         _c: Evaluations,
         _bases: &Bases<G1Affine>,
+        _buffers: QuotientBuffers,
     ) -> Result<G1Projective, KernelError> {
         Err(self.lost("running the quotient"))
     }

@@ -18,8 +18,10 @@
 //                                 slices, double-buffered, overlapping the kernels
 //   pp_host_register / unregister page-lock an existing host range (the streamed bases)
 //   pp_pinned_alloc / _free       page-locked host staging for MSM scalars (full-speed DMA)
-//   pp_quotient_ws_new / _free    a GPU-stage worker's quotient workspace (stream, buffers)
-//   pp_quotient_upload            a, b, c to the device (outside the device lock)
+//   pp_quotient_ws_new / _free    a GPU-stage worker's quotient workspace (stream, 3, 2 or 1
+//                                 buffers of the domain's size)
+//   pp_quotient_upload            a, b, c (as many as it has buffers for) to the device,
+//                                 outside the device lock
 //   pp_quotient_compute           h = icoset_ntt((coset_ntt(intt(a))*coset_ntt(intt(b))
 //                                      - coset_ntt(intt(c))) * zinv), in Montgomery form
 //   pp_quotient_h                 the device address of h (for the H MSM, without a copy)
@@ -574,36 +576,76 @@ extern "C" void pp_pinned_free(void* p)
 {   (void)cudaFreeHost(p);   }
 
 // The quotient runs in three steps so that only the middle one needs the device to itself:
-// a GPU-stage worker uploads a, b, c (pageable copies, CPU-bound: ~0.25 s per 2^24
-// partition) and downloads h on its own stream *outside* the device lock, overlapping the
-// other worker's kernels; only the NTTs run under the lock. Each worker keeps a workspace
-// (its stream and three device buffers of 2^lg elements) across partitions.
+// a GPU-stage worker uploads what it can (pageable or page-locked copies) and downloads h on
+// its own stream *outside* the device lock, overlapping the other worker's kernels; only the
+// NTTs run under the lock. Each worker keeps a workspace (its stream and device buffers of
+// 2^lg elements) across partitions.
+//
+// A workspace has 3, 2 or 1 such buffers, so that a card too small for three (12 GiB at 2^27)
+// still proves:
+//   3: a, b, c all uploaded ahead; the NTTs and one pointwise pass.
+//   2: a and b uploaded ahead; c goes into b's buffer once a*b is formed (a copy inside the
+//      lock).
+//   1: only a uploaded ahead; each transform's result waits in a host buffer (the caller's a,
+//      no longer needed on the host) while the next input is transformed, and is combined
+//      with it through a small staging buffer, slice by slice: two more downloads and two
+//      more uploads of n elements, all inside the lock.
 //
 // Values are n = 2^lg field elements in Montgomery form (blst_fr layout, blstrs' Scalar as
-// it is), in and out; h comes back in a's buffer (the caller drops its top coefficient).
+// it is), in and out; h comes back in the first buffer (the caller drops its top coefficient).
+static const size_t QUOTIENT_STAGE = (size_t)1 << 22;   // elements: 128 MiB
+
 struct pp_quotient_ws {
     int dev;
     size_t n;
+    uint32_t nbuf;
     stream_t stream;
     fr_t* d[3] = {nullptr, nullptr, nullptr};
-    pp_quotient_ws(int dev, size_t n) : dev(dev), n(n), stream(dev) {}
+    fr_t* stage = nullptr;
+    size_t stage_n = 0;
+    pp_quotient_ws(int dev, size_t n, uint32_t nbuf) : dev(dev), n(n), nbuf(nbuf), stream(dev) {}
     ~pp_quotient_ws()
     {
         (void)cudaSetDevice(dev);
         for (fr_t* p : d)
             if (p) (void)cudaFree(p);
+        if (stage) (void)cudaFree(stage);
     }
 };
 
-extern "C" RustError::by_value pp_quotient_ws_new(int dev, uint32_t lg, void** out)
+__global__ void pp_mul_assign(fr_t* a, const fr_t* b, size_t n)
+{
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n; i += stride)
+        a[i] = a[i] * b[i];
+}
+
+// a = (a - b) * zinv when `a_first`, else a = (b - a) * zinv.
+__global__ void pp_sub_scale(fr_t* a, const fr_t* b, fr_t zinv, size_t n, bool a_first)
+{
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n; i += stride) {
+        fr_t x = a_first ? a[i] - b[i] : b[i] - a[i];
+        a[i] = x * zinv;
+    }
+}
+
+extern "C" RustError::by_value pp_quotient_ws_new(int dev, uint32_t lg, uint32_t nbuf, void** out)
 {
     pp_quotient_ws* ws = nullptr;
     try {
+        if (nbuf < 1 || nbuf > 3)
+            return RustError{cudaErrorInvalidValue, "a quotient workspace has 1, 2 or 3 buffers"};
         (void)select_gpu(dev);
         CUDA_OK(cudaSetDevice(dev));
-        ws = new pp_quotient_ws{dev, (size_t)1 << lg};
-        for (auto& p : ws->d)
-            CUDA_OK(cudaMalloc(&p, ws->n * sizeof(fr_t)));
+        ws = new pp_quotient_ws{dev, (size_t)1 << lg, nbuf};
+        for (uint32_t i = 0; i < nbuf; i++)
+            CUDA_OK(cudaMalloc(&ws->d[i], ws->n * sizeof(fr_t)));
+        if (nbuf == 1) {
+            // At least four slices, so that small domains (the tests') are cut too.
+            ws->stage_n = std::max<size_t>(1, std::min(ws->n / 4, QUOTIENT_STAGE));
+            CUDA_OK(cudaMalloc(&ws->stage, ws->stage_n * sizeof(fr_t)));
+        }
         *out = ws;
     } catch (const cuda_error& e) {
         delete ws;
@@ -615,6 +657,8 @@ extern "C" RustError::by_value pp_quotient_ws_new(int dev, uint32_t lg, void** o
 extern "C" void pp_quotient_ws_free(void* ws)
 {   delete static_cast<pp_quotient_ws*>(ws);   }
 
+// Uploads the inputs the workspace has buffers for ahead (a, b, c; a, b; or a); the rest are
+// read by pp_quotient_compute.
 extern "C" RustError::by_value pp_quotient_upload(void* h, const fr_t* a, const fr_t* b,
                                                   const fr_t* c)
 {
@@ -622,7 +666,7 @@ extern "C" RustError::by_value pp_quotient_upload(void* h, const fr_t* a, const 
     try {
         CUDA_OK(cudaSetDevice(ws->dev));
         const fr_t* src[3] = {a, b, c};
-        for (int i = 0; i < 3; i++)
+        for (uint32_t i = 0; i < ws->nbuf; i++)
             CUDA_OK(cudaMemcpyAsync(ws->d[i], src[i], ws->n * sizeof(fr_t),
                                     cudaMemcpyHostToDevice, ws->stream));
         ws->stream.sync();
@@ -632,25 +676,73 @@ extern "C" RustError::by_value pp_quotient_upload(void* h, const fr_t* a, const 
     return RustError{cudaSuccess};
 }
 
+// Evaluations on the coset from values on the domain, in place: intt, then coset ntt.
+static void pp_to_coset(stream_t& s, fr_t* d, uint32_t lg)
+{
+    typedef NTT::InputOutputOrder O;
+    typedef NTT::Direction D;
+    typedef NTT::Type T;
+    NTT::Base_dev_ptr(s, d, lg, O::NR, D::inverse, T::standard);
+    NTT::Base_dev_ptr(s, d, lg, O::RN, D::forward, T::coset);
+}
+
 // h = icoset_ntt((coset_ntt(intt(a)) * coset_ntt(intt(b)) - coset_ntt(intt(c))) * zinv),
-// left in the first buffer.
-extern "C" RustError::by_value pp_quotient_compute(void* h, uint32_t lg, const fr_t* zinv)
+// left in the first buffer. `a`, `b`, `c`: the host inputs, read for what was not uploaded
+// ahead; with one buffer `a` is overwritten (it holds intermediate results).
+extern "C" RustError::by_value pp_quotient_compute(void* h, uint32_t lg, const fr_t* zinv,
+                                                   fr_t* a, const fr_t* b, const fr_t* c)
 {
     auto* ws = static_cast<pp_quotient_ws*>(h);
     try {
         CUDA_OK(cudaSetDevice(ws->dev));
+        stream_t& s = ws->stream;
+        const size_t n = ws->n;
+        const int grid = s.sm_count() * 2;
+        fr_t* d0 = ws->d[0];
+        if (ws->nbuf == 3) {
+            for (fr_t* d : ws->d)
+                pp_to_coset(s, d, lg);
+            pp_pointwise<<<grid, 512, 0, s>>>(d0, ws->d[1], ws->d[2], *zinv, n);
+            CUDA_OK(cudaGetLastError());
+        } else if (ws->nbuf == 2) {
+            fr_t* d1 = ws->d[1];
+            pp_to_coset(s, d0, lg);
+            pp_to_coset(s, d1, lg);
+            pp_mul_assign<<<grid, 512, 0, s>>>(d0, d1, n);
+            CUDA_OK(cudaGetLastError());
+            s.HtoD(d1, c, n);
+            pp_to_coset(s, d1, lg);
+            pp_sub_scale<<<grid, 512, 0, s>>>(d0, d1, *zinv, n, true);
+            CUDA_OK(cudaGetLastError());
+        } else {
+            // a~ to the host (into a), then b~; a~*b~ formed slice by slice on the device and
+            // sent to the host in its turn; then c~, and (a~*b~ - c~)*zinv slice by slice.
+            fr_t* stage = ws->stage;
+            auto combine = [&](bool multiply) {
+                for (size_t off = 0; off < n; off += ws->stage_n) {
+                    size_t len = std::min(ws->stage_n, n - off);
+                    s.HtoD(stage, a + off, len);
+                    if (multiply)
+                        pp_mul_assign<<<grid, 512, 0, s>>>(d0 + off, stage, len);
+                    else
+                        pp_sub_scale<<<grid, 512, 0, s>>>(d0 + off, stage, *zinv, len, false);
+                    CUDA_OK(cudaGetLastError());
+                }
+            };
+            pp_to_coset(s, d0, lg);
+            s.DtoH(a, d0, n);
+            s.HtoD(d0, b, n);
+            pp_to_coset(s, d0, lg);
+            combine(true);
+            s.DtoH(a, d0, n);
+            s.HtoD(d0, c, n);
+            pp_to_coset(s, d0, lg);
+            combine(false);
+        }
         typedef NTT::InputOutputOrder O;
         typedef NTT::Direction D;
         typedef NTT::Type T;
-        stream_t& s = ws->stream;
-        for (fr_t* d : ws->d) {
-            NTT::Base_dev_ptr(s, d, lg, O::NR, D::inverse, T::standard);
-            NTT::Base_dev_ptr(s, d, lg, O::RN, D::forward, T::coset);
-        }
-        pp_pointwise<<<s.sm_count() * 2, 512, 0, s>>>(ws->d[0], ws->d[1], ws->d[2], *zinv,
-                                                       ws->n);
-        CUDA_OK(cudaGetLastError());
-        NTT::Base_dev_ptr(s, ws->d[0], lg, O::NN, D::inverse, T::coset);
+        NTT::Base_dev_ptr(s, d0, lg, O::NN, D::inverse, T::coset);
         s.sync();
     } catch (const cuda_error& e) {
         return pp_err(e, "quotient NTTs");

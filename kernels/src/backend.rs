@@ -33,6 +33,40 @@ pub enum Placement {
     Streamed,
 }
 
+/// How many of a, b, c a GPU backend holds on the device at once while it computes the
+/// quotient: its workspace is that many vectors of the evaluation domain's size. Fewer let a
+/// smaller card prove a large circuit (2^27 elements: 12, 8 or 4 GiB), at the cost of copies
+/// inside the device lock (two: c's upload; one: two more uploads and two downloads of the
+/// domain). The CPU backend ignores it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QuotientBuffers {
+    #[default]
+    Three,
+    Two,
+    One,
+}
+
+impl QuotientBuffers {
+    /// The buffers' count, 1 to 3.
+    pub fn count(self) -> u32 {
+        match self {
+            Self::Three => 3,
+            Self::Two => 2,
+            Self::One => 1,
+        }
+    }
+
+    /// The choice of `count` buffers (1 to 3).
+    pub fn from_count(count: u32) -> Option<Self> {
+        match count {
+            3 => Some(Self::Three),
+            2 => Some(Self::Two),
+            1 => Some(Self::One),
+            _ => None,
+        }
+    }
+}
+
 /// Base points of one query: the slice `bases[skip..]` is used.
 #[derive(Clone, Debug)]
 pub struct Bases<G> {
@@ -75,11 +109,13 @@ pub trait ProvingBackend: Send + Sync {
     /// `a`, `b`, `c` are the constraint evaluations; they are consumed so that their memory is
     /// released as soon as the polynomial is computed (to the allocator they came from:
     /// [`ProvingBackend::evaluation_alloc`]'s, for evaluations synthesized for this backend).
+    /// `buffers`: how many of them a GPU holds at once.
     fn quotient(
         &self,
         a: Evaluations,
         b: Evaluations,
         c: Evaluations,
+        buffers: QuotientBuffers,
     ) -> Result<Vec<Fr>, KernelError>;
 
     /// Where synthesis should put the a/b/c evaluations this backend will consume: the heap
@@ -98,8 +134,9 @@ pub trait ProvingBackend: Send + Sync {
         b: Evaluations,
         c: Evaluations,
         bases: &Bases<G1Affine>,
+        buffers: QuotientBuffers,
     ) -> Result<G1Projective, KernelError> {
-        let h = Arc::new(self.quotient(a, b, c)?);
+        let h = Arc::new(self.quotient(a, b, c, buffers)?);
         self.msm_g1(bases, &Density::Full, &h)
     }
 

@@ -10,7 +10,7 @@ use ec_gpu_gen::threadpool::Worker;
 use ff::PrimeField;
 use group::Group;
 
-use crate::backend::{Bases, Density, Placement, ProvingBackend};
+use crate::backend::{Bases, Density, Placement, ProvingBackend, QuotientBuffers};
 use crate::error::KernelError;
 use crate::gather::used_exponents_map;
 use crate::host_memory::{Evaluations, into_std_vec};
@@ -83,6 +83,7 @@ impl ProvingBackend for CpuBackend {
         a: Evaluations,
         b: Evaluations,
         c: Evaluations,
+        _buffers: QuotientBuffers,
     ) -> Result<Vec<Fr>, KernelError> {
         if a.len() != b.len() || b.len() != c.len() {
             return Err(KernelError::MismatchedEvaluations {
@@ -343,6 +344,7 @@ mod tests {
                 heap_evaluations(a),
                 heap_evaluations(b),
                 heap_evaluations(c),
+                QuotientBuffers::Three,
             )
             .unwrap();
         assert_eq!(h.len(), 8 - 1);
@@ -351,7 +353,7 @@ mod tests {
     #[test]
     fn quotient_rejects_mismatched_lengths() {
         let ev = |n| heap_evaluations(vec![Fr::ONE; n]);
-        let err = CpuBackend::new().quotient(ev(3), ev(2), ev(3));
+        let err = CpuBackend::new().quotient(ev(3), ev(2), ev(3), QuotientBuffers::Three);
         assert!(matches!(
             err,
             Err(KernelError::MismatchedEvaluations { .. })

@@ -64,7 +64,9 @@ use ff::{Field, PrimeField};
 use group::Group;
 use rayon::prelude::*;
 
-use crate::backend::{Bases, Density, GpuDevice, KernelStat, Placement, ProvingBackend};
+use crate::backend::{
+    Bases, Density, GpuDevice, KernelStat, Placement, ProvingBackend, QuotientBuffers,
+};
 use crate::domain::domain_size;
 use crate::error::KernelError;
 use crate::gather::{SparseGather, check_bases, on_host_pool};
@@ -456,11 +458,26 @@ impl Scalars<'_> {
 /// MSMs over fewer scalars read them in place: staging would cost more than it saves.
 const STAGE_FROM: usize = 1 << 16;
 
-/// A stream and three device buffers of 2^lg elements for one quotient at a time.
+/// A stream and three, two or one device buffers of 2^lg elements for one quotient at a time.
 struct QuotientWorkspace {
     handle: *mut c_void,
     lg: u32,
+    buffers: QuotientBuffers,
     _charge: Charge,
+}
+
+/// Elements of a one-buffer workspace's staging slice at most (`QUOTIENT_STAGE` in
+/// proofpipe.cu; a quarter of the domain below 2^24).
+const QUOTIENT_STAGE_ELEMENTS: u64 = 1 << 22;
+
+/// Device bytes of a quotient workspace for domains of 2^lg.
+fn quotient_workspace_bytes(lg: u32, buffers: QuotientBuffers) -> u64 {
+    let m = 1u64 << lg;
+    let stage = match buffers {
+        QuotientBuffers::One => (m / 4).clamp(1, QUOTIENT_STAGE_ELEMENTS),
+        _ => 0,
+    };
+    size_of::<Fr>() as u64 * (u64::from(buffers.count()) * m + stage)
 }
 
 // SAFETY: a workspace is used by one thread at a time (taken out of the pool), through the
@@ -474,11 +491,13 @@ impl Drop for QuotientWorkspace {
     }
 }
 
-/// a, b, c of one partition on the device, in a workspace the worker holds.
+/// a, b, c of one partition on the device, in a workspace the worker holds; those it has no
+/// buffer for stay on the host (all three, a as scratch, with a one-buffer workspace).
 struct Uploaded {
     ws: QuotientWorkspace,
     lg: u32,
     upload_seconds: Duration,
+    host: Option<[Evaluations; 3]>,
 }
 
 /// Runs the quotient's NTTs and the G1/G2 MSMs on CUDA GPUs.
@@ -1065,26 +1084,33 @@ impl CudaBackend {
         unpoisoned(&self.devices[dev].pinned).push(buf);
     }
 
-    /// An idle quotient workspace for domains of 2^lg on `dev`, made if none is idle. Idle
-    /// ones of other sizes are freed first (the pipeline moved to another circuit size).
-    fn take_workspace(&self, dev: usize, lg: u32) -> Result<QuotientWorkspace, KernelError> {
+    /// An idle quotient workspace of `buffers` for domains of 2^lg on `dev`, made if none is
+    /// idle. Idle ones of other shapes are freed first (the pipeline moved to another circuit
+    /// size or plan).
+    fn take_workspace(
+        &self,
+        dev: usize,
+        lg: u32,
+        buffers: QuotientBuffers,
+    ) -> Result<QuotientWorkspace, KernelError> {
         {
             let mut pool = unpoisoned(&self.devices[dev].quotient_workspaces);
-            pool.retain(|ws| ws.lg == lg);
+            pool.retain(|ws| ws.lg == lg && ws.buffers == buffers);
             if let Some(ws) = pool.pop() {
                 return Ok(ws);
             }
         }
-        let bytes = 3 * size_of::<Fr>() as u64 * (1u64 << lg);
+        let bytes = quotient_workspace_bytes(lg, buffers);
         let charge = self.charge(dev, Held::Workspace, bytes, "a quotient workspace")?;
         let mut handle = std::ptr::null_mut();
         // SAFETY: `handle` is an out-pointer.
         check("allocating the quotient's buffers", dev, unsafe {
-            ffi::pp_quotient_ws_new(dev as i32, lg, &mut handle)
+            ffi::pp_quotient_ws_new(dev as i32, lg, buffers.count(), &mut handle)
         })?;
         Ok(QuotientWorkspace {
             handle,
             lg,
+            buffers,
             _charge: charge,
         })
     }
@@ -1096,13 +1122,15 @@ impl CudaBackend {
     /// a, b, c padded to the evaluation domain and uploaded into a workspace of `dev`, on the
     /// worker's own stream and outside the device lock (the copies overlap the other workers'
     /// kernels; only the NTTs hold the device): a DMA when they are page-locked (from
-    /// [`ProvingBackend::evaluation_alloc`]). The host vectors are freed here.
+    /// [`ProvingBackend::evaluation_alloc`]). With three buffers the host vectors are freed
+    /// here; with fewer, those not uploaded are kept for the NTTs, and a as their scratch.
     fn upload_evaluations(
         &self,
         dev: usize,
         mut a: Evaluations,
         mut b: Evaluations,
         mut c: Evaluations,
+        buffers: QuotientBuffers,
     ) -> Result<Uploaded, KernelError> {
         if a.len() != b.len() || b.len() != c.len() {
             return Err(KernelError::MismatchedEvaluations {
@@ -1120,7 +1148,7 @@ impl CudaBackend {
         for v in [&mut a, &mut b, &mut c] {
             v.resize(m, Fr::ZERO);
         }
-        let ws = self.take_workspace(dev, lg)?;
+        let ws = self.take_workspace(dev, lg, buffers)?;
         let copies = Instant::now();
         // SAFETY: a, b, c hold m = 2^lg elements; Fr is repr(transparent) over blst_fr
         // (Montgomery form, the layout of sppark's fr_t); the workspace holds 2^lg.
@@ -1132,26 +1160,43 @@ impl CudaBackend {
                 c.as_ptr().cast(),
             )
         })?;
+        let upload_seconds = copies.elapsed();
         Ok(Uploaded {
             ws,
             lg,
-            upload_seconds: copies.elapsed(),
+            upload_seconds,
+            host: (buffers != QuotientBuffers::Three).then_some([a, b, c]),
         })
     }
 
     /// The quotient's NTTs on uploaded evaluations; h is left in the workspace. The caller
     /// holds `dev`'s lock.
-    fn compute_quotient_locked(&self, dev: usize, up: &Uploaded) -> Result<(), KernelError> {
+    fn compute_quotient_locked(&self, dev: usize, up: &mut Uploaded) -> Result<(), KernelError> {
         let m = 1u64 << up.lg;
         // h = (a*b - c) / z on the coset g*H, z(g*w^i) = g^m - 1 for every i.
         let g = Fr::MULTIPLICATIVE_GENERATOR;
         let zinv = Option::<Fr>::from((g.pow_vartime([m]) - Fr::ONE).invert())
             .expect("g^m != 1 for the multiplicative generator");
+        let (a, b, c) = match &mut up.host {
+            Some([a, b, c]) => (a.as_mut_ptr(), b.as_ptr(), c.as_ptr()),
+            None => (std::ptr::null_mut(), std::ptr::null(), std::ptr::null()),
+        };
         let start = Instant::now();
-        // SAFETY: the workspace holds the uploaded a, b, c of 2^lg elements.
+        // SAFETY: the workspace holds what was uploaded of a, b, c (2^lg elements each); the
+        // rest, when the workspace has fewer than three buffers, are the host vectors kept in
+        // `up`, padded to 2^lg, and a is ours to overwrite.
         check("quotient NTTs", dev, unsafe {
-            ffi::pp_quotient_compute(up.ws.handle, up.lg, (&zinv as *const Fr).cast())
+            ffi::pp_quotient_compute(
+                up.ws.handle,
+                up.lg,
+                (&zinv as *const Fr).cast(),
+                a.cast(),
+                b.cast(),
+                c.cast(),
+            )
         })?;
+        // The host vectors go back to their pool now, not when the MSMs are done.
+        up.host = None;
         self.record(|s| &mut s.quotient, start.elapsed(), m as usize);
         Ok(())
     }
@@ -1206,12 +1251,13 @@ impl ProvingBackend for CudaBackend {
         a: Evaluations,
         b: Evaluations,
         c: Evaluations,
+        buffers: QuotientBuffers,
     ) -> Result<Vec<Fr>, KernelError> {
         let dev = self.device();
-        let up = self.upload_evaluations(dev, a, b, c)?;
+        let mut up = self.upload_evaluations(dev, a, b, c, buffers)?;
         {
             let _busy = self.lock(dev);
-            self.compute_quotient_locked(dev, &up)?;
+            self.compute_quotient_locked(dev, &mut up)?;
         }
         let m = 1usize << up.lg;
         let mut out = vec![Fr::ZERO; m];
@@ -1237,9 +1283,10 @@ impl ProvingBackend for CudaBackend {
         b: Evaluations,
         c: Evaluations,
         bases: &Bases<G1Affine>,
+        buffers: QuotientBuffers,
     ) -> Result<G1Projective, KernelError> {
         if !self.options.h_on_device {
-            let h = Arc::new(self.quotient(a, b, c)?);
+            let h = Arc::new(self.quotient(a, b, c, buffers)?);
             return self.msm(bases, &Density::Full, &h);
         }
         let dev = self.device();
@@ -1249,10 +1296,10 @@ impl ProvingBackend for CudaBackend {
         // Uploads resident bases on first use (under the lock itself), so before this worker
         // takes it.
         let prepared = self.prepare(dev, bases, used, true, false)?;
-        let up = self.upload_evaluations(dev, a, b, c)?;
+        let mut up = self.upload_evaluations(dev, a, b, c, buffers)?;
         let h = {
             let _busy = self.lock(dev);
-            self.compute_quotient_locked(dev, &up)?;
+            self.compute_quotient_locked(dev, &mut up)?;
             // SAFETY: h is on `dev`, in the workspace we hold, with m >= used elements
             // (Montgomery form); the prepared bases hold `used` points.
             let h = unsafe { ffi::pp_quotient_h(up.ws.handle) };

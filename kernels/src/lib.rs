@@ -20,7 +20,9 @@ use std::sync::Arc;
 
 pub use ec_gpu_gen::multiexp_cpu::DensityTracker;
 
-pub use backend::{Bases, Density, GpuDevice, KernelStat, Placement, ProvingBackend, holds_device};
+pub use backend::{
+    Bases, Density, GpuDevice, KernelStat, Placement, ProvingBackend, QuotientBuffers, holds_device,
+};
 pub use cpu::CpuBackend;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaBackend;

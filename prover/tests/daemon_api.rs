@@ -430,6 +430,7 @@ async fn prove_one_partition(params_dir: &Path, partition: u32) -> PartitionProo
             partition_budget: None,
             g2: G2Placement::GpuStage,
             bases: proofpipe_pipeline::groth16::QueryPlacement::all_resident(),
+            quotient_buffers: Default::default(),
             record_timeline: false,
             matrices: Default::default(),
         };

@@ -70,7 +70,12 @@ unsafe extern "C" {
     pub fn pp_host_unregister(ptr: *mut c_void);
     pub fn pp_pinned_alloc(bytes: usize, out: *mut *mut c_void) -> sppark::Error;
     pub fn pp_pinned_free(p: *mut c_void);
-    pub fn pp_quotient_ws_new(dev: i32, lg: u32, out: *mut *mut c_void) -> sppark::Error;
+    pub fn pp_quotient_ws_new(
+        dev: i32,
+        lg: u32,
+        buffers: u32,
+        out: *mut *mut c_void,
+    ) -> sppark::Error;
     pub fn pp_quotient_ws_free(ws: *mut c_void);
     pub fn pp_quotient_upload(
         ws: *mut c_void,
@@ -78,7 +83,14 @@ unsafe extern "C" {
         b: *const blst_fr,
         c: *const blst_fr,
     ) -> sppark::Error;
-    pub fn pp_quotient_compute(ws: *mut c_void, lg: u32, zinv: *const blst_fr) -> sppark::Error;
+    pub fn pp_quotient_compute(
+        ws: *mut c_void,
+        lg: u32,
+        zinv: *const blst_fr,
+        a: *mut blst_fr,
+        b: *const blst_fr,
+        c: *const blst_fr,
+    ) -> sppark::Error;
     pub fn pp_quotient_download(ws: *mut c_void, out: *mut blst_fr) -> sppark::Error;
     pub fn pp_quotient_h(ws: *mut c_void) -> *const blst_fr;
 }

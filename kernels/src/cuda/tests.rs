@@ -12,8 +12,11 @@ use rand_core::SeedableRng;
 
 use super::{CudaBackend, unpoisoned};
 use crate::{
-    Bases, CpuBackend, Density, DensityTracker, EvalAlloc, Evaluations, ProvingBackend, evaluations,
+    Bases, CpuBackend, Density, DensityTracker, EvalAlloc, Evaluations, ProvingBackend,
+    QuotientBuffers, evaluations,
 };
+
+const THREE: QuotientBuffers = QuotientBuffers::Three;
 
 /// `values` as evaluations in `alloc`, reserved to the domain size as synthesis reserves them.
 fn ev(alloc: &EvalAlloc, values: &[Fr]) -> Evaluations {
@@ -183,28 +186,30 @@ fn quotient_matches_cpu_2_10_to_2_16() {
             .collect();
         let heap = EvalAlloc::heap();
         let want = cpu
-            .quotient(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c))
+            .quotient(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c), THREE)
             .unwrap();
-        // In the GPU's own (page-locked) evaluations, as synthesis makes them for it.
-        let pinned = gpu.evaluation_alloc();
-        assert!(pinned.is_pooled());
-        let got = gpu
-            .quotient(ev(&pinned, &a), ev(&pinned, &b), ev(&pinned, &c))
-            .unwrap();
-        assert!(
-            unpoisoned(&gpu.evaluations.live).is_empty(),
-            "the page-locked blocks went back to the pool"
-        );
-        let got_heap = gpu
-            .quotient(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c))
-            .unwrap();
-        assert!(
-            got_heap == want,
-            "quotient from ordinary memory differs at n={n}"
-        );
-        assert_eq!(got.len(), want.len(), "n={n}");
-        assert!(got == want, "quotient differs at n={n}");
-        eprintln!("quotient n={n}: GPU = CPU");
+        for buffers in [THREE, QuotientBuffers::Two, QuotientBuffers::One] {
+            // In the GPU's own (page-locked) evaluations, as synthesis makes them for it.
+            let pinned = gpu.evaluation_alloc();
+            assert!(pinned.is_pooled());
+            let got = gpu
+                .quotient(ev(&pinned, &a), ev(&pinned, &b), ev(&pinned, &c), buffers)
+                .unwrap();
+            assert!(
+                unpoisoned(&gpu.evaluations.live).is_empty(),
+                "the page-locked blocks went back to the pool"
+            );
+            let got_heap = gpu
+                .quotient(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c), buffers)
+                .unwrap();
+            assert!(
+                got_heap == want,
+                "quotient from ordinary memory differs at n={n}, {buffers:?}"
+            );
+            assert_eq!(got.len(), want.len(), "n={n}");
+            assert!(got == want, "quotient differs at n={n}, {buffers:?}");
+            eprintln!("quotient n={n}, {buffers:?} buffers: GPU = CPU");
+        }
     }
 }
 
@@ -223,7 +228,8 @@ fn empty_and_mismatched_inputs() {
         gpu.quotient(
             ev(&EvalAlloc::heap(), &[Fr::ONE; 3]),
             ev(&EvalAlloc::heap(), &[Fr::ONE; 2]),
-            ev(&EvalAlloc::heap(), &[Fr::ONE; 3])
+            ev(&EvalAlloc::heap(), &[Fr::ONE; 3]),
+            THREE
         )
         .is_err()
     );
@@ -406,15 +412,27 @@ fn h_msm_matches_cpu() {
         let bases = Bases::new(Arc::new(points::<G1Projective>(&mut rng, m - 1)), 0);
         let heap = EvalAlloc::heap();
         let want = cpu
-            .h_msm(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c), &bases)
+            .h_msm(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c), &bases, THREE)
             .unwrap();
-        let pinned = gpu.evaluation_alloc();
-        let got = gpu
-            .h_msm(ev(&pinned, &a), ev(&pinned, &b), ev(&pinned, &c), &bases)
-            .unwrap();
-        assert_eq!(got.to_affine(), want.to_affine(), "h on device, n={n}");
+        for buffers in [THREE, QuotientBuffers::Two, QuotientBuffers::One] {
+            let pinned = gpu.evaluation_alloc();
+            let got = gpu
+                .h_msm(
+                    ev(&pinned, &a),
+                    ev(&pinned, &b),
+                    ev(&pinned, &c),
+                    &bases,
+                    buffers,
+                )
+                .unwrap();
+            assert_eq!(
+                got.to_affine(),
+                want.to_affine(),
+                "h on device, n={n}, {buffers:?}"
+            );
+        }
         let got = plain
-            .h_msm(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c), &bases)
+            .h_msm(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c), &bases, THREE)
             .unwrap();
         assert_eq!(got.to_affine(), want.to_affine(), "h via the host, n={n}");
         eprintln!("H term n={n}: GPU = CPU");
@@ -422,7 +440,7 @@ fn h_msm_matches_cpu() {
     // Too few h bases: refused before anything runs.
     let short = Bases::new(Arc::new(points::<G1Projective>(&mut rng, 10)), 0);
     let one = |n| ev(&EvalAlloc::heap(), &vec![Fr::ONE; n]);
-    assert!(gpu.h_msm(one(64), one(64), one(64), &short).is_err());
+    assert!(gpu.h_msm(one(64), one(64), one(64), &short, THREE).is_err());
 }
 
 /// An engine of 2^12 points (10-bit windows): from ~87k points on, a streamed MSM runs in
@@ -557,12 +575,19 @@ fn streamed_h_msm_matches_cpu() {
                 ev(&heap, &b),
                 ev(&heap, &c),
                 &Bases::new(pts.clone(), 0),
+                THREE,
             )
             .unwrap();
         let streamed = Bases::streamed(pts, 0);
         let pinned = gpu.evaluation_alloc();
         let got = gpu
-            .h_msm(ev(&pinned, &a), ev(&pinned, &b), ev(&pinned, &c), &streamed)
+            .h_msm(
+                ev(&pinned, &a),
+                ev(&pinned, &b),
+                ev(&pinned, &c),
+                &streamed,
+                THREE,
+            )
             .unwrap();
         assert_eq!(
             got.to_affine(),
@@ -570,7 +595,13 @@ fn streamed_h_msm_matches_cpu() {
             "streamed h on device, n={n}"
         );
         let got = plain
-            .h_msm(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c), &streamed)
+            .h_msm(
+                ev(&heap, &a),
+                ev(&heap, &b),
+                ev(&heap, &c),
+                &streamed,
+                THREE,
+            )
             .unwrap();
         assert_eq!(
             got.to_affine(),

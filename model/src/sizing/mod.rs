@@ -77,7 +77,7 @@ pub enum SizingError {
     /// resident set).
     #[error(
         "{memory} per GPU cannot hold one GPU-stage worker, whose quotient workspace alone \
-         needs {per_worker}, beside the {resident} that stays on the card (the bases not \
+         needs {per_worker} (with a single buffer of the domain), beside the {resident} that stays on the card (the bases not \
          streamed from host memory, the CUDA context, MSM buffers) for {constraints} \
          constraints; use a GPU with more memory"
     )]
@@ -312,8 +312,11 @@ pub struct GpuPlan {
     /// temporaries of the largest resident MSM (one MSM runs at a time), and the stream
     /// buffers.
     pub resident_bytes: u64,
-    /// One worker's device memory: its quotient workspace (a, b, c buffers, kept across
-    /// partitions).
+    /// How many of a, b, c each worker's quotient workspace holds at once (3, 2 or 1): 3
+    /// when that fits, fewer on a card that cannot hold one worker with three.
+    pub quotient_buffers: u32,
+    /// One worker's device memory: its quotient workspace (`quotient_buffers` vectors of the
+    /// domain's size, kept across partitions).
     pub per_worker_bytes: u64,
     pub predicted_device_bytes: u64,
 }
@@ -329,6 +332,7 @@ impl GpuPlan {
         devices: usize,
         memory: u64,
         per_device: usize,
+        quotient_buffers: u32,
     ) -> Self {
         let placed = PlacedBytes {
             resident_bases: params_bytes,
@@ -345,6 +349,7 @@ impl GpuPlan {
             devices,
             memory,
             per_device,
+            quotient_buffers,
         )
     }
 
@@ -355,8 +360,9 @@ impl GpuPlan {
         devices: usize,
         memory: u64,
         per_device: usize,
+        quotient_buffers: u32,
     ) -> Self {
-        let per_worker = quotient_workspace_bytes(shape);
+        let per_worker = quotient_workspace_bytes(shape, quotient_buffers);
         let resident = GPU_CONTEXT_BYTES + placed.device();
         Self {
             devices,
@@ -366,17 +372,32 @@ impl GpuPlan {
             streamed_bytes: placed.streamed,
             stream_buffer_bytes: placed.stream_buffers,
             resident_bytes: resident,
+            quotient_buffers,
             per_worker_bytes: per_worker,
             predicted_device_bytes: resident + per_device as u64 * per_worker,
         }
     }
 }
 
-/// A GPU-stage worker's device memory: its quotient workspace, a, b and c over the domain
-/// (kept by the worker across partitions).
-pub fn quotient_workspace_bytes(shape: CircuitShape) -> u64 {
-    3 * SCALAR * domain_size(shape.constraints) as u64
+/// A GPU-stage worker's device memory: its quotient workspace of `buffers` (3, 2 or 1) vectors
+/// over the domain, kept by the worker across partitions; with one, also the staging slice
+/// its results are combined through ([`QUOTIENT_STAGE_ELEMENTS`]).
+pub fn quotient_workspace_bytes(shape: CircuitShape, buffers: u32) -> u64 {
+    let m = domain_size(shape.constraints) as u64;
+    let stage = if buffers == 1 {
+        (m / 4).clamp(1, QUOTIENT_STAGE_ELEMENTS)
+    } else {
+        0
+    };
+    SCALAR * (u64::from(buffers) * m + stage)
 }
+
+/// The quotient workspace's buffer counts, most first: the plan takes the first that fits.
+pub const QUOTIENT_BUFFER_CHOICES: [u32; 3] = [3, 2, 1];
+
+/// Elements of a one-buffer workspace's staging slice at most (the CUDA backend's
+/// `QUOTIENT_STAGE`; a quarter of the domain below 2^24).
+pub const QUOTIENT_STAGE_ELEMENTS: u64 = 1 << 22;
 
 /// Device memory a process keeps on each GPU whatever its worker count, every base resident:
 /// the proving key's bases, the CUDA context, the running MSM's temporaries (see the
@@ -653,11 +674,11 @@ fn gpu_workers(
             None,
         ));
     };
-    let gpu_plan = |k| match &input.query_bytes {
-        None => GpuPlan::for_shape(input.shape, input.params_bytes, devices, memory, k),
+    let gpu_plan = |k, buffers| match &input.query_bytes {
+        None => GpuPlan::for_shape(input.shape, input.params_bytes, devices, memory, k, buffers),
         Some(queries) => {
-            let room =
-                memory.saturating_sub(GPU_CONTEXT_BYTES + quotient_workspace_bytes(input.shape));
+            let room = memory
+                .saturating_sub(GPU_CONTEXT_BYTES + quotient_workspace_bytes(input.shape, buffers));
             // Streaming everything when nothing fits: the least that stays, for the refusal.
             let placement = match input.overrides.stream_bases {
                 true => QueryPlacement::all_streamed(),
@@ -665,16 +686,22 @@ fn gpu_workers(
                     .unwrap_or_else(QueryPlacement::all_streamed),
             };
             let placed = placed_bytes(queries, input.shape, placement);
-            GpuPlan::placed(input.shape, placement, placed, devices, memory, k)
+            GpuPlan::placed(input.shape, placement, placed, devices, memory, k, buffers)
         }
     };
-    let fit = |k| gpu_plan(k).predicted_device_bytes <= memory;
+    let fit = |k, buffers| gpu_plan(k, buffers).predicted_device_bytes <= memory;
+    // The most buffers one worker fits with (three when it fits at all: fewer only move
+    // copies into the device lock); the last choice stands for the refusal.
+    let buffers = QUOTIENT_BUFFER_CHOICES
+        .into_iter()
+        .find(|&b| fit(1, b))
+        .unwrap_or(QUOTIENT_BUFFER_CHOICES[QUOTIENT_BUFFER_CHOICES.len() - 1]);
     let mut per_device = wanted;
-    while per_device > 1 && !fit(per_device) {
+    while per_device > 1 && !fit(per_device, buffers) {
         per_device -= 1;
     }
-    let gpu = gpu_plan(per_device);
-    if !fit(per_device) {
+    let gpu = gpu_plan(per_device, buffers);
+    if !fit(per_device, buffers) {
         return Err(SizingError::GpuMemoryTooSmall {
             memory: ByteSize(memory),
             resident: ByteSize(gpu.resident_bytes),

@@ -7,7 +7,9 @@ use bellperson::groth16::{Parameters, Proof};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
 use group::Curve;
 use group::prime::PrimeCurveAffine;
-use proofpipe_kernels::{Bases, Density, DensityTracker, KernelError, Placement, ProvingBackend};
+use proofpipe_kernels::{
+    Bases, Density, DensityTracker, KernelError, Placement, ProvingBackend, QuotientBuffers,
+};
 
 use super::Synthesized;
 
@@ -76,13 +78,15 @@ fn check_params(params: &Parameters<Bls12>, s: &Synthesized) -> Result<(), Kerne
 /// when placed here).
 ///
 /// The a/b/c evaluations are consumed by the quotient computation and freed before any MSM
-/// runs, so a partition holds its largest buffers only for the FFT phase.
+/// runs, so a partition holds its largest buffers only for the FFT phase. `buffers`: how
+/// many of them the GPU holds at once (the plan's, for the card's memory).
 pub fn prove_start(
     backend: &dyn ProvingBackend,
     params: &Parameters<Bls12>,
     s: Synthesized,
     g2: G2Placement,
     placement: QueryPlacement,
+    buffers: QuotientBuffers,
 ) -> Result<Started, KernelError> {
     check_params(params, &s)?;
     let Synthesized {
@@ -97,7 +101,7 @@ pub fn prove_start(
     } = s;
     let public_inputs = inputs[1..].to_vec();
     // The quotient and its MSM in one call: a GPU backend keeps h on the device.
-    let h = backend.h_msm(a, b, c, &placed(&params.h, 0, placement.h))?;
+    let h = backend.h_msm(a, b, c, &placed(&params.h, 0, placement.h), buffers)?;
     // The exponents stay field elements (Montgomery form): the backend converts them where
     // it must (the GPU on the device, the CPU backend while gathering), not here.
     let inputs = Arc::new(inputs);

@@ -44,7 +44,15 @@ fn prove_placed(
         }
     };
     assert_eq!(synthesized.a.len(), n);
-    let started = prove_start(&backend, &params, synthesized, g2, placement).unwrap();
+    let started = prove_start(
+        &backend,
+        &params,
+        synthesized,
+        g2,
+        placement,
+        Default::default(),
+    )
+    .unwrap();
     let (proof, inputs) = finalize(
         &backend,
         &params,
@@ -135,6 +143,7 @@ fn parameters_of_another_size_are_refused() {
         synthesized,
         G2Placement::GpuStage,
         QueryPlacement::all_resident(),
+        Default::default(),
     )
     .err()
     .expect("mismatched parameters must fail");

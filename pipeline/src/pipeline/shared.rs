@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use proofpipe_kernels::{EvalAlloc, ProvingBackend};
+use proofpipe_kernels::{EvalAlloc, ProvingBackend, QuotientBuffers};
 use serde::Serialize;
 
 use super::queue::WorkQueue;
@@ -32,6 +32,10 @@ pub struct PipelineConfig {
     pub g2: G2Placement,
     /// Which queries' bases stay on the GPU and which stream from host memory.
     pub bases: QueryPlacement,
+    /// How many of a, b, c a GPU holds at once in the quotient (the plan's choice for the
+    /// card; three without one).
+    #[serde(serialize_with = "buffer_count")]
+    pub quotient_buffers: QuotientBuffers,
     /// Keep every buffer transition and busy span for plots (bench).
     pub record_timeline: bool,
     /// R1CS matrices for two-pass synthesis, by circuit and constraints
@@ -55,10 +59,19 @@ impl PipelineConfig {
                 .gpu
                 .as_ref()
                 .map_or_else(QueryPlacement::all_resident, |gpu| gpu.placement),
+            quotient_buffers: plan
+                .gpu
+                .as_ref()
+                .and_then(|gpu| QuotientBuffers::from_count(gpu.quotient_buffers))
+                .unwrap_or_default(),
             record_timeline: false,
             matrices: BTreeMap::new(),
         }
     }
+}
+
+fn buffer_count<S: serde::Serializer>(b: &QuotientBuffers, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u32(b.count())
 }
 
 /// A stage's worker was busy from `start` to `end` (seconds since the pipeline started).

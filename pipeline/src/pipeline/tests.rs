@@ -3,7 +3,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
-use proofpipe_kernels::{Bases, CpuBackend, Density, Evaluations, KernelError, ProvingBackend};
+use proofpipe_kernels::{
+    Bases, CpuBackend, Density, Evaluations, KernelError, ProvingBackend, QuotientBuffers,
+};
 
 use super::*;
 use crate::circuits::CircuitKind;
@@ -25,6 +27,7 @@ fn config(pw: usize, cap: usize) -> PipelineConfig {
         partition_budget: None,
         g2: G2Placement::GpuStage,
         bases: crate::groth16::QueryPlacement::all_resident(),
+        quotient_buffers: Default::default(),
         record_timeline: false,
         matrices: Default::default(),
     }
@@ -63,6 +66,7 @@ impl ProvingBackend for SlowGpu {
         a: Evaluations,
         b: Evaluations,
         c: Evaluations,
+        buffers: QuotientBuffers,
     ) -> Result<Vec<Fr>, KernelError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         std::thread::sleep(self.delay);
@@ -80,7 +84,7 @@ impl ProvingBackend for SlowGpu {
                 message: "injected failure".into(),
             }),
             Some((len, true)) if a.len() == len => panic!("injected panic"),
-            _ => self.inner.quotient(a, b, c),
+            _ => self.inner.quotient(a, b, c, buffers),
         }
     }
     fn msm_g1(

@@ -224,6 +224,7 @@ fn gpu_worker(
                     data,
                     shared.config.g2,
                     shared.config.bases,
+                    shared.config.quotient_buffers,
                 )
                 .map_err(|e| ProverError::kernel(partition, &e))
             },

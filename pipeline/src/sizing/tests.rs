@@ -169,8 +169,19 @@ fn gpu_memory_enters_the_plan() {
     let p = plan(&i).unwrap();
     assert_eq!((p.gpu_workers, p.gpu.unwrap().workers_per_device), (1, 1));
 
-    // Too small for even that: refused, naming GPU memory.
+    // Too small for that: one worker with two of a, b, c on the card at once, then one.
     i.gpu_memory_bytes = Some(one - 1);
+    let g2 = plan(&i).unwrap().gpu.unwrap();
+    assert_eq!((g2.workers_per_device, g2.quotient_buffers), (1, 2));
+    assert_eq!(g2.per_worker_bytes, 64 * (1 << 22));
+    let least = g.resident_bytes + 32 * ((1 << 22) + (1 << 20));
+    i.gpu_memory_bytes = Some(least);
+    let g1 = plan(&i).unwrap().gpu.unwrap();
+    assert_eq!((g1.workers_per_device, g1.quotient_buffers), (1, 1));
+    assert_eq!(g1.predicted_device_bytes, least);
+
+    // Too small for even one buffer: refused, naming GPU memory.
+    i.gpu_memory_bytes = Some(least - 1);
     let err = plan(&i).unwrap_err();
     assert!(err.to_string().contains("GPU"), "{err}");
 

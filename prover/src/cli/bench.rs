@@ -876,12 +876,13 @@ fn print_report(
     }
     if let Some(g) = &plan.gpu {
         println!(
-            "GPU memory plan per device: {:.2} GiB of {:.2} GiB (resident bases {:.2} GiB + {} worker(s) x {:.2} GiB)",
+            "GPU memory plan per device: {:.2} GiB of {:.2} GiB (resident bases {:.2} GiB + {} worker(s) x {:.2} GiB{})",
             g.predicted_device_bytes as f64 / (1u64 << 30) as f64,
             g.device_memory_bytes as f64 / (1u64 << 30) as f64,
             g.resident_bytes as f64 / (1u64 << 30) as f64,
             g.workers_per_device,
             g.per_worker_bytes as f64 / (1u64 << 30) as f64,
+            super::plan::fewer_quotient_buffers(g.quotient_buffers),
         );
     }
     println!(

@@ -258,12 +258,13 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, ProverError> {
                 .as_ref()
                 .map_or("not planned (no --gpu-memory)".into(), |g| {
                     format!(
-                        "{} of {}: resident {} + {} worker(s) x {}",
+                        "{} of {}: resident {} + {} worker(s) x {}{}",
                         ByteSize(g.predicted_device_bytes),
                         ByteSize(g.device_memory_bytes),
                         ByteSize(g.resident_bytes),
                         g.workers_per_device,
-                        ByteSize(g.per_worker_bytes)
+                        ByteSize(g.per_worker_bytes),
+                        fewer_quotient_buffers(g.quotient_buffers)
                     )
                 }),
         ),
@@ -313,4 +314,14 @@ fn gpu_bases(gpu: &proofpipe_pipeline::sizing::GpuPlan) -> String {
             resident.join(", ")
         }
     )
+}
+
+/// What a workspace of fewer than three quotient buffers says after its size (nothing for
+/// three, the usual case).
+pub(crate) fn fewer_quotient_buffers(buffers: u32) -> String {
+    match buffers {
+        3 => String::new(),
+        1 => " (one quotient buffer: copies through the host inside the device lock)".into(),
+        n => format!(" ({n} quotient buffers: c uploaded inside the device lock)"),
+    }
 }

@@ -146,18 +146,25 @@ fn streaming_order_is_h_then_g2_then_the_assignment_largest_first() {
 #[test]
 fn a_32gib_porep_streams_what_each_card_cannot_hold() {
     let (shape, q) = porep_32gib();
-    let worker = quotient_workspace_bytes(shape);
-    assert_eq!(worker, 12 * GIB);
-    // (cap, placement, workers per device, predicted GiB to 0.01)
+    assert_eq!(quotient_workspace_bytes(shape, 3), 12 * GIB);
+    assert_eq!(quotient_workspace_bytes(shape, 2), 8 * GIB);
+    assert_eq!(
+        quotient_workspace_bytes(shape, 1),
+        4 * GIB + 128 * (1 << 20)
+    );
+    // (cap, placement, workers per device, quotient buffers, predicted GiB to 0.01)
     let expected = [
-        (16, placement(S, S, S, S, S), 1, 15.14),
-        (24, placement(S, S, S, R, S), 1, 20.07),
-        (48, placement(S, S, R, R, S), 1, 37.43),
-        (64, placement(S, R, R, R, R), 1, 54.04),
-        (80, QueryPlacement::all_resident(), 2, 77.12),
-        (141, QueryPlacement::all_resident(), 2, 77.12),
+        (8, placement(S, S, S, S, S), 1, 1, 7.26),
+        (10, placement(S, S, S, S, S), 1, 1, 7.26),
+        (12, placement(S, S, S, S, S), 1, 2, 11.14),
+        (16, placement(S, S, S, S, S), 1, 3, 15.14),
+        (24, placement(S, S, S, R, S), 1, 3, 20.07),
+        (48, placement(S, S, R, R, S), 1, 3, 37.43),
+        (64, placement(S, R, R, R, R), 1, 3, 54.04),
+        (80, QueryPlacement::all_resident(), 2, 3, 77.12),
+        (141, QueryPlacement::all_resident(), 2, 3, 77.12),
     ];
-    for (cap, placement, workers, predicted) in expected {
+    for (cap, placement, workers, buffers, predicted) in expected {
         let g = gpu_plan(shape, q, cap * GIB);
         println!(
             "PoRep 32 GiB at {cap} GiB: {placement:?}, {workers} workers, {:.2} GiB \
@@ -169,6 +176,7 @@ fn a_32gib_porep_streams_what_each_card_cannot_hold() {
         );
         assert_eq!(g.placement, placement, "at {cap} GiB");
         assert_eq!(g.workers_per_device, workers, "at {cap} GiB");
+        assert_eq!(g.quotient_buffers, buffers, "at {cap} GiB");
         assert!(
             (gib(g.predicted_device_bytes) - predicted).abs() < 0.01,
             "at {cap} GiB: {g:?}"
@@ -178,7 +186,7 @@ fn a_32gib_porep_streams_what_each_card_cannot_hold() {
             g.predicted_device_bytes,
             g.resident_bytes + workers as u64 * g.per_worker_bytes
         );
-        assert_eq!(g.per_worker_bytes, worker);
+        assert_eq!(g.per_worker_bytes, quotient_workspace_bytes(shape, buffers));
         let placed = placed_bytes(&q, shape, placement);
         assert_eq!(g.streamed_bytes, placed.streamed);
         assert_eq!(g.resident_bytes, GPU_CONTEXT_BYTES + placed.device());
@@ -282,8 +290,8 @@ fn window_and_winning_post_at_32gib() {
 #[test]
 fn a_card_too_small_for_the_workspace_names_it() {
     let (shape, q) = porep_32gib();
-    // The context, a 12 GiB workspace and 2.1 GiB of stream buffers: 15.1 GiB.
-    let err = plan(&input(shape, Some(q), 15 * GIB)).unwrap_err();
+    // The context, a one-buffer workspace (4.1 GiB) and 2.1 GiB of stream buffers: 7.3 GiB.
+    let err = plan(&input(shape, Some(q), 7 * GIB)).unwrap_err();
     let SizingError::GpuMemoryTooSmall {
         resident,
         per_worker,
@@ -292,24 +300,31 @@ fn a_card_too_small_for_the_workspace_names_it() {
     else {
         panic!("{err}")
     };
-    assert_eq!(per_worker.as_u64(), 12 * GIB);
+    let one_buffer = quotient_workspace_bytes(shape, 1);
+    assert_eq!(per_worker.as_u64(), one_buffer);
     let all = placed_bytes(&q, shape, QueryPlacement::all_streamed());
     assert_eq!(resident.as_u64(), GPU_CONTEXT_BYTES + all.device());
     let message = err.to_string();
     assert!(
-        message.contains("quotient workspace alone needs 12.0 GiB"),
+        message.contains("quotient workspace alone needs 4.1 GiB (with a single buffer"),
         "{message}"
     );
     // Fits just above that.
-    let least = GPU_CONTEXT_BYTES + all.device() + 12 * GIB;
+    let least = GPU_CONTEXT_BYTES + all.device() + one_buffer;
     assert!(plan(&input(shape, Some(q), least)).is_ok());
     assert!(plan(&input(shape, Some(q), least - 1)).is_err());
 }
 
 /// Today's GPU plan, all bases resident, as it was before queries could stream.
-fn todays_gpu_plan(shape: CircuitShape, params: u64, memory: u64, k: usize) -> GpuPlan {
+fn todays_gpu_plan(
+    shape: CircuitShape,
+    params: u64,
+    memory: u64,
+    k: usize,
+    buffers: u32,
+) -> GpuPlan {
     let resident = resident_device_bytes(shape, params);
-    let per_worker = 3 * 32 * domain_size(shape.constraints) as u64;
+    let per_worker = quotient_workspace_bytes(shape, buffers);
     GpuPlan {
         devices: 1,
         workers_per_device: k,
@@ -318,6 +333,7 @@ fn todays_gpu_plan(shape: CircuitShape, params: u64, memory: u64, k: usize) -> G
         streamed_bytes: 0,
         stream_buffer_bytes: 0,
         resident_bytes: resident,
+        quotient_buffers: buffers,
         per_worker_bytes: per_worker,
         predicted_device_bytes: resident + k as u64 * per_worker,
     }
@@ -331,24 +347,29 @@ fn without_query_sizes_every_base_stays_resident_as_before() {
             let without = plan(&input(shape, None, memory));
             let params = super::super::estimated_params_bytes(shape);
             let resident = resident_device_bytes(shape, params);
-            let per_worker = quotient_workspace_bytes(shape);
+            let per_worker = quotient_workspace_bytes(shape, 3);
             match without {
                 Ok(p) => {
                     let g = p.gpu.clone().unwrap();
+                    // The most quotient buffers that fit one worker.
+                    let b = g.quotient_buffers;
+                    let worker = quotient_workspace_bytes(shape, b);
+                    assert!(resident + worker <= memory);
+                    assert!(b == 3 || resident + quotient_workspace_bytes(shape, b + 1) > memory);
                     // As many workers as fit (plan() may take one fewer to keep a partition
                     // synthesizing).
                     let k = g.workers_per_device;
-                    assert!(k == 1 || resident + 2 * per_worker <= memory);
-                    assert_eq!(g, todays_gpu_plan(shape, params, memory, k));
-                    assert!(resident + per_worker <= memory);
+                    assert!(k == 1 || resident + 2 * worker <= memory);
+                    assert_eq!(g, todays_gpu_plan(shape, params, memory, k, b));
                 }
                 Err(SizingError::GpuMemoryTooSmall {
                     resident: r,
                     per_worker: w,
                     ..
                 }) => {
-                    assert!(resident + per_worker > memory);
-                    assert_eq!((r.as_u64(), w.as_u64()), (resident, per_worker));
+                    let least = quotient_workspace_bytes(shape, 1);
+                    assert!(resident + least > memory);
+                    assert_eq!((r.as_u64(), w.as_u64()), (resident, least));
                 }
                 Err(e) => panic!("{e}"),
             }
@@ -446,4 +467,28 @@ fn streaming_every_base_can_be_asked_for_on_any_card() {
     i.overrides.stream_bases = false;
     let g = plan(&i).unwrap().gpu.unwrap();
     assert_eq!(g.placement, QueryPlacement::all_resident());
+}
+
+#[test]
+fn every_32gib_kind_plans_on_a_12gib_card_with_fewer_quotient_buffers() {
+    for (name, (shape, q)) in [
+        ("PoRep", porep_32gib()),
+        ("WindowPoSt", window_32gib()),
+        ("WinningPoSt", winning_32gib()),
+    ] {
+        for (cap, most_buffers) in [(12, 2), (10, 1)] {
+            let g = gpu_plan(shape, q, cap * GIB);
+            assert!(
+                g.predicted_device_bytes <= cap * GIB,
+                "{name} at {cap} GiB: {g:?}"
+            );
+            // WinningPoSt's domain is small enough for three anywhere.
+            let large = domain_size(shape.constraints) >= 1 << 26;
+            assert_eq!(
+                g.quotient_buffers,
+                if large { most_buffers } else { 3 },
+                "{name} at {cap} GiB"
+            );
+        }
+    }
 }

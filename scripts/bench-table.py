@@ -20,7 +20,8 @@ cargo-bench reports are one object). An index row:
       "unit": "s",                            # printed after the number ("x" for a ratio)
       "digits": 1,                            # decimals (default 1)
       "card": "NVIDIA H200; 16 cores",        # only for reports without a `machine` record
-      "command": "scripts/gpu-post-shape.sh OUT"  # only for reports without machine.command
+      "command": "scripts/gpu-post-shape.sh OUT", # only for reports without machine.command
+      "headline": "32 GiB WinningPoSt"        # optional: the row is in --headline's table too
     }
 
 The figure is the median of the samples, with their range and count; the card, the host and the
@@ -28,8 +29,9 @@ code state come from the report's `machine` record (GPU name and driver, CPU cor
 limit, commit) where it has one; an older report without one shows the index's `card` and
 "not recorded" for the code state. The date is the report's file name's.
 
-    scripts/bench-table.py            # prints the table
-    scripts/bench-table.py INDEX      # another index (tests)
+    scripts/bench-table.py                # prints the table
+    scripts/bench-table.py --headline     # the rows with a "headline", shorter (README.md)
+    scripts/bench-table.py [--headline] INDEX   # another index (tests)
 
 Plain Python 3, standard library only. Exit 1 when a report or a pointer is missing.
 """
@@ -44,6 +46,8 @@ RESULTS = ROOT / "bench-results"
 LINK_BASE = "../bench-results/"  # from docs/benchmarks.md
 HEADER = ("| figure | what | card, host | code state | date | command | report |\n"
           "|---|---|---|---|---|---|---|")
+HEADLINE_HEADER = ("| figure | what | card, host | code state | date |\n"
+                   "|---|---|---|---|---|")
 
 
 class Missing(Exception):
@@ -89,7 +93,7 @@ def card_of(machine, row, where):
     if not machine:
         if "card" not in row:
             raise Missing(f"{where}: the report has no machine record and the index row no card")
-        return row["card"] + " (from the dated log: the report has no machine record)"
+        return row["card"] + " (the dated log's: not in the report)"
     gpus = machine.get("gpus")
     if isinstance(gpus, list) and gpus:
         names = sorted({f"{g.get('name', '?')} (driver {g.get('driver', '?')})" for g in gpus})
@@ -112,7 +116,7 @@ def code_state(machine):
     return match.group(1)[:7] + (" + uncommitted docs edits" if "uncommitted" in match.group(2) else "")
 
 
-def row_of(row, index_path):
+def row_of(row, index_path, headline=False):
     where = f"{index_path.name}: {row.get('what', '?')[:40]}"
     samples, machines = [], []
     for name in row["reports"]:
@@ -144,20 +148,31 @@ def row_of(row, index_path):
         raise Missing(f"{where}: the report has no machine.command and the index row no command")
     dates = sorted({re.match(r"^(\d{4}-\d{2}-\d{2})", name).group(1) for name in row["reports"]})
     links = ", ".join(f"[{name}]({LINK_BASE}{name})" for name in row["reports"])
+    if headline:
+        return "| " + " | ".join(cell(text) for text in (
+            figure, row["headline"], card_of(machine, row, where), code_state(machine),
+            " / ".join(dates))) + " |"
     return "| " + " | ".join(cell(text) for text in (
         figure, row["what"], card_of(machine, row, where), code_state(machine),
         " / ".join(dates), f"`{command}`", links)) + " |"
 
 
 def main(argv):
-    index_path = Path(argv[1]) if len(argv) > 1 else RESULTS / "current.json"
+    args = argv[1:]
+    headline = "--headline" in args
+    args = [arg for arg in args if arg != "--headline"]
+    if len(args) > 1 or any(arg.startswith("-") for arg in args):
+        print("usage: scripts/bench-table.py [--headline] [INDEX]", file=sys.stderr)
+        return 2
+    index_path = Path(args[0]) if args else RESULTS / "current.json"
     index = json.loads(index_path.read_text(encoding="utf-8"))
     try:
-        rows = [row_of(row, index_path) for row in index["rows"]]
+        rows = [row_of(row, index_path, headline) for row in index["rows"]
+                if not headline or row.get("headline")]
     except Missing as missing:
         print(f"bench-table: {missing}", file=sys.stderr)
         return 1
-    print(HEADER)
+    print(HEADLINE_HEADER if headline else HEADER)
     print("\n".join(rows))
     return 0
 

@@ -63,8 +63,11 @@
 
     scripts/docs-check.py               # links, markers and words, then the runnable blocks
     scripts/docs-check.py --no-run      # links, markers and words only
+    scripts/docs-check.py --update      # the same, writing what each marked run block prints
+                                        # into its page where the page shows something else
     scripts/docs-check.py --self-test   # proves on a temporary page that a changed figure,
                                         # a missing row and a denied word fail the check
+                                        # (and that --update writes what was printed)
 
 Exit code 0 when nothing is broken and no command failed, 1 otherwise, 2 for a bad option.
 Plain Python 3, standard library only.
@@ -90,7 +93,7 @@ TIMEOUT_SECONDS = 120
 OUTPUT_LINES = 15
 DIFF_LINES = 20
 PROVER = "proofpipe-prover"
-USAGE = "usage: scripts/docs-check.py [--no-run | --self-test]"
+USAGE = "usage: scripts/docs-check.py [--no-run | --update | --self-test]"
 
 # Words the user docs must not contain: (pattern, what to say instead). Matched
 # case-insensitively on every line of README.md and docs/*.md, code blocks included.
@@ -247,6 +250,7 @@ class Block:
     def __init__(self, path, number, body):
         self.path, self.number, self.body = path, number, body
         self.output = None  # (line number of the output marker, [(n, text)])
+        self.indent = ""  # the shown block's indent: four spaces for an indented code block
 
 
 def marked_blocks(root, path, problems):
@@ -268,9 +272,9 @@ def marked_blocks(root, path, problems):
             else:
                 blocks.append(Block(path, number, block))
             continue
-        shown = code_block_at(lines, number)
+        shown, kind = code_block_at(lines, number), "code"
         if shown is None:
-            shown = table_at(lines, number)
+            shown, kind = table_at(lines, number), "table"
         if shown is None:
             problems.append(f"{where}: `<!-- docs-check: output -->` is followed by neither a "
                             "code block nor a table")
@@ -281,7 +285,9 @@ def marked_blocks(root, path, problems):
             problems.append(f"{where}: the run block marked at line {blocks[-1].number} already has "
                             f"its output at line {blocks[-1].output[0]}")
         else:
+            indented = kind == "code" and not FENCE.match(lines[shown[0][0] - 2] if shown else "")
             blocks[-1].output = (number, shown)
+            blocks[-1].indent = "    " if indented else ""
     return blocks
 
 
@@ -363,9 +369,32 @@ def bin_dir():
     return (target if target.is_absolute() else ROOT / target) / "debug"
 
 
-def check(root, binaries, no_run=False, out=sys.stdout, err=sys.stderr):
+def update(root, replacements, out):
+    """Writes what the run blocks printed into their pages, in place of the shown output."""
+    by_path = {}
+    for block, printed in replacements:
+        by_path.setdefault(block.path, []).append((block, printed))
+    for path, items in by_path.items():
+        lines = path.read_text(encoding="utf-8").split("\n")
+        for block, printed in sorted(items, key=lambda item: -item[0].output[0]):
+            shown = block.output[1]
+            if not shown:
+                print(f"docs-check: {path.relative_to(root)}:{block.output[0]}: an empty block "
+                      "is not updated: paste the output by hand", file=out)
+                continue
+            new = [(block.indent + line) if line else "" for line in normalized(printed.splitlines())]
+            lines[shown[0][0] - 1:shown[-1][0]] = new
+            print(f"docs-check: {path.relative_to(root)}:{shown[0][0]}: updated "
+                  f"({len(shown)} lines -> {len(new)})", file=out)
+        path.write_text("\n".join(lines), encoding="utf-8")
+        _LINES.pop(path, None)
+        _ANCHORS.pop(path, None)
+
+
+def check(root, binaries, no_run=False, out=sys.stdout, err=sys.stderr, rewrite=False):
     """The whole check of the repository at `root`, with `binaries` first on PATH. Returns the
-    exit code; reports on `out` and `err`."""
+    exit code; reports on `out` and `err`. With `rewrite`, a shown output that differs is
+    replaced by what its block printed."""
     problems, markers, checked, blocks = [], [], 0, []
     for path in markdown_files(root):
         checked += check_links(root, path, problems)
@@ -401,6 +430,7 @@ def check(root, binaries, no_run=False, out=sys.stdout, err=sys.stderr):
 
     env = dict(os.environ, PATH=f"{binaries}{os.pathsep}{os.environ.get('PATH', '')}")
     failed = differ = ran = 0
+    replacements = []
     for block, block_commands in todo:
         printed, ok = [], True
         for number, command in block_commands:
@@ -415,9 +445,13 @@ def check(root, binaries, no_run=False, out=sys.stdout, err=sys.stderr):
             print(f"docs-check: {block.path.relative_to(root)}:{number}: {why}: {command}\n{tail}", file=err)
         if ok and block.output:
             problem = compare_output(root, block, "".join(printed))
-            if problem:
+            if problem and rewrite:
+                replacements.append((block, "".join(printed)))
+            elif problem:
                 differ += 1
                 print(f"docs-check: {problem}", file=err)
+    if replacements:
+        update(root, replacements, out)
     print(f"docs-check: {what}: {ran - failed} commands passed, {failed} failed; "
           f"{differ} shown outputs differ from what their blocks print", file=out)
     return 1 if broken or failed or differ else 0
@@ -472,12 +506,16 @@ def self_test():
         ("a row missing", dict(pw="6", peak="92.8", rows=""),
          "", 1, "the page's output differs"),
     ]
+    # --update: the two changed figures written back, then the page passes.
+    cases.append(("--update writes what was printed",
+                  dict(pw="6", peak="92.9", rows="| 112 GiB | 93.8 GiB |"), "", 0, None))
     failures = []
     for name, fields, other, expected, named in cases:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             (root / "docs").mkdir()
-            (root / "docs" / "page.md").write_text(SELF_TEST_PAGE.format(**fields), encoding="utf-8")
+            page = root / "docs" / "page.md"
+            page.write_text(SELF_TEST_PAGE.format(**fields), encoding="utf-8")
             if other:
                 (root / "docs" / "other.md").write_text(other, encoding="utf-8")
             binaries = root / "bin"
@@ -485,7 +523,14 @@ def self_test():
             (binaries / PROVER).write_text(SELF_TEST_PLAN, encoding="utf-8")
             (binaries / PROVER).chmod(0o755)
             out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
-            code = check(root, binaries, out=out, err=err)
+            rewrite = name.startswith("--update")
+            code = check(root, binaries, out=out, err=err, rewrite=rewrite)
+            if rewrite:
+                # Checked again as written: it must pass, with the printed figures on the page.
+                code = check(root, binaries, out=out, err=err) or code
+                text = page.read_text(encoding="utf-8")
+                if "    predicted peak              92.8 GiB" not in text or "| 112 GiB | 92.8 GiB |" not in text:
+                    code = "the page does not show the printed figures"
             out.seek(0)
             err.seek(0)
             report = out.read() + err.read()
@@ -499,18 +544,18 @@ def self_test():
         print(f"docs-check --self-test: FAILED: {failure}", file=sys.stderr)
     print(f"docs-check --self-test: {len(cases) - len(failures)} of {len(cases)} cases as expected "
           "(a page whose output is as printed passes; a changed figure, a missing row or a denied "
-          "word fails, naming the line)")
+          "word fails, naming the line; --update writes what was printed)")
     return 1 if failures else 0
 
 
 def main(argv):
     options = argv[1:]
-    if len(options) > 1 or any(option not in ("--no-run", "--self-test") for option in options):
+    if len(options) > 1 or any(option not in ("--no-run", "--update", "--self-test") for option in options):
         print(USAGE, file=sys.stderr)
         return 2
     if "--self-test" in options:
         return self_test()
-    return check(ROOT, bin_dir(), no_run="--no-run" in options)
+    return check(ROOT, bin_dir(), no_run="--no-run" in options, rewrite="--update" in options)
 
 
 if __name__ == "__main__":

@@ -97,7 +97,17 @@ USAGE = "usage: scripts/docs-check.py [--no-run | --update | --self-test]"
 
 # Words the user docs must not contain: (pattern, what to say instead). Matched
 # case-insensitively on every line of README.md and docs/*.md, code blocks included.
-DENY = []  # filled once the user docs are free of these words
+DENY = [
+    (r"\.\./shared\b", "a path outside the repository: say what it is (a local API server, KUBECONFIG)"),
+    (r"/work/", "a path outside the repository: name the path from the repository root"),
+    (r"\blent\b", "say which card the figure was measured on"),
+    (r"\bdevice time\b", "say what did not run, not why the machine was short"),
+    (r"\bsessions?\b", "say which machine and which call, not which session"),
+    (r"(?<![\w/.#-])#\d+\b|\bissue \d+", "an issue number: say what the change is"),
+    (r"\bthe aim of\b|\bthe [\w.]+ (?:s |MB |MiB )?aim\b", "a target from nowhere: give the figure or where it comes from"),
+    (r"\bseed engine\b", "say cuzk, curio's GPU proving engine (filecoin-project/curio, extern/cuzk)"),
+    (r"\banchors\.md\b|\bnotes/", "a note outside the repository: give the figure and its source"),
+]
 
 
 def markdown_files(root):
@@ -506,6 +516,8 @@ def self_test():
         ("a row missing", dict(pw="6", peak="92.8", rows=""),
          "", 1, "the page's output differs"),
     ]
+    cases.append(("a denied word", dict(pw="6", peak="92.8", rows="| 112 GiB | 92.8 GiB |"),
+                  "Measured on the lent H100.\n", 1, "docs/other.md:1: 'lent' in a user doc"))
     # --update: the two changed figures written back, then the page passes.
     cases.append(("--update writes what was printed",
                   dict(pw="6", peak="92.9", rows="| 112 GiB | 93.8 GiB |"), "", 0, None))

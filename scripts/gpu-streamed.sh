@@ -73,8 +73,8 @@ if alone:
     print("synthesis of partition 0 alone (%d threads): wall %s s, CPU %s core-s" % (
         alone["synthesis_threads"], ", ".join("%.2f" % s for s in alone["wall_seconds"]),
         ", ".join("%.1f" % s for s in alone["cpu_seconds"])))
-print("| cap | streamed | runs | s per proof: median (min-max) | steady s/proof | device peak GiB (sampled) | held by the backend GiB | plan GiB | peak RSS GiB (max) | host plan GiB |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| cap | streamed | quotient buffers | runs | s per proof: median (min-max) | first run s (x median) | steady s/proof | device peak GiB (sampled) | held by the backend GiB | plan GiB | peak RSS GiB (max) | host plan GiB |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 base = None
 for cap, rs in by_cap.items():
     secs = [r["pipeline"]["seconds_per_proof"] for r in rs]
@@ -87,9 +87,10 @@ for cap, rs in by_cap.items():
     peak = max(r["pipeline"]["memory"]["at_peak_device"]["device_bytes"] for r in rs) / 2**30
     held = max(max(r.get("device_memory_held_bytes") or [0]) for r in rs) / 2**30
     rss = max(r["pipeline"]["peak_rss_bytes"] for r in rs) / 2**30
-    print("| %s | %s | %d | %.3f (%.3f-%.3f), %.2fx | %s | %.1f | %.1f | %.1f | %.2f | %.2f |" % (
-        "none" if cap is None else "%.0f GiB" % (cap / 2**30), streamed, len(rs), med, min(secs),
-        max(secs), med / base, "%.3f" % statistics.median(steady) if steady else "-", peak, held,
+    print("| %s | %s | %s | %d | %.3f (%.3f-%.3f), %.2fx | %.3f (%.2fx) | %s | %.1f | %.1f | %.1f | %.2f | %.2f |" % (
+        "none" if cap is None else "%.0f GiB" % (cap / 2**30), streamed,
+        gpu.get("quotient_buffers", "-"), len(rs), med, min(secs), max(secs), med / base,
+        secs[0], secs[0] / med, "%.3f" % statistics.median(steady) if steady else "-", peak, held,
         gpu.get("predicted_device_bytes", 0) / 2**30, rss,
         rs[0]["plan"]["predicted_peak_bytes"] / 2**30))
 EOF

@@ -15,7 +15,7 @@ use proofpipe_pipeline::groth16;
 use proofpipe_pipeline::params::{CircuitParams, ParamsKind, ProvingKey};
 use proofpipe_pipeline::pipeline::{
     BusySpan, JobHandle, JobOutcome, JobSpec, PartitionSource, Pipeline, PipelineConfig,
-    ReplaySource, Stage, TimelinePoint,
+    ReplaySource, Stage, TimelinePoint, reserve_gpu_memory,
 };
 use proofpipe_pipeline::rss;
 
@@ -468,9 +468,9 @@ fn run_submitted(
 
 /// Runs both provers on the same partitions and compares their throughput (per proof, so
 /// the stock prover may run fewer partitions: `stock_partitions`; 0 skips it, and the
-/// ratio is then 0). `warm_up`: prove one partition first, so neither side pays for
-/// first-touch page faults of the parameters (and a GPU backend has its bases resident
-/// before the timed run).
+/// ratio is then 0). `warm_up`: reserve the GPU stage's memory as a prover does when its
+/// parameters load, and prove one partition first, so neither side pays for first-touch page
+/// faults of the parameters (and a GPU backend has its bases resident before the timed run).
 pub fn compare(
     params: Arc<CircuitParams>,
     partitions: u32,
@@ -482,6 +482,7 @@ pub fn compare(
 ) -> Result<BenchReport, ProverError> {
     let seed = 1;
     if warm_up {
+        reserve_gpu_memory(backend.as_ref(), &config, params.constraints);
         run_pipeline(
             params.clone(),
             1,
@@ -528,8 +529,8 @@ pub fn compare(
     })
 }
 
-/// The pipeline alone over `partitions` partitions of `workload` (after a one-partition
-/// warm-up if `warm_up`): no stock run, whose prover cannot take a source's partitions, so
+/// The pipeline alone over `partitions` partitions of `workload` (after the GPU stage's
+/// memory is reserved and a one-partition warm-up, if `warm_up`): no stock run, whose prover cannot take a source's partitions, so
 /// `stock` is empty and the ratio 0.
 pub fn bench_source(
     workload: &SourceWorkload,
@@ -539,6 +540,7 @@ pub fn bench_source(
     warm_up: bool,
 ) -> Result<BenchReport, ProverError> {
     if warm_up {
+        reserve_gpu_memory(backend.as_ref(), &config, workload.key.shape.constraints);
         run_source_pipeline(workload, 1, config.clone(), backend.clone())?;
     }
     let before = backend.kernel_stats();

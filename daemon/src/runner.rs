@@ -243,6 +243,7 @@ async fn start_job(
                 &params.key,
                 resident,
             )?;
+            reserve(daemon, &pipeline, params.key.shape.constraints).await;
             let source = pipeline.get().synthetic_source(&spec, &params)?;
             let handle = pipeline.get().submit_source(
                 daemon.fault.wrap_source(source),
@@ -262,6 +263,7 @@ async fn start_job(
                 Lane::Main => start_main_filecoin(daemon, &prepared, work, todo, synthesis)?,
                 Lane::Urgent => start_urgent(daemon, &prepared, work, todo, synthesis).await?,
             };
+            reserve(daemon, &pipeline, prepared.key.shape.constraints).await;
             let kind = prepared.run.kind();
             let handle = pipeline.get().submit_source(
                 daemon.fault.wrap_filecoin_source(prepared.source, kind),
@@ -409,6 +411,22 @@ struct Sized {
     work: String,
     todo: usize,
     synthesis: SynthesisProfile,
+}
+
+/// Has the backend set aside the GPU stage's memory for the pipeline's partitions before the
+/// first is submitted (off the runtime: pinning host memory takes seconds), so the job's
+/// first partitions run as its later ones do; a backend that already holds it (an earlier
+/// job of the same shape) returns at once.
+async fn reserve(daemon: &Daemon, pipeline: &PipelineGuard, constraints: usize) {
+    let backend = daemon.backend.clone();
+    let config = pipeline.get().config().clone();
+    let reserved = tokio::task::spawn_blocking(move || {
+        proofpipe_pipeline::pipeline::reserve_gpu_memory(backend.as_ref(), &config, constraints)
+    })
+    .await;
+    if let Err(err) = reserved {
+        tracing::warn!("reserving the GPU stage's memory stopped: {err}");
+    }
 }
 
 /// Plans and starts a pipeline for `todo` partitions with `key`, counting what the process

@@ -67,6 +67,25 @@ impl QuotientBuffers {
     }
 }
 
+/// What a pipeline's GPU stage will hold at most, for a backend to set aside before the first
+/// partition ([`ProvingBackend::reserve`]): page-locked blocks for a/b/c evaluations and the
+/// workers' quotient workspaces. Made lazily instead, during the first proof, their
+/// allocations (cudaHostAlloc pins gigabytes page by page) stall the transfers running beside
+/// them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    /// Bytes of one evaluation vector (the evaluation domain's size x 32 B).
+    pub evaluation_bytes: usize,
+    /// Evaluation vectors alive at once: a, b, c of every partition the budget lets through
+    /// synthesis, the channel and the GPU stage together.
+    pub evaluation_blocks: usize,
+    /// log2 of the evaluation domain.
+    pub domain_lg: u32,
+    pub quotient_buffers: QuotientBuffers,
+    /// Quotient workspaces each device needs: its GPU-stage workers.
+    pub workers_per_device: usize,
+}
+
 /// Base points of one query: the slice `bases[skip..]` is used.
 #[derive(Clone, Debug)]
 pub struct Bases<G> {
@@ -122,6 +141,14 @@ pub trait ProvingBackend: Send + Sync {
     /// by default; page-locked memory for a GPU backend (its upload is then a DMA).
     fn evaluation_alloc(&self) -> EvalAlloc {
         EvalAlloc::heap()
+    }
+
+    /// Sets aside what `r` describes, so that the first partitions find it made; a later
+    /// request of the same shape finds it too. Nothing for a backend that allocates nothing
+    /// of its own (the default).
+    fn reserve(&self, r: &Reservation) -> Result<(), KernelError> {
+        let _ = r;
+        Ok(())
     }
 
     /// The H term of a proof: the quotient of `a`, `b`, `c` (as [`ProvingBackend::quotient`])

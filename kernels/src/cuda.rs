@@ -65,7 +65,7 @@ use group::Group;
 use rayon::prelude::*;
 
 use crate::backend::{
-    Bases, Density, GpuDevice, KernelStat, Placement, ProvingBackend, QuotientBuffers,
+    Bases, Density, GpuDevice, KernelStat, Placement, ProvingBackend, QuotientBuffers, Reservation,
 };
 use crate::domain::domain_size;
 use crate::error::KernelError;
@@ -1244,6 +1244,22 @@ impl ProvingBackend for CudaBackend {
         } else {
             EvalAlloc::heap()
         }
+    }
+
+    fn reserve(&self, r: &Reservation) -> Result<(), KernelError> {
+        if self.options.pinned_evaluations {
+            self.evaluations
+                .reserve(r.evaluation_bytes, r.evaluation_blocks);
+        }
+        for dev in 0..self.devices.len() {
+            let made = (0..r.workers_per_device)
+                .map(|_| self.take_workspace(dev, r.domain_lg, r.quotient_buffers))
+                .collect::<Result<Vec<_>, _>>()?;
+            for ws in made {
+                self.return_workspace(dev, ws);
+            }
+        }
+        Ok(())
     }
 
     fn quotient(

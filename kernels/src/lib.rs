@@ -21,7 +21,8 @@ use std::sync::Arc;
 pub use ec_gpu_gen::multiexp_cpu::DensityTracker;
 
 pub use backend::{
-    Bases, Density, GpuDevice, KernelStat, Placement, ProvingBackend, QuotientBuffers, holds_device,
+    Bases, Density, GpuDevice, KernelStat, Placement, ProvingBackend, QuotientBuffers, Reservation,
+    holds_device,
 };
 pub use cpu::CpuBackend;
 #[cfg(feature = "cuda")]

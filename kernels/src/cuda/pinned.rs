@@ -58,6 +58,51 @@ pub(super) struct EvalPool {
 /// cudaHostAlloc's blocks are page aligned.
 const PINNED_ALIGN: usize = 4096;
 
+impl EvalPool {
+    /// Allocates idle blocks of `bytes` until the pool holds `count` of that size (idle or
+    /// handed out); idle blocks of other sizes are freed first. Stops, with a warning, when
+    /// page-locked memory runs out (synthesis then uses ordinary memory for the rest).
+    pub(super) fn reserve(&self, bytes: usize, count: usize) {
+        loop {
+            {
+                let mut idle = unpoisoned(&self.idle);
+                idle.retain(|b| b.bytes == bytes);
+                let live = unpoisoned(&self.live)
+                    .values()
+                    .filter(|b| b.bytes == bytes)
+                    .count();
+                if idle.len() + live >= count {
+                    return;
+                }
+            }
+            let mut ptr = std::ptr::null_mut();
+            // SAFETY: `ptr` is an out-pointer.
+            let e = unsafe { ffi::pp_pinned_alloc(bytes, &mut ptr) };
+            if e.code != 0 {
+                tracing::warn!(
+                    bytes,
+                    count,
+                    error = %e,
+                    "page-locked evaluation blocks not all reserved"
+                );
+                return;
+            }
+            unpoisoned(&self.idle).push(Pinned { ptr, bytes });
+        }
+    }
+}
+
+#[cfg(test)]
+impl EvalPool {
+    /// Idle blocks of `bytes`.
+    pub(super) fn idle_blocks(&self, bytes: usize) -> usize {
+        unpoisoned(&self.idle)
+            .iter()
+            .filter(|b| b.bytes == bytes)
+            .count()
+    }
+}
+
 impl HostPool for EvalPool {
     fn allocate(&self, layout: Layout) -> Option<NonNull<u8>> {
         if layout.align() > PINNED_ALIGN {

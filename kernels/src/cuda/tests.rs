@@ -13,7 +13,7 @@ use rand_core::SeedableRng;
 use super::{CudaBackend, unpoisoned};
 use crate::{
     Bases, CpuBackend, Density, DensityTracker, EvalAlloc, Evaluations, ProvingBackend,
-    QuotientBuffers, evaluations,
+    QuotientBuffers, Reservation, evaluations,
 };
 
 const THREE: QuotientBuffers = QuotientBuffers::Three;
@@ -211,6 +211,55 @@ fn quotient_matches_cpu_2_10_to_2_16() {
             eprintln!("quotient n={n}, {buffers:?} buffers: GPU = CPU");
         }
     }
+}
+
+/// What a pipeline reserves before its first partition is what its partitions then use: the
+/// quotient takes a reserved page-locked block and workspace, and nothing new is allocated.
+#[test]
+fn reserved_blocks_and_workspaces_are_the_ones_partitions_use() {
+    let Some(gpu) = gpu() else { return };
+    let n = (1usize << 12) - 5;
+    let m = crate::domain_size(n);
+    let bytes = m * size_of::<Fr>();
+    let reservation = Reservation {
+        evaluation_bytes: bytes,
+        evaluation_blocks: 6,
+        domain_lg: m.trailing_zeros(),
+        quotient_buffers: QuotientBuffers::Two,
+        workers_per_device: 2,
+    };
+    gpu.reserve(&reservation).unwrap();
+    let workspaces = || unpoisoned(&gpu.devices[0].quotient_workspaces).len();
+    assert_eq!(gpu.evaluations.idle_blocks(bytes), 6);
+    assert_eq!(workspaces(), 2);
+    let held = gpu.device_memory_held();
+    // Reserving again finds it all made.
+    gpu.reserve(&reservation).unwrap();
+    assert_eq!((gpu.evaluations.idle_blocks(bytes), workspaces()), (6, 2));
+    assert_eq!(gpu.device_memory_held(), held);
+
+    let mut rng = ChaCha8Rng::seed_from_u64(41);
+    let v = |rng: &mut ChaCha8Rng| (0..n).map(|_| Fr::random(&mut *rng)).collect::<Vec<_>>();
+    let (a, b, c) = (v(&mut rng), v(&mut rng), v(&mut rng));
+    let pinned = gpu.evaluation_alloc();
+    let (ea, eb, ec) = (ev(&pinned, &a), ev(&pinned, &b), ev(&pinned, &c));
+    assert_eq!(
+        gpu.evaluations.idle_blocks(bytes),
+        3,
+        "synthesis took reserved blocks"
+    );
+    let heap = EvalAlloc::heap();
+    let want = CpuBackend::new()
+        .quotient(ev(&heap, &a), ev(&heap, &b), ev(&heap, &c), THREE)
+        .unwrap();
+    let got = gpu.quotient(ea, eb, ec, QuotientBuffers::Two).unwrap();
+    assert!(got == want);
+    assert_eq!((gpu.evaluations.idle_blocks(bytes), workspaces()), (6, 2));
+    assert_eq!(
+        gpu.device_memory_held(),
+        held,
+        "no device memory beyond the reservation"
+    );
 }
 
 #[test]

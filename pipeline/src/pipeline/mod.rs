@@ -32,6 +32,32 @@ pub use job::{
     ReplaySource, StageTimings, Synthesis, SyntheticSource,
 };
 pub use shared::{BusySpan, PipelineConfig};
+
+/// Has `backend` set aside what a pipeline of `config` will hold for partitions of
+/// `constraints` ([`PipelineConfig::reservation`]) before its first partition, so the first
+/// proof runs as the next ones do. Blocks (pinning host memory takes seconds per ten GiB):
+/// call it off the async runtime, when parameters load. A failure is only logged: the
+/// pipeline then allocates as it goes, as it would without this.
+pub fn reserve_gpu_memory(
+    backend: &dyn ProvingBackend,
+    config: &PipelineConfig,
+    constraints: usize,
+) {
+    let devices = backend.gpu_devices().len();
+    if devices == 0 {
+        return;
+    }
+    let reservation = config.reservation(constraints, devices);
+    let started = Instant::now();
+    match backend.reserve(&reservation) {
+        Ok(()) => tracing::info!(
+            ?reservation,
+            seconds = started.elapsed().as_secs_f64(),
+            "GPU stage memory reserved"
+        ),
+        Err(err) => tracing::warn!(?reservation, "GPU stage memory not reserved: {err}"),
+    }
+}
 use shared::{Permits, Shared, StageClock};
 pub use tracker::{BufferSnapshot, BufferTracker, Stage, TimelinePoint};
 

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use blstrs::Scalar as Fr;
 use parking_lot::Mutex;
-use proofpipe_kernels::{EvalAlloc, ProvingBackend, QuotientBuffers};
+use proofpipe_kernels::{EvalAlloc, ProvingBackend, QuotientBuffers, Reservation, domain_size};
 use serde::Serialize;
 
 use super::queue::WorkQueue;
@@ -46,6 +47,24 @@ pub struct PipelineConfig {
 }
 
 impl PipelineConfig {
+    /// What this pipeline's GPU stage holds at most for partitions of `constraints`, on
+    /// `devices` GPUs: a, b, c of every partition the budget lets through at once (without a
+    /// budget: every synthesis worker's, the channel's and every GPU worker's), and one
+    /// quotient workspace per GPU-stage worker.
+    pub fn reservation(&self, constraints: usize, devices: usize) -> Reservation {
+        let m = domain_size(constraints);
+        let partitions = self
+            .partition_budget
+            .unwrap_or(self.partition_workers + self.channel_capacity + self.gpu_workers);
+        Reservation {
+            evaluation_bytes: m * size_of::<Fr>(),
+            evaluation_blocks: 3 * partitions,
+            domain_lg: m.trailing_zeros(),
+            quotient_buffers: self.quotient_buffers,
+            workers_per_device: self.gpu_workers.div_ceil(devices.max(1)),
+        }
+    }
+
     pub fn from_plan(plan: &Plan) -> Self {
         Self {
             partition_workers: plan.partition_workers,

@@ -384,3 +384,21 @@ fn a_job_failed_by_a_lost_gpu_says_so_and_one_failed_by_the_call_does_not() {
         pipeline.shutdown();
     }
 }
+
+#[test]
+fn the_reservation_covers_every_partition_the_budget_lets_through() {
+    let mut c = config(3, 2);
+    c.gpu_workers = 3;
+    c.quotient_buffers = QuotientBuffers::Two;
+    // No budget: every synthesis worker's, the channel's and every GPU worker's partition.
+    let r = c.reservation(1000, 2);
+    assert_eq!(r.evaluation_blocks, 3 * (3 + 2 + 3));
+    assert_eq!(r.evaluation_bytes, 1024 * 32);
+    assert_eq!(r.domain_lg, 10);
+    assert_eq!(r.quotient_buffers, QuotientBuffers::Two);
+    assert_eq!(r.workers_per_device, 2, "3 workers over 2 devices");
+    // A budget bounds it.
+    c.partition_budget = Some(4);
+    assert_eq!(c.reservation(1 << 20, 1).evaluation_blocks, 12);
+    assert_eq!(c.reservation(1 << 20, 1).workers_per_device, 3);
+}

@@ -94,6 +94,24 @@ __global__ void pp_pointwise(fr_t* a, const fr_t* b, const fr_t* c, fr_t zinv, s
     }
 }
 
+// The quotient's pointwise passes with fewer than three buffers (see pp_quotient_compute).
+__global__ void pp_mul_assign(fr_t* a, const fr_t* b, size_t n)
+{
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n; i += stride)
+        a[i] = a[i] * b[i];
+}
+
+// a = (a - b) * zinv when `a_first`, else a = (b - a) * zinv.
+__global__ void pp_sub_scale(fr_t* a, const fr_t* b, fr_t zinv, size_t n, bool a_first)
+{
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n; i += stride) {
+        fr_t x = a_first ? a[i] - b[i] : b[i] - a[i];
+        a[i] = x * zinv;
+    }
+}
+
 // The split MSM's device passes over n scalars (Montgomery form), in words of 32:
 //   classify: bit j of ones[w] set iff scalar 32w+j is one, of tails[w] iff it is neither zero
 //             nor one; tail_count[w] = popcount(tails[w]); totals[0..2] += ones, tails. Words
@@ -612,23 +630,6 @@ struct pp_quotient_ws {
         if (stage) (void)cudaFree(stage);
     }
 };
-
-__global__ void pp_mul_assign(fr_t* a, const fr_t* b, size_t n)
-{
-    size_t stride = (size_t)blockDim.x * gridDim.x;
-    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n; i += stride)
-        a[i] = a[i] * b[i];
-}
-
-// a = (a - b) * zinv when `a_first`, else a = (b - a) * zinv.
-__global__ void pp_sub_scale(fr_t* a, const fr_t* b, fr_t zinv, size_t n, bool a_first)
-{
-    size_t stride = (size_t)blockDim.x * gridDim.x;
-    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n; i += stride) {
-        fr_t x = a_first ? a[i] - b[i] : b[i] - a[i];
-        a[i] = x * zinv;
-    }
-}
 
 extern "C" RustError::by_value pp_quotient_ws_new(int dev, uint32_t lg, uint32_t nbuf, void** out)
 {

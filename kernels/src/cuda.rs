@@ -390,6 +390,9 @@ struct Stats {
     quotient_transfers: KernelStat,
     msm_staging_transfers: KernelStat,
     msm_g1: KernelStat,
+    /// The H MSMs alone (full-width scalars, h on the device): also counted in msm_g1 or
+    /// msm_g1_streamed.
+    msm_g1_h: KernelStat,
     msm_g2: KernelStat,
     /// Split MSMs: their calls, and the scalars summed by the batch addition (ones) or sent
     /// through Pippenger (tail) as elements. Their time is in msm_g1 / msm_g2.
@@ -1319,7 +1322,12 @@ impl ProvingBackend for CudaBackend {
             // SAFETY: h is on `dev`, in the workspace we hold, with m >= used elements
             // (Montgomery form); the prepared bases hold `used` points.
             let h = unsafe { ffi::pp_quotient_h(up.ws.handle) };
-            unsafe { self.run_prepared::<G1Affine>(dev, &prepared, h.cast(), used, true, false)? }
+            let start = Instant::now();
+            let sum = unsafe {
+                self.run_prepared::<G1Affine>(dev, &prepared, h.cast(), used, true, false)?
+            };
+            self.record(|s| &mut s.msm_g1_h, start.elapsed(), used);
+            sum
         };
         self.record(
             |s| &mut s.quotient_transfers,
@@ -1382,6 +1390,7 @@ impl ProvingBackend for CudaBackend {
             ("quotient_transfers", s.quotient_transfers),
             ("msm_staging_transfers", s.msm_staging_transfers),
             ("msm_g1", s.msm_g1),
+            ("msm_g1_h", s.msm_g1_h),
             ("msm_g2", s.msm_g2),
             ("msm_g1_split_ones", s.msm_g1_split_ones),
             ("msm_g1_split_tail", s.msm_g1_split_tail),

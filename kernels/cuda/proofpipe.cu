@@ -12,6 +12,8 @@
 //                                 the host or already on the device (the quotient's h), and,
 //                                 when asked, split: 0/1 scalars summed by a bitmap batch
 //                                 addition, only the rest ("tail") through Pippenger
+//   pp_msm_g{1,2}_classified      a split MSM over resident points whose scalars the host
+//                                 classified: bitmaps, offsets and the tail's scalars only
 //   pp_stream_g{1,2}_new / _free  a streaming msm_t engine (buckets only, sized for a fixed
 //                                 point count) for MSMs over bases in host memory
 //   pp_msm_streamed_g{1,2}        MSM over page-locked host points: sppark copies them in
@@ -174,6 +176,24 @@ __global__ void pp_split_gather(affine_h* tail_points, fr_t* tail_scalars,
     }
 }
 
+// The tail's points alone, compacted in order (their scalars come compacted from the host).
+template<class affine_h>
+__global__ void pp_split_gather_points(affine_h* tail_points, const affine_h* points,
+                                       const uint32_t* tails, const uint32_t* tail_start,
+                                       size_t words)
+{
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t w = threadIdx.x + (size_t)blockIdx.x * blockDim.x; w < words; w += stride) {
+        uint32_t bits = tails[w];
+        size_t out = tail_start[w];
+        while (bits) {
+            uint32_t j = __ffs(bits) - 1;
+            bits &= bits - 1;
+            tail_points[out++] = points[w * 32 + j];
+        }
+    }
+}
+
 // A template kernel launched only from host code (inside #ifndef __CUDA_ARCH__ below) is never
 // instantiated in the device pass: without these it has no device code and its launch fails
 // with "invalid device function" (what cub::DeviceScan's kernels did here too).
@@ -184,6 +204,14 @@ template __global__ void pp_split_gather<affine_fp2_t::mem_t>(affine_fp2_t::mem_
                                                               const affine_fp2_t::mem_t*,
                                                               const fr_t*, const uint32_t*,
                                                               const uint32_t*, size_t);
+template __global__ void pp_split_gather_points<affine_t::mem_t>(affine_t::mem_t*,
+                                                                 const affine_t::mem_t*,
+                                                                 const uint32_t*,
+                                                                 const uint32_t*, size_t);
+template __global__ void pp_split_gather_points<affine_fp2_t::mem_t>(affine_fp2_t::mem_t*,
+                                                                     const affine_fp2_t::mem_t*,
+                                                                     const uint32_t*,
+                                                                     const uint32_t*, size_t);
 
 // Exclusive prefix sum of n counts in three launches: each block scans its SCAN_BLOCK counts
 // and writes its total; one block scans the totals in place; every count gets its block's
@@ -463,6 +491,85 @@ static RustError::by_value pp_msm_run(void* handle, point_t* out, size_t n,
     }
     return RustError{cudaSuccess};
 }
+
+// A split MSM whose scalars the host classified (kernels/src/split.rs): `ones` and `tails`
+// bitmaps and the tail's start per word (`words` of each, whole 1024-bit chunks covering n),
+// and the `ntail` tail scalars in order. Only these go to the device, not n scalars; the ones
+// are summed by the bitmap batch addition, the tail by Pippenger over its gathered points.
+template<class bucket_t, class point_t, class affine_t>
+static RustError::by_value pp_msm_classified(void* handle, point_t* out, size_t n,
+                                             const uint32_t* ones, const uint32_t* tails,
+                                             const uint32_t* tail_start, size_t words,
+                                             const scalar_t* tail_scalars, size_t ntail,
+                                             size_t nones, const char* what)
+{
+    typedef pp_bases<bucket_t, point_t, affine_t> bases_t;
+    typedef typename affine_t::mem_t affine_h;
+    auto* b = static_cast<bases_t*>(handle);
+    out->inf();
+    if (n == 0)
+        return RustError{cudaSuccess};
+    if (n > b->n)
+        return RustError{cudaErrorInvalidValue, std::string(what) + ": more scalars than resident points"};
+    if (words % 32 != 0 || words * 32 < n || (words - 32) * 32 >= n)
+        return RustError{cudaErrorInvalidValue, std::string(what) + ": the bitmaps are not whole 1024-bit chunks covering the scalars"};
+    try {
+        const gpu_t& gpu = select_gpu(b->dev);
+        // The stream sppark's invoke() starts on, as in pp_msm_run.
+        stream_t& s = gpu[2];
+        dev_ptr_t<uint32_t> d_words{3 * words, s};
+        s.HtoD(&d_words[0], ones, words);
+        s.HtoD(&d_words[words], tails, words);
+        s.HtoD(&d_words[2 * words], tail_start, words);
+
+        point_t ones_sum;
+        ones_sum.inf();
+        if (nones) {
+            uint32_t nbuckets = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+            dev_ptr_t<typename bucket_t::mem_t> d_partial{nbuckets, s};
+            s.launch_coop(batch_addition<bucket_t>, {gpu.sm_count(), BATCH_ADD_BLOCK_SIZE},
+                          (typename bucket_t::mem_t*)&d_partial[0], (const affine_h*)b->d_points,
+                          (uint32_t)n, (const uint32_t*)&d_words[0], false, (uint32_t)0);
+            std::vector<bucket_t> partial(nbuckets);
+            s.DtoH(partial, &d_partial[0]);
+            s.sync();
+            ones_sum = sum_up(partial);
+        }
+
+        point_t tail_sum;
+        tail_sum.inf();
+        if (ntail) {
+            dev_ptr_t<affine_h> d_tail_points{ntail, s};
+            dev_ptr_t<scalar_t> d_tail_scalars{ntail, s};
+            s.HtoD(&d_tail_scalars[0], tail_scalars, ntail);
+            int grid = gpu.sm_count() * 4;
+            pp_split_gather_points<affine_h><<<grid, 256, 0, s>>>(&d_tail_points[0], b->d_points,
+                                                                 &d_words[words],
+                                                                 &d_words[2 * words], words);
+            CUDA_OK(cudaGetLastError());
+            RustError r = b->tail_engine(ntail)->invoke(tail_sum,
+                                                        dev_ptr_t<affine_t>((affine_t*)&d_tail_points[0]),
+                                                        ntail, dev_ptr_t<scalar_t>(&d_tail_scalars[0]), true);
+            if (r.code != cudaSuccess)
+                return pp_msm_error(r, what);
+        }
+        *out = ones_sum;
+        out->add(tail_sum);
+    } catch (const cuda_error& e) {
+        return pp_err(e, what);
+    }
+    return RustError{cudaSuccess};
+}
+
+extern "C" RustError::by_value pp_msm_g1_classified(void* h, point_t* out, size_t n,
+        const uint32_t* ones, const uint32_t* tails, const uint32_t* tail_start, size_t words,
+        const scalar_t* tail, size_t ntail, size_t nones)
+{   return pp_msm_classified<bucket_t, point_t, affine_t>(h, out, n, ones, tails, tail_start, words, tail, ntail, nones, "G1 MSM");   }
+
+extern "C" RustError::by_value pp_msm_g2_classified(void* h, point_fp2_t* out, size_t n,
+        const uint32_t* ones, const uint32_t* tails, const uint32_t* tail_start, size_t words,
+        const scalar_t* tail, size_t ntail, size_t nones)
+{   return pp_msm_classified<bucket_fp2_t, point_fp2_t, affine_fp2_t>(h, out, n, ones, tails, tail_start, words, tail, ntail, nones, "G2 MSM");   }
 
 extern "C" RustError::by_value pp_bases_g1_new(int dev, const affine_t* host, size_t n, void** out)
 {   return pp_bases_new<bucket_t, point_t, affine_t>(dev, host, n, out, "uploading G1 bases");   }

@@ -73,6 +73,7 @@ use crate::gather::{SparseGather, check_bases, on_host_pool};
 use crate::gpu_options::GpuOptions;
 use crate::host_memory::{EvalAlloc, Evaluations};
 use crate::ledger::{Charge, DeviceLedger, Held, Ledger};
+use crate::split::Classified;
 use crate::stream::{
     GPU_CONTEXT_BYTES, GpuMemoryConfig, STREAM_ENGINE_POINTS_ENV, msm_engine_device_bytes,
     msm_temp_device_bytes, stream_schedule_fits,
@@ -269,6 +270,8 @@ trait GpuGroup: Send + Sync + Sized + 'static {
         split: bool,
         info: *mut ffi::MsmInfo,
     ) -> sppark::Error;
+    /// Runs the split MSM of scalars the host classified over the points resident in `h`.
+    unsafe fn run_classified(h: *mut c_void, out: *mut Self::Raw, c: &Classified) -> sppark::Error;
     /// Makes a streaming engine for `np` points.
     unsafe fn stream_new(dev: i32, np: usize, out: *mut *mut c_void) -> sppark::Error;
     /// Runs the MSM of `n` scalars (as for `run`) over `n` page-locked host points.
@@ -310,6 +313,22 @@ impl GpuGroup for G1Affine {
     ) -> sppark::Error {
         let one: *const Fr = &Fr::ONE;
         unsafe { ffi::pp_msm_g1_run(h, out, n, s, on_device, split, one.cast(), info) }
+    }
+    unsafe fn run_classified(h: *mut c_void, out: *mut blst_p1, c: &Classified) -> sppark::Error {
+        unsafe {
+            ffi::pp_msm_g1_classified(
+                h,
+                out,
+                c.n,
+                c.ones.as_ptr(),
+                c.tails.as_ptr(),
+                c.tail_start.as_ptr(),
+                c.words(),
+                c.tail.as_ptr().cast(),
+                c.tail.len(),
+                c.n_ones,
+            )
+        }
     }
     fn stat(s: &mut Stats) -> &mut KernelStat {
         &mut s.msm_g1
@@ -360,6 +379,22 @@ impl GpuGroup for G2Affine {
         let one: *const Fr = &Fr::ONE;
         unsafe { ffi::pp_msm_g2_run(h, out, n, s, on_device, split, one.cast(), info) }
     }
+    unsafe fn run_classified(h: *mut c_void, out: *mut blst_p2, c: &Classified) -> sppark::Error {
+        unsafe {
+            ffi::pp_msm_g2_classified(
+                h,
+                out,
+                c.n,
+                c.ones.as_ptr(),
+                c.tails.as_ptr(),
+                c.tail_start.as_ptr(),
+                c.words(),
+                c.tail.as_ptr().cast(),
+                c.tail.len(),
+                c.n_ones,
+            )
+        }
+    }
     fn stat(s: &mut Stats) -> &mut KernelStat {
         &mut s.msm_g2
     }
@@ -409,6 +444,9 @@ struct Stats {
     /// Host work of the GPU stage outside the device: gathering a sparse query's scalars, and
     /// waiting for the device lock (calls: every lock taken).
     host_msm_gather: KernelStat,
+    /// Classifying an assignment MSM's scalars into ones and tail on the host (elements: the
+    /// scalars), outside the device lock.
+    host_msm_classify: KernelStat,
     host_device_lock_wait: KernelStat,
 }
 
@@ -433,6 +471,8 @@ struct Device {
 enum Scalars<'a> {
     Staged(Pinned, usize),
     Host(std::borrow::Cow<'a, [Fr]>),
+    /// Classified for a split MSM on the host: only their bitmaps and tail go to the device.
+    Classified(Classified),
 }
 
 impl Scalars<'_> {
@@ -440,6 +480,7 @@ impl Scalars<'_> {
         match self {
             Self::Staged(_, n) => *n,
             Self::Host(v) => v.len(),
+            Self::Classified(c) => c.n,
         }
     }
 
@@ -447,6 +488,19 @@ impl Scalars<'_> {
         match self {
             Self::Staged(buf, _) => buf.ptr.cast::<Fr>().cast_const(),
             Self::Host(v) => v.as_ptr(),
+            Self::Classified(c) => c.tail.as_ptr(),
+        }
+    }
+
+    /// The scalars, staged or in place (none for classified ones).
+    fn as_slice(&self) -> &[Fr] {
+        match self {
+            // SAFETY: the first n elements of the staging buffer were written.
+            Self::Staged(buf, n) => unsafe {
+                std::slice::from_raw_parts(buf.ptr.cast::<Fr>().cast_const(), *n)
+            },
+            Self::Host(v) => v,
+            Self::Classified(_) => &[],
         }
     }
 
@@ -795,6 +849,9 @@ impl CudaBackend {
     ) -> Result<G::Projective, KernelError> {
         let dev = self.device();
         let started = Instant::now();
+        // Resident bases take a split MSM classified on the host; streamed ones run plain
+        // (the batch addition reads resident points).
+        let classify = self.options.split_msm && bases.placement == Placement::Resident;
         let scalars = match density {
             Density::Sparse(d) => {
                 let gather = on_host_pool(|| SparseGather::new(d, exponents.len()));
@@ -814,7 +871,12 @@ impl CudaBackend {
             }
             Density::Full => {
                 check_bases(bases, exponents.len())?;
-                if exponents.len() >= STAGE_FROM {
+                // Classified where they are: a split needs only the classification on the
+                // device, so nothing is staged.
+                let classified = classify.then(|| self.classify(exponents)).flatten();
+                if let Some(c) = classified {
+                    Scalars::Classified(c)
+                } else if exponents.len() >= STAGE_FROM {
                     let buf = self.take_pinned(dev, size_of_val(&exponents[..]))?;
                     // SAFETY: as above; every element is written by the copy.
                     let dst = unsafe { buf.uninit::<Fr>(exponents.len()) };
@@ -838,21 +900,88 @@ impl CudaBackend {
                 }
             }
         };
+        // A sparse query's gathered scalars classified in their turn. Where a split would not
+        // pay the MSM runs plain (the device is not asked to classify again).
+        let scalars = match scalars {
+            Scalars::Staged(..) | Scalars::Host(..) if classify => {
+                match self.classify(scalars.as_slice()) {
+                    Some(c) => {
+                        scalars.release(self, dev);
+                        Scalars::Classified(c)
+                    }
+                    None => scalars,
+                }
+            }
+            other => other,
+        };
         let n = scalars.len();
         if n == 0 {
             scalars.release(self, dev);
             return Ok(G::Projective::identity());
         }
+        let split_on_device = !classify;
         let prepared = self.prepare(dev, bases, n, false, true);
         let result = prepared.and_then(|prepared| {
             let _busy = self.lock(dev);
-            // SAFETY: the prepared bases hold >= n points; `scalars.ptr()` points at n live
-            // host Fr (staged or in place), `#[repr(transparent)]` over blst_fr (Montgomery
-            // form, which pp_msm_* tells sppark to convert).
-            unsafe { self.run_prepared::<G>(dev, &prepared, scalars.ptr(), n, false, true) }
+            match &scalars {
+                Scalars::Classified(c) => self.run_classified::<G>(dev, &prepared, c),
+                // SAFETY: the prepared bases hold >= n points; `scalars.ptr()` points at n
+                // live host Fr (staged or in place), `#[repr(transparent)]` over blst_fr
+                // (Montgomery form, which pp_msm_* tells sppark to convert).
+                _ => unsafe {
+                    self.run_prepared::<G>(dev, &prepared, scalars.ptr(), n, false, split_on_device)
+                },
+            }
         });
         scalars.release(self, dev);
         result
+    }
+
+    /// The split MSM's classification of `scalars` on the host pool (outside the device lock),
+    /// or None where a split would not pay.
+    fn classify(&self, scalars: &[Fr]) -> Option<Classified> {
+        if scalars.is_empty() {
+            return None;
+        }
+        let start = Instant::now();
+        let classified = on_host_pool(|| Classified::of(scalars));
+        self.record(|s| &mut s.host_msm_classify, start.elapsed(), scalars.len());
+        classified
+    }
+
+    /// Runs a split MSM of host-classified scalars over prepared resident bases while the
+    /// caller holds `dev`'s lock.
+    fn run_classified<G: GpuGroup>(
+        &self,
+        dev: usize,
+        prepared: &Prepared,
+        c: &Classified,
+    ) -> Result<G::Projective, KernelError> {
+        let Prepared::Resident { bases, .. } = prepared else {
+            return Err(KernelError::Msm {
+                what: G::MSM,
+                message: "a classified split MSM needs resident bases".into(),
+            });
+        };
+        let mut out = G::Raw::default();
+        let start = Instant::now();
+        // SAFETY: the handle is `dev`'s resident bases of G with at least c.n points; the
+        // classification's vectors are live and as long as it says (Classified::of).
+        check(G::MSM, dev, unsafe {
+            G::run_classified(bases.handle, &mut out, c)
+        })?;
+        self.record(G::stat, start.elapsed(), c.n);
+        {
+            let mut s = unpoisoned(&self.stats);
+            let (ones, tail) = G::split_stats(&mut s);
+            for (k, count) in [(ones, c.n_ones), (tail, c.tail.len())] {
+                k.calls += 1;
+                k.elements += count as u64;
+            }
+        }
+        let mut sum = G::Projective::identity();
+        *sum.as_mut() = out;
+        Ok(sum)
     }
 
     /// The bases of an `n`-point MSM on `dev`, ready to run: uploaded if resident and not
@@ -1401,6 +1530,7 @@ impl ProvingBackend for CudaBackend {
             ("upload_bases", s.upload),
             ("host_register", s.host_register),
             ("host_msm_gather", s.host_msm_gather),
+            ("host_msm_classify", s.host_msm_classify),
             ("host_device_lock_wait", s.host_device_lock_wait),
         ]
     }

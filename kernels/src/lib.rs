@@ -14,6 +14,8 @@ mod gather;
 mod gpu_options;
 mod host_memory;
 mod ledger;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod split;
 mod stream;
 
 use std::sync::Arc;

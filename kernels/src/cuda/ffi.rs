@@ -24,6 +24,30 @@ unsafe extern "C" {
         n: usize,
         out: *mut *mut c_void,
     ) -> sppark::Error;
+    pub fn pp_msm_g1_classified(
+        h: *mut c_void,
+        out: *mut blst_p1,
+        n: usize,
+        ones: *const u32,
+        tails: *const u32,
+        tail_start: *const u32,
+        words: usize,
+        tail: *const blst_fr,
+        ntail: usize,
+        nones: usize,
+    ) -> sppark::Error;
+    pub fn pp_msm_g2_classified(
+        h: *mut c_void,
+        out: *mut blst_p2,
+        n: usize,
+        ones: *const u32,
+        tails: *const u32,
+        tail_start: *const u32,
+        words: usize,
+        tail: *const blst_fr,
+        ntail: usize,
+        nones: usize,
+    ) -> sppark::Error;
     pub fn pp_msm_g1_run(
         h: *mut c_void,
         out: *mut blst_p1,

@@ -45,7 +45,9 @@ use proofpipe_pipeline::error::ProverError;
 use proofpipe_pipeline::groth16::matrices_file::MatricesOrigin;
 use proofpipe_pipeline::groth16::{R1csMatrices, SynthesisMode};
 
+mod c1;
 mod witness;
+pub use c1::placeholder_c1_output;
 pub use witness::{PlaceholderWitness, placeholder_circuit_and_proofs};
 
 /// What fixes a PoRep partition's circuit structure.

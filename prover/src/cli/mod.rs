@@ -4,6 +4,7 @@ mod args;
 mod bench;
 mod bench_summary;
 mod bench_urgent;
+mod cuzk_inputs;
 mod daemon;
 mod filecoin;
 mod output;
@@ -77,6 +78,10 @@ enum Command {
     /// verify_winning_post): exit 0 if it is valid for the input's sector and randomness, 1 if
     /// not.
     WinningPostVerify(filecoin::VerifyArgs),
+    /// Write what cuzk, curio's GPU proving engine, reads for a PoRep C2, from `bench
+    /// --porep-shape`'s inputs: its timing-only parameters as Filecoin's `.params` and `.vk`
+    /// files, its placeholder partitions as curio's commit-2 JSON. Timing only: nothing verifies.
+    CuzkInputs(cuzk_inputs::CuzkInputsArgs),
 }
 
 pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
@@ -127,5 +132,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, ProverError> {
             _ => bench::run(args),
         },
         Command::Daemon(args) => daemon::run(args),
+        Command::CuzkInputs(args) => cuzk_inputs::run(args),
     }
 }

@@ -40,7 +40,8 @@
 # (proofs per cuzk run, 5), RUNS (our bench's runs, 3), PROVER, CUZK_TIMEOUT (s per cuzk run,
 # 500: the proofs done by then are still counted, from the daemon's log), BENCH_TIMEOUT (s,
 # 540), BUDGET_MARGIN_GIB (cuzk's memory budget is the cgroup limit, or MemTotal, less this:
-# 10), CUZK_GPU_WORKERS (gpus.gpu_workers_per_device: 2, cuzk's default).
+# 10), CUZK_GPU_WORKERS (gpus.gpu_workers_per_device: 2, cuzk's default), SIZE (32GiB; cuzk
+# proves 32 GiB only, a smaller size is for trying the inputs and ours phases on any machine).
 set -uo pipefail
 out=${1:?usage: scripts/gpu-seed-engine.sh OUT_DIR [inputs|cuzk-pce|cuzk-nopce|ours|clean ...]}
 shift
@@ -97,7 +98,7 @@ phase_inputs() {
     rm -rf "$work/params" "$work/c1.json"
     mkdir -p "$work/params"
     local started=$(date +%s)
-    "$prover" cuzk-inputs --porep-shape 32GiB --c1 "$work/c1.json" --params-dir "$work/params" \
+    "$prover" cuzk-inputs --porep-shape "${SIZE:-32GiB}" --c1 "$work/c1.json" --params-dir "$work/params" \
         --json > "$work/results/inputs.json" 2> "$out/inputs.log"
     local rc=$?
     echo "inputs: exit $rc in $(( $(date +%s) - started )) s"
@@ -173,7 +174,7 @@ phase_ours() {
     base=$(gpu_baseline)
     started=$(date +%s)
     # shellcheck disable=SC2086
-    "$prover" bench --porep-shape 32GiB --synthesis matrices --runs "$runs" --json \
+    "$prover" bench --porep-shape "${SIZE:-32GiB}" --synthesis matrices --runs "$runs" --json \
         ${OURS_PARTITIONS:+--partitions "$OURS_PARTITIONS"} > "$work/results/ours.bench.txt" 2> "$work/results/ours.bench.log" &
     local pid=$!
     start_sampling ours "$pid"
@@ -256,15 +257,16 @@ for mode in ("pce", "nopce"):
 text = read("ours.bench.txt")
 if text:
     runs = [json.loads(l) for l in text.splitlines() if l.startswith("{")]
-    # A run is one job of `partitions` partitions (a PoRep proof's 10): pipeline.seconds is
-    # the whole job, ramp-up included; steady.seconds_per_proof is the interval between
-    # partitions leaving the GPU stage once the pipeline is full, so a proof's steady time is
-    # that times its partitions.
-    whole = [r["pipeline"]["seconds"] * 10 / r["partitions"] for r in runs]
-    steady = [r["pipeline"]["steady"]["seconds_per_proof"] * 10 for r in runs if r["pipeline"].get("steady")]
+    # A run is one job of `partitions` partitions (by default a proof's own: 10 at 32 GiB):
+    # pipeline.seconds is the whole job, ramp-up included; steady.seconds_per_proof is the
+    # interval between partitions leaving the GPU stage once the pipeline is full, so a
+    # proof's steady time is that times the proof's partitions.
+    per = lambda r: r.get("porep_shape", {}).get("partition", {}).get("partitions", 10)
+    whole = [r["pipeline"]["seconds"] * per(r) / r["partitions"] for r in runs]
+    steady = [r["pipeline"]["steady"]["seconds_per_proof"] * per(r) for r in runs if r["pipeline"].get("steady")]
     rss = max((r["pipeline"].get("peak_rss_bytes") or 0) for r in runs) / 2**30 if runs else 0
     rows.append(("proofpipe bench --synthesis matrices", "%d runs of %s partitions" % (len(runs), runs[0]["partitions"] if runs else "?"),
-                 "%.1f (10 x the median run's partition interval)" % statistics.median(steady) if steady else "-",
+                 "%.1f (a proof's partitions x the median run's partition interval)" % statistics.median(steady) if steady else "-",
                  "%.1f (median whole proof, ramp-up included: %s)" % (statistics.median(whole), ", ".join("%.1f" % w for w in whole)) if whole else "-",
                  gpu_peak("ours"), host_peak("ours"),
                  "bench's own peak RSS %.1f GiB" % rss))

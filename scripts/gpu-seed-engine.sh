@@ -29,8 +29,9 @@
 #
 # Binaries: cuzk-daemon and cuzk-bench from .seed-engine/bin/*.xz (built on the development
 # machine from curio's public source; carried, git-ignored), decompressed into WORK/bin;
-# PROVER (device-bin/proofpipe-prover, or PROVER.xz decompressed) must have `cuzk-inputs`.
-# Carry both: run(carry=["device-bin", ".seed-engine/bin"]).
+# PROVER (default device-bin/proofpipe-prover, or .seed-engine/bin/proofpipe-prover.xz where
+# that one predates `cuzk-inputs`; PROVER.xz is decompressed when PROVER is not there) must
+# have `cuzk-inputs`. Carry them: run(carry=[".seed-engine/bin"]) (and "device-bin" for its).
 #
 # Disk: the GPU machine has 64 GiB. The parameters take 44.1 GiB; cuzk saves its extracted
 # PCE (25.7 GiB) beside them, which would not fit: a directory named as its temporary file
@@ -51,7 +52,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=${WORK:-/var/tmp/seed-engine-work}
 n=${N:-5}
 runs=${RUNS:-3}
+# device-bin's prover, unless it predates cuzk-inputs and .seed-engine/bin has one that has it.
 prover=${PROVER:-$root/device-bin/proofpipe-prover}
+if [[ -z ${PROVER:-} && -f $root/.seed-engine/bin/proofpipe-prover.xz ]] \
+    && ! "$prover" cuzk-inputs --help > /dev/null 2>&1; then
+    prover=$root/.seed-engine/bin/proofpipe-prover
+fi
 mkdir -p "$out" "$work/results" "$work/bin"
 source "$(dirname "$0")/gpu-machine.sh" "$out"
 echo "command: N=$n RUNS=$runs WORK=$work scripts/gpu-seed-engine.sh OUT ${phases[*]}" | tee -a "$out/machine.txt"
@@ -66,6 +72,8 @@ unpack() { # NAME SOURCE.xz -> WORK/bin/NAME
     echo "$dst"
 }
 if [[ ! -x $prover && -f $prover.xz ]]; then prover=$(unpack proofpipe-prover "$prover.xz"); fi
+echo "prover: $prover ($("$prover" --version 2>&1))" | tee -a "$out/machine.txt"
+cat "$root/.seed-engine/bin/BUILD.txt" >> "$out/machine.txt" 2>/dev/null
 
 # Samplers: the card's memory in use every second (nvidia-smi), and the process's resident
 # memory every second plus its high-water mark (VmHWM) at the end.

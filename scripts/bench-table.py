@@ -21,7 +21,9 @@ cargo-bench reports are one object). An index row:
       "digits": 1,                            # decimals (default 1)
       "card": "NVIDIA H200; 16 cores",        # only for reports without a `machine` record
       "command": "scripts/gpu-post-shape.sh OUT", # only for reports without machine.command
-      "headline": "32 GiB WinningPoSt"        # optional: the row is in --headline's table too
+      "headline": "32 GiB WinningPoSt",       # optional: the row is in --headline's table too
+      "code": "366d02a (...)"                 # optional: the code state, where the report's
+                                              # stamp cannot say it (a build of a dirty tree)
     }
 
 The figure is the median of the samples, with their range and count; the card, the host and the
@@ -113,7 +115,12 @@ def code_state(machine):
     match = re.match(r"^([0-9a-f]{7,40})\b(.*)", commit)
     if not match:
         return "not recorded"
-    return match.group(1)[:7] + (" + uncommitted docs edits" if "uncommitted" in match.group(2) else "")
+    rest = match.group(2)
+    if "uncommitted" in rest:
+        return match.group(1)[:7] + " + uncommitted docs edits"
+    if rest.startswith("-dirty"):
+        return match.group(1)[:7] + " + uncommitted changes"
+    return match.group(1)[:7]
 
 
 def row_of(row, index_path, headline=False):
@@ -150,10 +157,10 @@ def row_of(row, index_path, headline=False):
     links = ", ".join(f"[{name}]({LINK_BASE}{name})" for name in row["reports"])
     if headline:
         return "| " + " | ".join(cell(text) for text in (
-            figure, row["headline"], card_of(machine, row, where), code_state(machine),
+            figure, row["headline"], card_of(machine, row, where), row.get("code") or code_state(machine),
             " / ".join(dates))) + " |"
     return "| " + " | ".join(cell(text) for text in (
-        figure, row["what"], card_of(machine, row, where), code_state(machine),
+        figure, row["what"], card_of(machine, row, where), row.get("code") or code_state(machine),
         " / ".join(dates), f"`{command}`", links)) + " |"
 
 

@@ -82,7 +82,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SKIP_DIRS = {"target", ".git", ".chart-tools", ".grpc-tools", ".cuda-toolkit", ".s3-tools", "node_modules"}
+SKIP_DIRS = {"target", ".git", ".seed-engine", ".chart-tools", ".grpc-tools", ".cuda-toolkit", ".s3-tools", "node_modules"}
 LINK = re.compile(r"(?<!!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")

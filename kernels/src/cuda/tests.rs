@@ -218,9 +218,11 @@ fn quotient_matches_cpu_2_10_to_2_16() {
 #[test]
 fn reserved_blocks_and_workspaces_are_the_ones_partitions_use() {
     let Some(gpu) = gpu() else { return };
-    let n = (1usize << 12) - 5;
+    // Blocks of at least EvalAlloc::POOL_FROM (1 MiB) come from the pool: 2^15 elements.
+    let n = (1usize << 15) - 5;
     let m = crate::domain_size(n);
     let bytes = m * size_of::<Fr>();
+    assert!(bytes >= crate::EvalAlloc::POOL_FROM);
     let reservation = Reservation {
         evaluation_bytes: bytes,
         evaluation_blocks: 6,

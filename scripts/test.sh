@@ -159,6 +159,16 @@ if command -v mmdebstrap >/dev/null && command -v umoci >/dev/null && command -v
   IMAGE_BINDS="$(cd "$testdata_dir" && pwd)${IMAGE_BINDS:+:$IMAGE_BINDS}" \
     scripts/images.sh unpack "$image_dir" "$image_dir/bin"
   step "build the images, check and unpack them"
+  # Each image once under a real OCI runtime (runc) with the chart's security context: the
+  # user, no capabilities, no_new_privs, seccomp, a read-only root (a few seconds).
+  if command -v runc >/dev/null && [ "$(id -u)" = 0 ]; then
+    scripts/images-run.sh "$image_dir"
+    step "the images under runc with the chart's security context"
+  elif [ "${CI:-}" = true ]; then
+    echo "CI: runc missing or not root: the images cannot be run under an OCI runtime" >&2; exit 1
+  else
+    echo "runc missing or not root (apt-get install runc): the images are not run under an OCI runtime" >&2
+  fi
   run_image_tests "$(cd "$image_dir/bin" && pwd)"
   step "the Filecoin scenario and the quickstart from the images"
 else

@@ -157,7 +157,7 @@ mod tests {
                 let r = rng.next_u32() % 1000;
                 if r < tail_per_mille {
                     Fr::random(&mut *rng)
-                } else if r % 2 == 0 {
+                } else if r.is_multiple_of(2) {
                     Fr::ONE
                 } else {
                     Fr::ZERO

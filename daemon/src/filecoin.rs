@@ -228,7 +228,15 @@ pub async fn prepare(
             Some((partition, BASE64.decode(&p.proof).ok()?))
         })
         .collect();
-    tracing::info!(job = %job.name_any(), kind = kind.as_str(), proof = %params.name(), partitions, "{} read and checked", kind.input_name());
+    // What the partitions are synthesized from, as the source was made (a pool's
+    // PROOFPIPE_*_SYNTHESIS, or one pass in the urgent lane): a provider reads here whether the
+    // template's setting took.
+    let synthesis = if matrices.is_some() {
+        "matrices"
+    } else {
+        "one-pass"
+    };
+    tracing::info!(job = %job.name_any(), kind = kind.as_str(), proof = %params.name(), partitions, synthesis = %synthesis, "{} read and checked", kind.input_name());
     Ok(Prepared {
         run: FilecoinRun {
             kind,

@@ -1,6 +1,6 @@
 //! What the Filecoin scenarios share: their test data from the environment, the pool their
-//! jobs go to, and Filecoin's own verifiers on a proof (through `proofpipe-prover
-//! porep-verify` and `snap-verify`).
+//! jobs go to, what a prover's log says of a job's synthesis, and Filecoin's own verifiers on a
+//! proof (through `proofpipe-prover porep-verify` and `snap-verify`).
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +8,7 @@ use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
 use crate::binaries::binary;
+use crate::prover_metrics::without_colors;
 
 /// The pool `name` of one prover pod with 4 GiB (a 2 KiB proof of any kind needs less) that
 /// reads Filecoin's parameters from `params`, with `env` (a JSON array of EnvVars) added to
@@ -53,6 +54,23 @@ pub fn required_env(name: &str, how: &str) -> Option<PathBuf> {
             None
         }
     }
+}
+
+/// How the prover whose log is `log` synthesized Filecoin job `job`'s partitions: the
+/// `synthesis=` field (`matrices` or `one-pass`) of its line saying the job's input was read and
+/// checked; `None` when there is no such line.
+pub fn logged_synthesis(log: &str, job: &str) -> Option<String> {
+    let job_field = format!("job={job}");
+    without_colors(log).lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        if !line.contains("read and checked") || !words.clone().any(|w| w == job_field) {
+            return None;
+        }
+        words.find_map(|w| {
+            let value = w.strip_prefix("synthesis=")?;
+            Some(value.trim_matches('"').to_owned())
+        })
+    })
 }
 
 /// Fails the test unless filecoin-proofs-api's `verify_seal` (`proofpipe-prover porep-verify`)
@@ -120,4 +138,27 @@ fn verdict(
     let valid = verdict.status.success() && stdout.starts_with("VALID");
     let printed = format!("{stdout}\n{}", String::from_utf8_lossy(&verdict.stderr));
     (valid, printed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jobs_synthesis_is_read_from_its_line_alone() {
+        let log = "2026 INFO proofpipe_daemon::filecoin: C1 output read and checked \
+                   \u{1b}[3mjob\u{1b}[0m\u{1b}[2m=\u{1b}[0msector-1-small kind=PoRepC2 partitions=1 \
+                   \u{1b}[3msynthesis\u{1b}[0m\u{1b}[2m=\u{1b}[0mone-pass\n\
+                   2026 INFO proofpipe_daemon::filecoin: C1 output read and checked job=sector-1 \
+                   kind=PoRepC2 partitions=1 synthesis=matrices\n";
+        assert_eq!(
+            logged_synthesis(log, "sector-1-small").as_deref(),
+            Some("one-pass")
+        );
+        assert_eq!(
+            logged_synthesis(log, "sector-1").as_deref(),
+            Some("matrices")
+        );
+        assert_eq!(logged_synthesis(log, "sector-2"), None);
+    }
 }

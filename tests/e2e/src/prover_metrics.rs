@@ -26,9 +26,18 @@ pub fn sample(metrics: &str, series: &str) -> Option<f64> {
     })
 }
 
-/// The `listen=` address of the daemon's start-up line. The text log may color its field
-/// names: the escape sequences are dropped first.
+/// The `listen=` address of the daemon's start-up line.
 fn listen_address(log: &str) -> Option<String> {
+    without_colors(log).lines().find_map(|line| {
+        line.split_whitespace()
+            .find_map(|word| word.strip_prefix("listen="))
+            .map(str::to_owned)
+    })
+}
+
+/// The daemon's text log without the escape sequences it may color its field names with
+/// (`name=value` then reads as written).
+pub fn without_colors(log: &str) -> String {
     let mut plain = String::with_capacity(log.len());
     let mut chars = log.chars();
     while let Some(c) = chars.next() {
@@ -38,11 +47,7 @@ fn listen_address(log: &str) -> Option<String> {
             plain.push(c);
         }
     }
-    plain.lines().find_map(|line| {
-        line.split_whitespace()
-            .find_map(|word| word.strip_prefix("listen="))
-            .map(str::to_owned)
-    })
+    plain
 }
 
 #[cfg(test)]

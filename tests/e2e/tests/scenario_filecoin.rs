@@ -5,6 +5,11 @@
 //! its status; Filecoin's own verifier (`proofpipe-prover porep-verify`, i.e. verify_seal)
 //! accepts it. A job whose input does not have its SHA-256 fails, and says why.
 //!
+//! Beside it, a pool of small pods set up as docs/operating.md and docs/prover-daemon.md say
+//! for pods too small to hold the R1CS matrices: `PROOFPIPE_POREP_SYNTHESIS=one-pass` in its
+//! template's `env`. Its pod proves the same sector in one pass (the daemon's log says so for
+//! that job, and `matrices` for the default pool's), and `verify_seal` accepts that proof too.
+//!
 //! Needs `KUBECONFIG` (skips without it), `PROOFPIPE_FILECOIN_TESTDATA` and
 //! `PROOFPIPE_S3_SERVER` (the path of `moto_server`), which `scripts/test.sh` exports; under
 //! CI their absence fails the test.
@@ -16,8 +21,8 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{DynamicObject, ListParams};
 use object_store::ObjectStore;
 use object_store::path::Path as ObjectPath;
-use proofpipe_crds::ProofJobPhase;
-use proofpipe_e2e::filecoin::{assert_verify_seal, filecoin_pool, required_env};
+use proofpipe_crds::{ProofJobPhase, ProverPool};
+use proofpipe_e2e::filecoin::{assert_verify_seal, filecoin_pool, logged_synthesis, required_env};
 use proofpipe_e2e::s3::{S3Server, hex};
 use proofpipe_e2e::stack::{Stack, phase};
 use sha2::{Digest, Sha256};
@@ -25,6 +30,14 @@ use sha2::{Digest, Sha256};
 const BUCKET: &str = "sectors";
 /// Proving a 2 KiB PoRep partition (~2^22 constraints) on 2 cores of a test build.
 const PROVING_TIMEOUT: Duration = Duration::from_secs(900);
+/// The pool of the small pods' choice, its job, and the pod that proves it.
+const SMALL_POOL: &str = "fil-small";
+const SMALL_JOB: &str = "sector-1-small";
+const SMALL_POD: &str = "fil-small-prover-0";
+/// The small pool's pod is held under this: the pods the one-pass choice is for are smaller
+/// than the matrices' plans (docs/operating.md: a 32 GiB sector's smallest matrices plan needs
+/// 92.6 GiB).
+const SMALL_POD_BYTES: i64 = 99 << 30;
 
 fn object(value: serde_json::Value) -> DynamicObject {
     serde_json::from_value(value).expect("a well-formed object")
@@ -54,17 +67,26 @@ async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
         .unwrap();
 
     let params = testdata.join("params");
+    // The small pods' pool: the remedy as the docs give it, one entry of the template's env.
+    let mut small_env = s3.prover_env();
+    small_env
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({ "name": "PROOFPIPE_POREP_SYNTHESIS", "value": "one-pass" }));
     stack
         .namespace
-        .apply(&[filecoin_pool("fil", &params, &s3.prover_env(), &[])])
+        .apply(&[
+            filecoin_pool("fil", &params, &s3.prover_env(), &[]),
+            filecoin_pool(SMALL_POOL, &params, &small_env, &[]),
+        ])
         .await;
-    let job = |name: &str, digest: &str, priority: i32, backoff_limit: i32| {
+    let job = |name: &str, pool: &str, digest: &str, priority: i32, backoff_limit: i32| {
         object(serde_json::json!({
             "apiVersion": "proofpipe.dev/v1alpha1",
             "kind": "ProofJob",
             "metadata": { "name": name },
             "spec": {
-                "pool": "fil",
+                "pool": pool,
                 "priority": priority,
                 "backoffLimit": backoff_limit,
                 "filecoin": {
@@ -82,8 +104,9 @@ async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
     stack
         .namespace
         .apply(&[
-            job("wrong-digest", &"0".repeat(64), 10, 0),
-            job("sector-1", &sha256, 0, 2),
+            job("wrong-digest", "fil", &"0".repeat(64), 10, 0),
+            job("sector-1", "fil", &sha256, 0, 2),
+            job(SMALL_JOB, SMALL_POOL, &sha256, 0, 2),
         ])
         .await;
 
@@ -188,6 +211,75 @@ async fn a_sealed_sector_is_proved_from_s3_and_verify_seal_accepts_the_proof() {
     assert_eq!(stored.as_ref(), in_status.as_slice());
     let work = tempfile::tempdir().unwrap();
     let proof_path = work.path().join("sector-1.proof");
+    std::fs::write(&proof_path, &stored).unwrap();
+    assert_verify_seal(&c1_path, &proof_path, &params);
+    // The default pool's prover synthesized it from the 2 KiB R1CS matrices.
+    let log = stack.runner.pod_log("fil-prover-0");
+    assert_eq!(
+        logged_synthesis(&log, "sector-1").as_deref(),
+        Some("matrices"),
+        "fil-prover-0's log:\n{log}"
+    );
+
+    // The small pods' pool (4Gi, filecoin_pool's limit) proved the same sector in one pass,
+    // and Filecoin's verifier takes that proof too.
+    let small = stack
+        .wait_within(
+            "the one-pass pool's job to succeed",
+            PROVING_TIMEOUT,
+            || async {
+                let job = jobs.get(SMALL_JOB).await.map_err(|e| e.to_string())?;
+                match phase(&job) {
+                    Some(ProofJobPhase::Succeeded) => Ok(job),
+                    Some(ProofJobPhase::Failed) => {
+                        panic!("the one-pass job failed: {:?}", job.status)
+                    }
+                    other => Err(format!("phase {other:?}")),
+                }
+            },
+        )
+        .await;
+    let status = small.status.unwrap();
+    assert_eq!(
+        status.assigned_pods.as_deref(),
+        Some(&[SMALL_POD.to_owned()][..])
+    );
+    let result = status
+        .filecoin
+        .expect("status.filecoin of the one-pass job");
+    assert!(result.verified);
+    let log = stack.runner.pod_log(SMALL_POD);
+    assert_eq!(
+        logged_synthesis(&log, SMALL_JOB).as_deref(),
+        Some("one-pass"),
+        "the pool's PROOFPIPE_POREP_SYNTHESIS=one-pass did not reach the prover; its log:\n{log}"
+    );
+    let pool = stack
+        .namespace
+        .api::<ProverPool>()
+        .get(SMALL_POOL)
+        .await
+        .unwrap();
+    let limit = pool
+        .status
+        .and_then(|s| s.provers)
+        .unwrap_or_default()
+        .iter()
+        .find(|p| p.pod == SMALL_POD)
+        .and_then(|p| p.sizing.as_ref()?.memory_limit_bytes)
+        .expect("the one-pass prover's memory limit in its pool entry");
+    assert!(
+        limit < SMALL_POD_BYTES,
+        "{SMALL_POD} planned for {limit} bytes"
+    );
+    let stored = store
+        .get(&ObjectPath::from(format!("sector-1/{SMALL_JOB}.proof")))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let proof_path = work.path().join(format!("{SMALL_JOB}.proof"));
     std::fs::write(&proof_path, &stored).unwrap();
     assert_verify_seal(&c1_path, &proof_path, &params);
 }

@@ -7,6 +7,9 @@
 #   scripts/images.sh build [OUT_DIR]          # OCI archives in OUT_DIR (target/images)
 #   scripts/images.sh check [OUT_DIR]          # each archive's user, entrypoint, labels
 #   scripts/images.sh unpack OUT_DIR BIN_DIR   # runnable stand-ins for the images' entrypoints
+#   scripts/images.sh cuda-prover BIN [OUT_DIR] # the prover image alone, from a CUDA build
+#
+# IMAGES (all three) names the images build, check and unpack work on, space separated.
 #
 # build: BIN_DIR (target/release) holds proofpipe-operator, proofpipe-gateway and
 # proofpipe-prover; PROVER_BIN, OPERATOR_BIN, GATEWAY_BIN name one elsewhere (the CUDA prover
@@ -23,10 +26,17 @@
 # its entrypoint, user, paths and shared libraries. What it does not reproduce of a container
 # runtime: network and PID isolation; SIGTERM and SIGINT reach the entrypoint through the
 # stand-in script, and a SIGKILL of the script ends the entrypoint too.
+#
+# cuda-prover: the prover image from BIN (scripts/cuda-build.sh's device-bin/proofpipe-prover,
+# which links the CUDA runtime statically and loads the driver's libcuda.so.1 at run time),
+# built and checked in OUT_DIR (target/images-cuda) beside the CPU images' folder, and its root
+# filesystem as OUT_DIR/proofpipe-prover-rootfs.tar.xz (with image-config.json at its top) for
+# a machine without a container runtime (scripts/gpu-image-porep.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-names=(proofpipe-operator proofpipe-gateway proofpipe-prover)
+# shellcheck disable=SC2206
+names=(${IMAGES:-proofpipe-operator proofpipe-gateway proofpipe-prover})
 uid=65532
 
 need() {
@@ -246,9 +256,33 @@ EOF
   done
 }
 
+# The prover image from a CUDA build, and its root filesystem as an xz tar.
+cuda_prover() {
+  need mmdebstrap umoci skopeo python3 xz
+  local bin=${1:?usage: scripts/images.sh cuda-prover BIN [OUT_DIR]} out=${2:-target/images-cuda}
+  [ -x "$bin" ] || { echo "scripts/images.sh: $bin is not an executable (scripts/cuda-build.sh writes device-bin/proofpipe-prover)" >&2; exit 1; }
+  # A CUDA build names the driver's library it loads; a CPU build does not.
+  grep -q 'libcuda\.so\.1' "$bin" || echo "scripts/images.sh: $bin does not name libcuda.so.1: not a CUDA build? Its image proves on the CPU only" >&2
+  IMAGES=proofpipe-prover PROVER_BIN=$bin "$0" build "$out"
+  IMAGES=proofpipe-prover "$0" check "$out"
+  local layout bundle tarball
+  layout=$(mktemp -d)
+  bundle=$(mktemp -d)
+  # shellcheck disable=SC2064
+  trap "rm -rf '$layout' '$bundle'" EXIT
+  skopeo copy --quiet "oci-archive:$(archive_of "$out" proofpipe-prover)" "oci:$layout:proofpipe-prover"
+  umoci unpack --image "$layout:proofpipe-prover" "$bundle/b" >/dev/null
+  skopeo inspect --config "oci-archive:$(archive_of "$out" proofpipe-prover)" > "$bundle/b/rootfs/image-config.json"
+  tarball="$out/proofpipe-prover-rootfs.tar.xz"
+  tar --sort=name --numeric-owner -C "$bundle/b/rootfs" -cf - . | xz -T2 -6 > "$tarball.tmp"
+  mv "$tarball.tmp" "$tarball"
+  echo "$tarball: the prover image's root filesystem ($(du -sh "$bundle/b/rootfs" | cut -f1) unpacked, $(du -h "$tarball" | cut -f1) compressed)"
+}
+
 case ${1:-} in
   build) shift; build "$@" ;;
+  cuda-prover) shift; cuda_prover "$@" ;;
   check) shift; check "$@" ;;
   unpack) shift; unpack "$@" ;;
-  *) sed -n '2,25p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,34p' "$0" >&2; exit 2 ;;
 esac
